@@ -1,0 +1,84 @@
+# Switchboard — the two commands a newcomer needs are `make run` and `make test`.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+.DEFAULT_GOAL := help
+
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/switchboard-io/switchboard/internal/version.Version=$(VERSION)
+BIN := bin/switchboard
+
+.PHONY: help
+help: ## Show the targets.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ { printf "  %-18s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+##@ The two commands
+
+.PHONY: run
+run: build envtest-assets ## Run Switchboard locally (control plane, Postgres, manager+api+worker); Ctrl-C stops it all.
+	$(BIN) dev
+
+.PHONY: test
+test: verify envtest-assets ## Run every test: checks, unit, Postgres, envtest, chart and end-to-end.
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh --check)" go test -count=1 -timeout 20m ./...
+	$(MAKE) chart-test
+
+##@ Building
+
+.PHONY: build
+build: ## Build bin/switchboard.
+	CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/switchboard
+
+.PHONY: envtest-assets
+envtest-assets: ## Provide kube-apiserver, etcd and kubectl (downloaded, or built from the module proxy once).
+	@hack/envtest-assets.sh >/dev/null
+
+##@ Generated code
+
+.PHONY: generate
+generate: ## Generate deepcopy code and sqlc queries.
+	go tool controller-gen object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+	go tool sqlc generate -f internal/postgres/sqlc.yaml
+
+.PHONY: manifests
+manifests: ## Generate CRDs and RBAC, and copy them into the Helm chart.
+	go tool controller-gen rbac:roleName=switchboard crd:allowDangerousTypes=false webhook paths="./..." \
+		output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+	rm -f charts/switchboard/crds/*.yaml
+	cp config/crd/bases/*.yaml charts/switchboard/crds/
+	cp config/rbac/role.yaml charts/switchboard/files/role.yaml
+
+##@ Checks
+
+.PHONY: verify
+verify: fmt-check vet verify-generated ## gofmt, go vet and the stale-generated-code check.
+
+.PHONY: fmt-check
+fmt-check:
+	@out="$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go'))"; \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+.PHONY: vet
+vet:
+	go vet ./...
+
+.PHONY: verify-generated
+verify-generated: ## Fail when `make generate manifests` would change a file.
+	hack/verify-generated.sh
+
+.PHONY: chart-test
+chart-test: ## helm lint and helm template of charts/switchboard.
+	go tool helm lint --strict charts/switchboard
+	go tool helm template switchboard charts/switchboard --namespace switchboard-system \
+		--set postgres.url=postgres://switchboard@db:5432/switchboard >/dev/null
+	go tool helm template switchboard charts/switchboard --namespace switchboard-system \
+		--set postgres.url=postgres://switchboard@db:5432/switchboard --set redis.url=redis://redis:6379/0 \
+		--set profile=split >/dev/null
+
+.PHONY: bench
+bench: ## Run the benchmarks.
+	go test -run '^$$' -bench . -benchmem ./...
+
+.PHONY: clean
+clean: ## Remove build output and the dev state directory.
+	rm -rf bin .switchboard

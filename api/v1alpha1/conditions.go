@@ -1,0 +1,36 @@
+/*
+Copyright 2026 The Switchboard Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+// ConditionReady is the one condition every Switchboard resource carries; printer columns read it.
+const ConditionReady = "Ready"
+
+// Reasons of the Ready condition.
+const (
+	// ReasonReady: every check passed.
+	ReasonReady = "Ready"
+	// ReasonDuplicateProject: another Project in the namespace is older and is the namespace's project.
+	ReasonDuplicateProject = "DuplicateProject"
+	// ReasonParentNotFound: spec.parent names a namespace with no Project.
+	ReasonParentNotFound = "ParentNotFound"
+	// ReasonProjectNotFound: the Sender's namespace has no Project.
+	ReasonProjectNotFound = "ProjectNotFound"
+	// ReasonProjectNotReady: the Sender's namespace has a Project that is not Ready.
+	ReasonProjectNotReady = "ProjectNotReady"
+	// ReasonTransportUnsupportedChannel: a channel of the Sender is not offered by its transport.
+	ReasonTransportUnsupportedChannel = "UnsupportedChannel"
+)

@@ -1,0 +1,54 @@
+/*
+Copyright 2026 The Switchboard Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// IsReady tells whether the project's Ready condition is True for its current generation.
+func (p *Project) IsReady() bool {
+	return isReady(p.Status.Conditions, p.Generation)
+}
+
+// IsSubAccount tells whether the project is a sub-account of another project.
+func (p *Project) IsSubAccount() bool {
+	return p.Spec.Parent != ""
+}
+
+func isReady(conditions []metav1.Condition, generation int64) bool {
+	c := meta.FindStatusCondition(conditions, ConditionReady)
+	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == generation
+}
+
+// NamespaceProject picks the project of a namespace out of the Projects in it: the oldest, and by
+// name among equally old ones. The others are duplicates and are never used.
+func NamespaceProject(items []Project) *Project {
+	var chosen *Project
+	for i := range items {
+		p := &items[i]
+		if !p.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if chosen == nil || p.CreationTimestamp.Before(&chosen.CreationTimestamp) ||
+			(p.CreationTimestamp.Equal(&chosen.CreationTimestamp) && p.Name < chosen.Name) {
+			chosen = p
+		}
+	}
+	return chosen
+}

@@ -1,0 +1,101 @@
+/*
+Copyright 2026 The Switchboard Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Plan is a project's billing plan.
+// +kubebuilder:validation:Enum=free;paid
+type Plan string
+
+const (
+	PlanFree Plan = "free"
+	PlanPaid Plan = "paid"
+)
+
+// ProjectSpec is the desired state of a project. A project is a namespace: the Project object in it
+// holds the settings of the whole namespace, and the REST API's project id is the namespace's name.
+// +kubebuilder:validation:XValidation:rule="has(self.parent) == has(oldSelf.parent) && (!has(self.parent) || self.parent == oldSelf.parent)",message="parent is immutable: a sub-account cannot be moved to another parent"
+type ProjectSpec struct {
+	// DisplayName is the project's human-readable name, shown by GET /v1/me.
+	// +kubebuilder:validation:MaxLength=100
+	// +optional
+	DisplayName string `json:"displayName,omitempty"`
+
+	// Plan is the billing plan. Sending limits and allowances depend on it.
+	// +kubebuilder:default=free
+	// +optional
+	Plan Plan `json:"plan,omitempty"`
+
+	// Team names the team the project belongs to; verification tiers apply to every project of a team.
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Team string `json:"team,omitempty"`
+
+	// Parent is the namespace of the parent project when this project is a sub-account. Set at
+	// creation only.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Parent string `json:"parent,omitempty"`
+}
+
+// ProjectStatus is the observed state of a project.
+type ProjectStatus struct {
+	// ObservedGeneration is the generation the status was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready tells whether this object is the namespace's project and its references resolve.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Project holds the settings of one Switchboard project (its namespace).
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=proj
+// +kubebuilder:printcolumn:name="Plan",type=string,JSONPath=`.spec.plan`
+// +kubebuilder:printcolumn:name="Team",type=string,JSONPath=`.spec.team`
+// +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parent`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Project struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   ProjectSpec   `json:"spec"`
+	Status ProjectStatus `json:"status,omitempty"`
+}
+
+// ProjectList is a list of Projects.
+// +kubebuilder:object:root=true
+type ProjectList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Project `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Project{}, &ProjectList{})
+}

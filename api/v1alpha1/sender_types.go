@@ -1,0 +1,166 @@
+/*
+Copyright 2026 The Switchboard Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Channel is a channel a sender can send and receive on (the spec's channel values less `auto`).
+// +kubebuilder:validation:Enum=sms;sms_oneway;whatsapp;telegram;email;instagram;messenger;voice
+type Channel string
+
+const (
+	ChannelSMS       Channel = "sms"
+	ChannelSMSOneway Channel = "sms_oneway"
+	ChannelWhatsApp  Channel = "whatsapp"
+	ChannelTelegram  Channel = "telegram"
+	ChannelEmail     Channel = "email"
+	ChannelInstagram Channel = "instagram"
+	ChannelMessenger Channel = "messenger"
+	ChannelVoice     Channel = "voice"
+)
+
+// Transport names the code that talks to the upstream provider for a sender.
+// +kubebuilder:validation:Enum=sandbox
+type Transport string
+
+const (
+	// TransportSandbox simulates every channel in process; every svc_test_ key sends through it.
+	TransportSandbox Transport = "sandbox"
+)
+
+// SignatureVersion is the signing scheme of webhook deliveries.
+// +kubebuilder:validation:Enum=v1;"v1+v2";v2
+type SignatureVersion string
+
+const (
+	SignatureV1   SignatureVersion = "v1"
+	SignatureV1V2 SignatureVersion = "v1+v2"
+	SignatureV2   SignatureVersion = "v2"
+)
+
+// WebhookEvent is an event name a webhook can subscribe to.
+// +kubebuilder:validation:Enum=message.queued;message.sent;message.delivered;message.read;message.status;message.failed;message.inbound;message.unsupported;broadcast.status_changed;conversation.new;template.status_changed;invitation.status_changed;call.initiated;call.answered;call.completed;call.failed;domain.verified;domain.failed
+type WebhookEvent string
+
+// SenderSpec is the desired state of a sender: a sending identity inside a project.
+type SenderSpec struct {
+	// DisplayName is the sender's name (`name` on the REST API).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=100
+	DisplayName string `json:"displayName"`
+
+	// Default marks the project's default sender, used when a send names none.
+	// +optional
+	Default bool `json:"default,omitempty"`
+
+	// Transport is the upstream the sender sends through.
+	// +kubebuilder:default=sandbox
+	// +optional
+	Transport Transport `json:"transport,omitempty"`
+
+	// PhoneNumber is the sender's number in E.164. A number alone enables no channel.
+	// +kubebuilder:validation:Pattern=`^\+[1-9][0-9]{6,14}$`
+	// +optional
+	PhoneNumber string `json:"phoneNumber,omitempty"`
+
+	// Channels lists the channels to switch on. status.channels lists those that are on now.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=8
+	// +optional
+	Channels []Channel `json:"channels,omitempty"`
+
+	// Webhook receives the sender's events.
+	// +optional
+	Webhook *SenderWebhook `json:"webhook,omitempty"`
+}
+
+// SenderWebhook is where a sender's events are delivered.
+// +kubebuilder:validation:XValidation:rule="!(oldSelf.signatureVersion == 'v1' && self.signatureVersion == 'v2') && !(oldSelf.signatureVersion == 'v2' && self.signatureVersion == 'v1')",message="signatureVersion moves between v1 and v2 only through v1+v2"
+type SenderWebhook struct {
+	// URL receives the deliveries.
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['https', 'http']",message="url must be an absolute http(s) URL"
+	URL string `json:"url"`
+
+	// Active switches deliveries on and off without losing the configuration.
+	// +kubebuilder:default=true
+	// +optional
+	Active *bool `json:"active,omitempty"`
+
+	// Events are the event names delivered; empty means all.
+	// +listType=set
+	// +optional
+	Events []WebhookEvent `json:"events,omitempty"`
+
+	// SignatureVersion is the signing scheme. New webhooks use v2; moving between v1 and v2 goes
+	// through v1+v2.
+	// +kubebuilder:default=v2
+	// +optional
+	SignatureVersion SignatureVersion `json:"signatureVersion,omitempty"`
+}
+
+// SenderStatus is the observed state of a sender.
+type SenderStatus struct {
+	// ObservedGeneration is the generation the status was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready tells whether the sender can send.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Channels are the channels the sender can send on now (configured and activated).
+	// +listType=set
+	// +optional
+	Channels []Channel `json:"channels,omitempty"`
+}
+
+// Sender is a sending identity inside a project.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced
+// +kubebuilder:printcolumn:name="Display Name",type=string,JSONPath=`.spec.displayName`
+// +kubebuilder:printcolumn:name="Transport",type=string,JSONPath=`.spec.transport`
+// +kubebuilder:printcolumn:name="Default",type=boolean,JSONPath=`.spec.default`
+// +kubebuilder:printcolumn:name="Channels",type=string,JSONPath=`.status.channels`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Sender struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   SenderSpec   `json:"spec"`
+	Status SenderStatus `json:"status,omitempty"`
+}
+
+// SenderList is a list of Senders.
+// +kubebuilder:object:root=true
+type SenderList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Sender `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Sender{}, &SenderList{})
+}

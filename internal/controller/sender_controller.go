@@ -1,0 +1,111 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+)
+
+// SenderReconciler keeps the Ready condition and the active channels of Senders.
+type SenderReconciler struct {
+	client.Client
+}
+
+// +kubebuilder:rbac:groups=messaging.switchboard.io,resources=senders,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=messaging.switchboard.io,resources=senders/status,verbs=get;update;patch
+
+// Reconcile computes the Sender's Ready condition and status.channels.
+func (r *SenderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var sender v1alpha1.Sender
+	if err := r.Get(ctx, req.NamespacedName, &sender); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !sender.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+
+	var projects v1alpha1.ProjectList
+	if err := r.List(ctx, &projects, client.InNamespace(sender.Namespace)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list projects in %s: %w", sender.Namespace, err)
+	}
+
+	before := sender.DeepCopy()
+	result := senderReadiness(&sender, v1alpha1.NamespaceProject(projects.Items))
+	sender.Status.ObservedGeneration = sender.Generation
+	sender.Status.Channels = nil
+	if result.ready {
+		sender.Status.Channels = activeChannels(&sender.Spec)
+	}
+	setReady(&sender.Status.Conditions, result, sender.Generation)
+	if err := patchStatus(ctx, r.Client, before, &sender, func(s *v1alpha1.Sender) any { return s.Status }); err != nil {
+		return ctrl.Result{}, fmt.Errorf("patch status of sender %s: %w", req, err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// senderReadiness is the chain of checks of a Sender: its namespace has a ready project, and its
+// transport carries every channel it asks for.
+func senderReadiness(sender *v1alpha1.Sender, project *v1alpha1.Project) readiness {
+	if project == nil {
+		return notReady(v1alpha1.ReasonProjectNotFound,
+			fmt.Sprintf("namespace %s has no Project", sender.Namespace))
+	}
+	if !project.IsReady() {
+		return notReady(v1alpha1.ReasonProjectNotReady,
+			fmt.Sprintf("project %s is not ready", project.Name))
+	}
+	var unsupported []string
+	for _, c := range sender.Spec.Channels {
+		if !sender.Spec.Transport.Supports(c) {
+			unsupported = append(unsupported, string(c))
+		}
+	}
+	if len(unsupported) > 0 {
+		return notReady(v1alpha1.ReasonTransportUnsupportedChannel,
+			fmt.Sprintf("transport %s does not carry %s", sender.Spec.Transport, strings.Join(unsupported, ", ")))
+	}
+	return readyOK("sender is ready")
+}
+
+// activeChannels lists the requested channels the transport carries, in the spec's channel order.
+func activeChannels(spec *v1alpha1.SenderSpec) []v1alpha1.Channel {
+	var out []v1alpha1.Channel
+	for _, c := range v1alpha1.AllChannels {
+		if slices.Contains(spec.Channels, c) && spec.Transport.Supports(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// SetupWithManager registers the reconciler; a Project's change brings back its namespace's Senders.
+func (r *SenderReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.Sender{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.Project{}, handler.EnqueueRequestsFromMapFunc(r.sendersOfProject)).
+		Named("sender").
+		Complete(r)
+}
+
+func (r *SenderReconciler) sendersOfProject(ctx context.Context, o client.Object) []reconcile.Request {
+	var senders v1alpha1.SenderList
+	if err := r.List(ctx, &senders, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(senders.Items))
+	for _, s := range senders.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
+	}
+	return reqs
+}

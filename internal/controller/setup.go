@@ -1,0 +1,13 @@
+package controller
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// SetupAll registers every reconciler with the manager.
+func SetupAll(mgr ctrl.Manager) error {
+	if err := (&ProjectReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&SenderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+}

@@ -1,0 +1,103 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migrateLockKey serialises concurrent migrators (replicas starting together, a Helm hook and a
+// developer): pg_advisory_lock on it is held for the whole step.
+const migrateLockKey = 0x5377_6974_6368 // "Switch"
+
+// Applied lists what one Migrate call applied.
+type Applied struct {
+	Switchboard []int64 // versions of migrations/ applied now
+	River       []int   // versions of River's migrations applied now
+}
+
+// Migrate brings the schema up to date: the job queue's migrations first (our tables may refer to
+// them in the future, never the other way round), then Switchboard's own.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) (Applied, error) {
+	var applied Applied
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return applied, fmt.Errorf("acquire connection for migrations: %w", err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(migrateLockKey)); err != nil {
+		return applied, fmt.Errorf("take migration lock: %w", err)
+	}
+	defer func() {
+		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrateLockKey))
+	}()
+
+	river, err := rivermigrate.New(riverpgxv5.New(pool), nil)
+	if err != nil {
+		return applied, fmt.Errorf("prepare job queue migrations: %w", err)
+	}
+	res, err := river.Migrate(ctx, rivermigrate.DirectionUp, nil)
+	if err != nil {
+		return applied, fmt.Errorf("apply job queue migrations: %w", err)
+	}
+	for _, v := range res.Versions {
+		applied.River = append(applied.River, v.Version)
+	}
+
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	provider, err := newProvider(db)
+	if err != nil {
+		return applied, err
+	}
+	results, err := provider.Up(ctx)
+	if err != nil {
+		return applied, fmt.Errorf("apply migrations: %w", err)
+	}
+	for _, r := range results {
+		applied.Switchboard = append(applied.Switchboard, r.Source.Version)
+	}
+	return applied, nil
+}
+
+// SchemaVersion reports the highest Switchboard migration applied and the highest one embedded.
+func SchemaVersion(ctx context.Context, pool *pgxpool.Pool) (current, latest int64, err error) {
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	provider, err := newProvider(db)
+	if err != nil {
+		return 0, 0, err
+	}
+	if current, err = provider.GetDBVersion(ctx); err != nil {
+		return 0, 0, fmt.Errorf("read schema version: %w", err)
+	}
+	sources := provider.ListSources()
+	if len(sources) > 0 {
+		latest = sources[len(sources)-1].Version
+	}
+	return current, latest, nil
+}
+
+func newProvider(db *sql.DB) (*goose.Provider, error) {
+	files, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("open embedded migrations: %w", err)
+	}
+	provider, err := goose.NewProvider(goose.DialectPostgres, db, files,
+		goose.WithTableName("switchboard_schema_migrations"))
+	if err != nil {
+		return nil, fmt.Errorf("load migrations: %w", err)
+	}
+	return provider, nil
+}

@@ -1,0 +1,18 @@
+-- name: CreateAPIKey :one
+INSERT INTO api_keys (id, project, name, environment, key_prefix, key_hash, permissions, created_at)
+VALUES (@id, @project, @name, @environment, @key_prefix, @key_hash, @permissions, @created_at)
+RETURNING *;
+
+-- name: GetAPIKeyByHash :one
+SELECT * FROM api_keys WHERE key_hash = @key_hash;
+
+-- name: TouchAPIKey :exec
+-- Moves last_used_at forward only, so a late job never writes an older time.
+UPDATE api_keys
+SET last_used_at = @used_at
+WHERE id = @id AND (last_used_at IS NULL OR last_used_at < @used_at);
+
+-- name: ListAPIKeysByName :many
+SELECT * FROM api_keys
+WHERE project = @project AND name = @name AND revoked_at IS NULL
+ORDER BY created_at, id;
