@@ -27,7 +27,7 @@ type CreateAPIKeyParams struct {
 	CreatedAt   time.Time
 }
 
-func (q *Queries) CreateAPIKey(ctx context.Context, arg CreateAPIKeyParams) (ApiKey, error) {
+func (q *Queries) CreateAPIKey(ctx context.Context, arg CreateAPIKeyParams) (APIKey, error) {
 	row := q.db.QueryRow(ctx, createAPIKey,
 		arg.ID,
 		arg.Project,
@@ -38,7 +38,7 @@ func (q *Queries) CreateAPIKey(ctx context.Context, arg CreateAPIKeyParams) (Api
 		arg.Permissions,
 		arg.CreatedAt,
 	)
-	var i ApiKey
+	var i APIKey
 	err := row.Scan(
 		&i.ID,
 		&i.Project,
@@ -58,9 +58,9 @@ const getAPIKeyByHash = `-- name: GetAPIKeyByHash :one
 SELECT id, project, name, environment, key_prefix, key_hash, permissions, created_at, last_used_at, revoked_at FROM api_keys WHERE key_hash = $1
 `
 
-func (q *Queries) GetAPIKeyByHash(ctx context.Context, keyHash []byte) (ApiKey, error) {
+func (q *Queries) GetAPIKeyByHash(ctx context.Context, keyHash []byte) (APIKey, error) {
 	row := q.db.QueryRow(ctx, getAPIKeyByHash, keyHash)
-	var i ApiKey
+	var i APIKey
 	err := row.Scan(
 		&i.ID,
 		&i.Project,
@@ -76,56 +76,14 @@ func (q *Queries) GetAPIKeyByHash(ctx context.Context, keyHash []byte) (ApiKey, 
 	return i, err
 }
 
-const listAPIKeysByName = `-- name: ListAPIKeysByName :many
-SELECT id, project, name, environment, key_prefix, key_hash, permissions, created_at, last_used_at, revoked_at FROM api_keys
-WHERE project = $1 AND name = $2 AND revoked_at IS NULL
-ORDER BY created_at, id
-`
-
-type ListAPIKeysByNameParams struct {
-	Project string
-	Name    string
-}
-
-func (q *Queries) ListAPIKeysByName(ctx context.Context, arg ListAPIKeysByNameParams) ([]ApiKey, error) {
-	rows, err := q.db.Query(ctx, listAPIKeysByName, arg.Project, arg.Name)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []ApiKey
-	for rows.Next() {
-		var i ApiKey
-		if err := rows.Scan(
-			&i.ID,
-			&i.Project,
-			&i.Name,
-			&i.Environment,
-			&i.KeyPrefix,
-			&i.KeyHash,
-			&i.Permissions,
-			&i.CreatedAt,
-			&i.LastUsedAt,
-			&i.RevokedAt,
-		); err != nil {
-			return nil, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const touchAPIKey = `-- name: TouchAPIKey :exec
 UPDATE api_keys
-SET last_used_at = $1
+SET last_used_at = $1::timestamptz
 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at < $1)
 `
 
 type TouchAPIKeyParams struct {
-	UsedAt *time.Time
+	UsedAt time.Time
 	ID     string
 }
 

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-type ApiKey struct {
+type APIKey struct {
 	ID          string
 	Project     string
 	Name        string

@@ -9,10 +9,5 @@ SELECT * FROM api_keys WHERE key_hash = @key_hash;
 -- name: TouchAPIKey :exec
 -- Moves last_used_at forward only, so a late job never writes an older time.
 UPDATE api_keys
-SET last_used_at = @used_at
+SET last_used_at = @used_at::timestamptz
 WHERE id = @id AND (last_used_at IS NULL OR last_used_at < @used_at);
-
--- name: ListAPIKeysByName :many
-SELECT * FROM api_keys
-WHERE project = @project AND name = @name AND revoked_at IS NULL
-ORDER BY created_at, id;

@@ -1,0 +1,181 @@
+// Package apikey creates API keys and authenticates requests by them. A key is
+// `svc_live_` or `svc_test_` followed by 32 base62 characters (190 random bits); only its SHA-256
+// hash is stored, and the key itself is shown once, when it is created.
+package apikey
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math/big"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+)
+
+// Environment says whether a key sends for real (live) or through the sandbox (test).
+type Environment string
+
+const (
+	Live Environment = "live"
+	Test Environment = "test"
+)
+
+const (
+	secretLen = 32 // base62 characters after the prefix: 32·log2(62) ≈ 190 bits
+	idLen     = 20
+	alphabet  = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	// shownPrefixLen is how much of a key lists may show to tell keys apart.
+	shownPrefixLen = 4
+)
+
+// Prefix returns the key prefix of the environment.
+func (e Environment) Prefix() string { return "svc_" + string(e) + "_" }
+
+// Valid tells whether e is live or test.
+func (e Environment) Valid() bool { return e == Live || e == Test }
+
+// Key is a stored API key. It never holds the key itself.
+type Key struct {
+	ID          string
+	Project     string
+	Name        string
+	Environment Environment
+	// Prefix is the key's environment prefix and first characters, to tell keys apart in lists.
+	Prefix      string
+	Permissions []string
+	CreatedAt   time.Time
+	LastUsedAt  *time.Time
+	RevokedAt   *time.Time
+}
+
+// TestMode tells whether the key sends through the sandbox.
+func (k Key) TestMode() bool { return k.Environment == Test }
+
+// Service creates and checks API keys.
+type Service struct {
+	q   *db.Queries
+	now func() time.Time
+}
+
+// NewService returns a Service on the given queries.
+func NewService(q *db.Queries) *Service {
+	return &Service{q: q, now: time.Now}
+}
+
+// Create makes a key for project and returns it, the only time it is ever shown.
+func (s *Service) Create(ctx context.Context, project, name string, env Environment, permissions []string) (string, Key, error) {
+	if !env.Valid() {
+		return "", Key{}, apperror.New(apperror.Invalid, "invalid_request", "environment must be live or test")
+	}
+	if len(permissions) == 0 {
+		permissions = []string{"*"}
+	}
+	tail, err := randomString(secretLen)
+	if err != nil {
+		return "", Key{}, err
+	}
+	id, err := randomString(idLen)
+	if err != nil {
+		return "", Key{}, err
+	}
+	secret := env.Prefix() + tail
+	hash := sha256.Sum256([]byte(secret))
+	row, err := s.q.CreateAPIKey(ctx, db.CreateAPIKeyParams{
+		ID:          "key_" + id,
+		Project:     project,
+		Name:        name,
+		Environment: string(env),
+		KeyPrefix:   secret[:len(env.Prefix())+shownPrefixLen],
+		KeyHash:     hash[:],
+		Permissions: permissions,
+		CreatedAt:   s.now().UTC().Truncate(time.Microsecond),
+	})
+	if err != nil {
+		return "", Key{}, fmt.Errorf("create api key for project %s: %w", project, err)
+	}
+	return secret, fromRow(row), nil
+}
+
+// Authenticate returns the key behind secret. A malformed, unknown or revoked key is
+// apperror.Unauthenticated, the same for all three.
+func (s *Service) Authenticate(ctx context.Context, secret string) (Key, error) {
+	if !WellFormed(secret) {
+		return Key{}, apperror.Unauthenticated()
+	}
+	hash := sha256.Sum256([]byte(secret))
+	row, err := s.q.GetAPIKeyByHash(ctx, hash[:])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Key{}, apperror.Unauthenticated()
+	}
+	if err != nil {
+		return Key{}, fmt.Errorf("look up api key: %w", err)
+	}
+	if row.RevokedAt != nil {
+		return Key{}, apperror.Unauthenticated()
+	}
+	return fromRow(row), nil
+}
+
+// Touch records that the key was used at usedAt; an older time never overwrites a newer one.
+func (s *Service) Touch(ctx context.Context, id string, usedAt time.Time) error {
+	if err := s.q.TouchAPIKey(ctx, db.TouchAPIKeyParams{ID: id, UsedAt: usedAt}); err != nil {
+		return fmt.Errorf("record use of api key %s: %w", id, err)
+	}
+	return nil
+}
+
+// WellFormed tells whether secret has the shape of a key: a known prefix and 32 base62 characters.
+func WellFormed(secret string) bool {
+	var tail string
+	switch {
+	case strings.HasPrefix(secret, Live.Prefix()):
+		tail = secret[len(Live.Prefix()):]
+	case strings.HasPrefix(secret, Test.Prefix()):
+		tail = secret[len(Test.Prefix()):]
+	default:
+		return false
+	}
+	if len(tail) != secretLen {
+		return false
+	}
+	for i := 0; i < len(tail); i++ {
+		if !strings.ContainsRune(alphabet, rune(tail[i])) {
+			return false
+		}
+	}
+	return true
+}
+
+func randomString(n int) (string, error) {
+	b := make([]byte, n)
+	max := big.NewInt(int64(len(alphabet)))
+	for i := range b {
+		v, err := rand.Int(rand.Reader, max)
+		if err != nil {
+			return "", fmt.Errorf("read random bytes: %w", err)
+		}
+		b[i] = alphabet[v.Int64()]
+	}
+	return string(b), nil
+}
+
+func fromRow(r db.APIKey) Key {
+	return Key{
+		ID:          r.ID,
+		Project:     r.Project,
+		Name:        r.Name,
+		Environment: Environment(r.Environment),
+		Prefix:      r.KeyPrefix,
+		Permissions: r.Permissions,
+		CreatedAt:   r.CreatedAt,
+		LastUsedAt:  r.LastUsedAt,
+		RevokedAt:   r.RevokedAt,
+	}
+}

@@ -1,0 +1,183 @@
+// Package app assembles Switchboard's roles out of its parts: a controller-runtime manager (cache,
+// health probes, metrics, leader election) that runs the controllers (manager role), the API
+// server (api role) and the job-queue workers (worker role), or all three in one process.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/controller"
+	"github.com/switchboard-io/switchboard/internal/httpapi"
+	"github.com/switchboard-io/switchboard/internal/postgres"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/worker"
+)
+
+// Role is what a process runs.
+type Role string
+
+const (
+	RoleManager Role = "manager"
+	RoleAPI     Role = "api"
+	RoleWorker  Role = "worker"
+	RoleAll     Role = "all"
+)
+
+// Roles lists the roles a process can take.
+var Roles = []Role{RoleManager, RoleAPI, RoleWorker, RoleAll}
+
+func (r Role) runs(part Role) bool { return r == part || r == RoleAll }
+
+// Config is everything a role needs; the CLI fills it from flags.
+type Config struct {
+	Role Role
+	// RestConfig connects to the Kubernetes API.
+	RestConfig *rest.Config
+	// Pool is Switchboard's Postgres, already migrated.
+	Pool *pgxpool.Pool
+	// Redis, when set, is shared by the api replicas.
+	Redis *redis.Client
+	// Listener serves the API (api and all roles). Bound by the caller, so a taken port fails first.
+	Listener net.Listener
+	// MetricsAddr and HealthAddr are the manager's metrics and probe addresses; "0" turns one off.
+	MetricsAddr string
+	HealthAddr  string
+	// LeaderElection makes one manager replica active at a time.
+	LeaderElection          bool
+	LeaderElectionNamespace string
+	WorkerConcurrency       int
+	Log                     logr.Logger
+}
+
+// Scheme knows Kubernetes' built-in types and Switchboard's.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilMust(clientgoscheme.AddToScheme(s))
+	utilMust(v1alpha1.AddToScheme(s))
+	return s
+}
+
+func utilMust(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// CheckSchema fails unless the database's schema is the one this binary was built for.
+func CheckSchema(ctx context.Context, pool *pgxpool.Pool) error {
+	current, latest, err := postgres.SchemaVersion(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if current != latest {
+		return fmt.Errorf("database schema is at version %d and this build needs %d; run `switchboard migrate`", current, latest)
+	}
+	return nil
+}
+
+// Run runs the role until ctx ends.
+func Run(ctx context.Context, cfg Config) error {
+	if !slices.Contains(Roles, cfg.Role) {
+		return fmt.Errorf("unknown role %q", cfg.Role)
+	}
+	if cfg.Role.runs(RoleAPI) && cfg.Listener == nil {
+		return errors.New("the api role needs a listener")
+	}
+	log := cfg.Log.WithValues("role", string(cfg.Role))
+
+	mgr, err := ctrl.NewManager(cfg.RestConfig, ctrl.Options{
+		Scheme:                  Scheme(),
+		Logger:                  log,
+		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsAddr},
+		HealthProbeBindAddress:  cfg.HealthAddr,
+		LeaderElection:          cfg.LeaderElection && cfg.Role.runs(RoleManager),
+		LeaderElectionID:        "switchboard-manager.messaging.switchboard.io",
+		LeaderElectionNamespace: cfg.LeaderElectionNamespace,
+		// Stop leading as soon as the process stops, so a new replica takes over without waiting
+		// for the lease to expire.
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptr(30 * time.Second),
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+
+	checks := map[string]healthz.Checker{
+		"postgres": func(r *http.Request) error { return cfg.Pool.Ping(r.Context()) },
+		"informers": func(r *http.Request) error {
+			ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+			defer cancel()
+			if !mgr.GetCache().WaitForCacheSync(ctx) {
+				return errors.New("informer caches not synced")
+			}
+			return nil
+		},
+	}
+	if cfg.Redis != nil {
+		checks["redis"] = func(r *http.Request) error { return cfg.Redis.Ping(r.Context()).Err() }
+	}
+	for name, check := range checks {
+		if err := mgr.AddReadyzCheck(name, check); err != nil {
+			return fmt.Errorf("add readiness check %s: %w", name, err)
+		}
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return fmt.Errorf("add health check: %w", err)
+	}
+
+	keys := apikey.NewService(db.New(cfg.Pool))
+
+	if cfg.Role.runs(RoleManager) {
+		if err := controller.SetupAll(mgr); err != nil {
+			return fmt.Errorf("set up controllers: %w", err)
+		}
+	}
+	if cfg.Role.runs(RoleAPI) || cfg.Role.runs(RoleWorker) {
+		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys},
+			worker.Options{Concurrency: cfg.WorkerConcurrency}, cfg.Role.runs(RoleWorker), log)
+		if err != nil {
+			return err
+		}
+		if cfg.Role.runs(RoleWorker) {
+			if err := mgr.Add(&worker.Runner{Client: queue}); err != nil {
+				return fmt.Errorf("add worker: %w", err)
+			}
+		}
+		if cfg.Role.runs(RoleAPI) {
+			server := httpapi.New(httpapi.Options{
+				Keys:        keys,
+				Reader:      mgr.GetClient(),
+				Usage:       apikey.NewUsageRecorder(queue, log.WithName("usage")),
+				Listener:    cfg.Listener,
+				ReadyChecks: checks,
+				Log:         log.WithName("api"),
+			})
+			if err := mgr.Add(server); err != nil {
+				return fmt.Errorf("add api server: %w", err)
+			}
+		}
+	}
+
+	log.Info("starting")
+	return mgr.Start(ctx)
+}
+
+func ptr[T any](v T) *T { return &v }

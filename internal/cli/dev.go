@@ -1,0 +1,50 @@
+package cli
+
+import (
+	"io"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/switchboard-io/switchboard/internal/controlplane"
+	"github.com/switchboard-io/switchboard/internal/devenv"
+)
+
+func newDevCommand(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
+	cfg := devenv.Config{Out: stdout}
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run everything locally: control plane, Postgres, manager+api+worker, seeded",
+		Long: `Runs Switchboard on this machine for development and trying it out:
+
+  - a local kube-apiserver and etcd (from --control-plane-assets) with Switchboard's CRDs,
+  - Postgres: --database-url when given, else the server on 127.0.0.1:5432 (database
+    switchboard_dev), else a throwaway server started with initdb and removed at exit,
+  - the manager, api and worker roles in this process,
+
+seeded with namespace and project "default", a default Sender on the sandbox transport and a
+test API key. Once ready it prints the base URL, the key and a curl to try, and writes
+<state-dir>/dev.env (SWITCHBOARD_URL, SWITCHBOARD_API_KEY, KUBECONFIG). Ctrl-C stops everything.`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !cmd.Flags().Changed("log-format") {
+				g.logFormat = "console" // a person reads dev's logs
+			}
+			log, err := g.logger(stderr)
+			if err != nil {
+				return err
+			}
+			cfg.Log = log
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return devenv.Run(ctx, cfg)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&cfg.Listen, "listen", "127.0.0.1:8080", "address the REST API listens on")
+	fl.StringVar(&cfg.StateDir, "state-dir", ".switchboard", "directory for dev.env, the kubeconfig and the dev API key")
+	fl.StringVar(&cfg.DatabaseURL, "database-url", envOr("DATABASE_URL", ""), "Postgres URL to use as it is (env DATABASE_URL); empty: see above")
+	fl.StringVar(&cfg.AssetsDir, "control-plane-assets", controlplane.AssetsDir(), "directory with kube-apiserver and etcd (env KUBEBUILDER_ASSETS); make envtest-assets provides them")
+	return cmd
+}

@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os/signal"
+	"syscall"
+
+	"github.com/go-logr/logr"
+	"github.com/redis/go-redis/v9"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/switchboard-io/switchboard/internal/app"
+	"github.com/switchboard-io/switchboard/internal/postgres"
+)
+
+type roleFlags struct {
+	databaseURL       string
+	redisURL          string
+	kubeconfig        string
+	listen            string
+	metricsAddr       string
+	healthAddr        string
+	leaderElect       bool
+	leaderElectionNS  string
+	workerConcurrency int
+}
+
+func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) *cobra.Command {
+	f := &roleFlags{}
+	cmd := &cobra.Command{
+		Use:   role,
+		Short: short,
+		Long:  long,
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := g.logger(stderr)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return runRole(ctx, app.Role(role), f, log)
+		},
+	}
+	r := app.Role(role)
+	fl := cmd.Flags()
+	fl.StringVar(&f.databaseURL, "database-url", envOr("DATABASE_URL", ""), "Postgres URL, e.g. postgres://user:pass@host:5432/switchboard (env DATABASE_URL)")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; default: in-cluster config, else $KUBECONFIG, else ~/.kube/config")
+	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":9090", "address of the Prometheus /metrics endpoint; 0 turns it off")
+	fl.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes; 0 turns it off")
+	if r == app.RoleAPI || r == app.RoleAll {
+		fl.StringVar(&f.listen, "listen", ":8080", "address the REST API listens on")
+		fl.StringVar(&f.redisURL, "redis-url", envOr("REDIS_URL", ""), "Redis URL shared by api replicas, e.g. redis://redis:6379/0 (env REDIS_URL); empty keeps state in memory, for one replica")
+	}
+	if r == app.RoleManager || r == app.RoleAll {
+		fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active manager among replicas through a Lease")
+		fl.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader-election Lease; default: the pod's namespace")
+	}
+	if r == app.RoleWorker || r == app.RoleAll {
+		fl.IntVar(&f.workerConcurrency, "worker-concurrency", 50, "jobs one worker process works at once")
+	}
+	return cmd
+}
+
+func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) error {
+	if f.databaseURL == "" {
+		return &UsageError{Err: errors.New("--database-url (or DATABASE_URL) is required")}
+	}
+	if f.workerConcurrency < 0 {
+		return &UsageError{Err: errors.New("--worker-concurrency must be positive")}
+	}
+	cfg, err := restConfig(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	var listener net.Listener
+	if f.listen != "" {
+		if listener, err = listen(f.listen); err != nil {
+			return err
+		}
+		defer listener.Close()
+	}
+	var rdb *redis.Client
+	if f.redisURL != "" {
+		opts, err := redis.ParseURL(f.redisURL)
+		if err != nil {
+			return &UsageError{Err: errors.New("--redis-url is not a valid redis:// URL")}
+		}
+		rdb = redis.NewClient(opts)
+		defer rdb.Close()
+	}
+	pool, err := postgres.Open(ctx, f.databaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := app.CheckSchema(ctx, pool); err != nil {
+		return err
+	}
+	return app.Run(ctx, app.Config{
+		Role:                    role,
+		RestConfig:              cfg,
+		Pool:                    pool,
+		Redis:                   rdb,
+		Listener:                listener,
+		MetricsAddr:             f.metricsAddr,
+		HealthAddr:              f.healthAddr,
+		LeaderElection:          f.leaderElect,
+		LeaderElectionNamespace: f.leaderElectionNS,
+		WorkerConcurrency:       f.workerConcurrency,
+		Log:                     log,
+	})
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("load kubeconfig %s: %w", kubeconfig, err)
+		}
+		return cfg, nil
+	}
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return nil, fmt.Errorf("find the Kubernetes API: %w; pass --kubeconfig or set KUBECONFIG", err)
+	}
+	return cfg, nil
+}
+
+func listen(addr string) (net.Listener, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("listen on %s: address already in use; stop what uses it or pass --listen with another address", addr)
+		}
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return l, nil
+}

@@ -1,0 +1,237 @@
+// Package devenv runs `switchboard dev`: a local control plane, a local Postgres, and the `all`
+// role on them, seeded with the default project, a default sandbox Sender and a test key.
+package devenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/app"
+	"github.com/switchboard-io/switchboard/internal/controlplane"
+	"github.com/switchboard-io/switchboard/internal/localpg"
+	"github.com/switchboard-io/switchboard/internal/postgres"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+)
+
+// Config of a dev run.
+type Config struct {
+	// Listen is the API's address.
+	Listen string
+	// StateDir holds dev.env, the kubeconfig and the dev key.
+	StateDir string
+	// DatabaseURL, when set, is used as it is; otherwise see localpg.
+	DatabaseURL string
+	// AssetsDir holds kube-apiserver and etcd.
+	AssetsDir string
+	// Out receives the banner once everything is ready.
+	Out io.Writer
+	Log logr.Logger
+}
+
+// devDatabase is the database dev uses on a shared server (127.0.0.1:5432), kept between runs.
+const devDatabase = "switchboard_dev"
+
+// Run starts everything, prints how to reach it, and stops everything when ctx ends. Whatever it
+// started is stopped again when a later step fails.
+func Run(ctx context.Context, cfg Config) (err error) {
+	log := cfg.Log
+	var cleanups []func()
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}()
+
+	// Cheap checks first, so a taken port or a missing binary fails before anything starts.
+	listener, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
+			return fmt.Errorf("listen on %s: address already in use; stop what uses it or pass --listen with another address", cfg.Listen)
+		}
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	cleanups = append(cleanups, func() { _ = listener.Close() })
+	if err := controlplane.CheckAssets(cfg.AssetsDir); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o755); err != nil {
+		return fmt.Errorf("create state directory: %w", err)
+	}
+	envFile := filepath.Join(cfg.StateDir, "dev.env")
+	// A dev.env from an earlier run would tell scripts we are up before we are.
+	_ = os.Remove(envFile)
+
+	log.Info("starting Postgres")
+	pg, err := localpg.Start(ctx, log, cfg.DatabaseURL)
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, pg.Stop)
+	dbURL := pg.AdminURL
+	if cfg.DatabaseURL == "" {
+		name := devDatabase
+		if pg.Throwaway {
+			name = "switchboard"
+		}
+		if dbURL, err = localpg.EnsureDatabase(ctx, pg.AdminURL, name); err != nil {
+			return err
+		}
+	}
+	pool, err := postgres.Open(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, pool.Close)
+	if _, err := postgres.Migrate(ctx, pool); err != nil {
+		return err
+	}
+
+	log.Info("starting the local control plane", "assets", cfg.AssetsDir)
+	cp, err := controlplane.Start(cfg.AssetsDir)
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, func() {
+		if err := cp.Stop(); err != nil {
+			log.Error(err, "stop control plane")
+		}
+	})
+	kubeconfig, _ := filepath.Abs(filepath.Join(cfg.StateDir, "kubeconfig"))
+	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+		return err
+	}
+
+	k8s, err := client.New(cp.Config, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		return fmt.Errorf("connect to the local control plane: %w", err)
+	}
+	if err := seedResources(ctx, k8s); err != nil {
+		return err
+	}
+	key, err := seedKey(ctx, apikey.NewService(db.New(pool)), filepath.Join(cfg.StateDir, "api-key"))
+	if err != nil {
+		return err
+	}
+
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- app.Run(runCtx, app.Config{
+			Role:              app.RoleAll,
+			RestConfig:        cp.Config,
+			Pool:              pool,
+			Listener:          listener,
+			MetricsAddr:       "0",
+			HealthAddr:        "0",
+			LeaderElection:    false,
+			WorkerConcurrency: 10,
+			Log:               log,
+		})
+	}()
+	// Stop the role before the control plane and Postgres go away under it.
+	cleanups = append(cleanups, func() { stop(); <-done })
+
+	if err := waitReady(ctx, k8s, done); err != nil {
+		return err
+	}
+
+	url := "http://" + displayAddr(listener.Addr())
+	env := fmt.Sprintf("SWITCHBOARD_URL=%s\nSWITCHBOARD_API_KEY=%s\nKUBECONFIG=%s\n", url, key, kubeconfig)
+	if err := writeFileAtomic(envFile, []byte(env), 0o600); err != nil {
+		return fmt.Errorf("write %s: %w", envFile, err)
+	}
+	cleanups = append(cleanups, func() { _ = os.Remove(envFile) })
+	printBanner(cfg.Out, url, key, kubeconfig, cfg.AssetsDir, envFile)
+
+	select {
+	case <-ctx.Done():
+		log.Info("stopping")
+		return nil
+	case err := <-done:
+		// The role stopped by itself: report why, after the deferred cleanups.
+		done <- err
+		if err == nil {
+			err = errors.New("switchboard stopped unexpectedly")
+		}
+		return err
+	}
+}
+
+// waitReady waits until the seeded Sender is Ready, which means the controllers run, or until the
+// role fails.
+func waitReady(ctx context.Context, k8s client.Client, done chan error) error {
+	deadline := time.After(2 * time.Minute)
+	for {
+		var s v1alpha1.Sender
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: DefaultNamespace, Name: DefaultSender}, &s); err == nil && s.IsReady() {
+			return nil
+		}
+		select {
+		case err := <-done:
+			done <- err
+			if err == nil {
+				err = errors.New("switchboard stopped before it was ready")
+			}
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline:
+			return errors.New("the default Sender did not become Ready within 2 minutes")
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func printBanner(w io.Writer, url, key, kubeconfig, assets, envFile string) {
+	kubectl := "kubectl"
+	if _, err := os.Stat(filepath.Join(assets, "kubectl")); err == nil {
+		kubectl = filepath.Join(assets, "kubectl")
+	}
+	fmt.Fprintf(w, `
+Switchboard is running.
+
+  Base URL   %s
+  API key    %s   (test mode: sends go to the sandbox)
+
+  Try it:
+    curl -H "Authorization: Bearer %s" %s/v1/me
+
+  The control plane:
+    KUBECONFIG=%s %s get senders -n default
+
+  These settings are in %s. Press Ctrl-C to stop everything.
+
+`, url, key, key, url, kubeconfig, kubectl, envFile)
+}
+
+// displayAddr turns a wildcard listen address into one a client can dial.
+func displayAddr(a net.Addr) string {
+	host, port, _ := net.SplitHostPort(a.String())
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func trimLine(b []byte) string { return strings.TrimSpace(string(b)) }

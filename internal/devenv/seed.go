@@ -1,0 +1,77 @@
+package devenv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/apperror"
+)
+
+// The seeded objects.
+const (
+	DefaultNamespace = "default"
+	DefaultProject   = "default"
+	DefaultSender    = "default"
+	devKeyName       = "dev"
+)
+
+// seedResources creates the default project and its default sandbox Sender unless they exist.
+func seedResources(ctx context.Context, k8s client.Client) error {
+	objs := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultNamespace}},
+		&v1alpha1.Project{
+			ObjectMeta: metav1.ObjectMeta{Namespace: DefaultNamespace, Name: DefaultProject},
+			Spec:       v1alpha1.ProjectSpec{DisplayName: "Default project", Plan: v1alpha1.PlanFree},
+		},
+		&v1alpha1.Sender{
+			ObjectMeta: metav1.ObjectMeta{Namespace: DefaultNamespace, Name: DefaultSender},
+			Spec: v1alpha1.SenderSpec{
+				DisplayName: "Default sender",
+				Default:     true,
+				Transport:   v1alpha1.TransportSandbox,
+				PhoneNumber: "+15005550006",
+				Channels:    v1alpha1.AllChannels,
+			},
+		},
+	}
+	for _, o := range objs {
+		if err := k8s.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("seed %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// seedKey returns the dev test key: the one saved in keyFile while it is still valid for the
+// default project, else a new one, saved there for the next run.
+func seedKey(ctx context.Context, keys *apikey.Service, keyFile string) (string, error) {
+	if b, err := os.ReadFile(keyFile); err == nil {
+		secret := trimLine(b)
+		key, err := keys.Authenticate(ctx, secret)
+		if err == nil && key.Project == DefaultNamespace && key.TestMode() {
+			return secret, nil
+		}
+		if err != nil && apperror.As(err) == nil {
+			return "", err
+		}
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return "", fmt.Errorf("read %s: %w", keyFile, err)
+	}
+	secret, _, err := keys.Create(ctx, DefaultNamespace, devKeyName, apikey.Test, []string{"*"})
+	if err != nil {
+		return "", err
+	}
+	if err := writeFileAtomic(keyFile, []byte(secret+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("save dev key: %w", err)
+	}
+	return secret, nil
+}

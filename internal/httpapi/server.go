@@ -1,0 +1,99 @@
+// Package httpapi serves Switchboard's REST API (/v1, /v2) and the health endpoints. Handlers parse
+// the request, call one service method and render the answer; errors are rendered by writeError.
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+
+	"github.com/switchboard-io/switchboard/internal/apikey"
+)
+
+// KeyUsage records that a key was used; it must not block the request.
+type KeyUsage interface {
+	Record(keyID string, at time.Time)
+}
+
+// Server is the API's HTTP server.
+type Server struct {
+	keys     *apikey.Service
+	reader   client.Reader
+	usage    KeyUsage
+	listener net.Listener
+	checks   map[string]healthz.Checker
+	log      logr.Logger
+	now      func() time.Time
+}
+
+// Options are what the server needs.
+type Options struct {
+	Keys *apikey.Service
+	// Reader reads Switchboard's custom resources, normally from the informer cache.
+	Reader client.Reader
+	Usage  KeyUsage
+	// Listener is bound by the caller, so a taken port fails before anything else starts.
+	Listener net.Listener
+	// ReadyChecks decide /readyz; /healthz answers as long as the process serves.
+	ReadyChecks map[string]healthz.Checker
+	Log         logr.Logger
+}
+
+// New returns a server on the given listener.
+func New(o Options) *Server {
+	return &Server{
+		keys: o.Keys, reader: o.Reader, usage: o.Usage, listener: o.Listener,
+		checks: o.ReadyChecks, log: o.Log, now: time.Now,
+	}
+}
+
+// Handler routes every endpoint.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	// Mounted as the manager mounts its probes: /readyz runs every check, /readyz/<name> one.
+	live := http.StripPrefix("/healthz", &healthz.Handler{Checks: map[string]healthz.Checker{"ping": healthz.Ping}})
+	ready := http.StripPrefix("/readyz", &healthz.Handler{Checks: s.checks})
+	mux.Handle("GET /healthz", live)
+	mux.Handle("GET /healthz/", live)
+	mux.Handle("GET /readyz", ready)
+	mux.Handle("GET /readyz/", ready)
+	mux.Handle("GET /v1/me", s.authenticated(s.me))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, notFound())
+	})
+	return mux
+}
+
+// Start serves until ctx ends, then drains requests for up to 10 seconds.
+func (s *Server) Start(ctx context.Context) error {
+	srv := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(s.listener) }()
+	s.log.Info("serving the API", "address", s.listener.Addr().String())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve API on %s: %w", s.listener.Addr(), err)
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("shut down API server: %w", err)
+	}
+	return nil
+}
+
+// NeedLeaderElection: every replica serves the API.
+func (s *Server) NeedLeaderElection() bool { return false }

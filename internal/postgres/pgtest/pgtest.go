@@ -1,0 +1,103 @@
+// Package pgtest gives tests a real Postgres: a fresh database per test, copied from a template
+// migrated once per test binary, and dropped when the test ends. The server is TEST_DATABASE_URL
+// (a role that may create databases), else 127.0.0.1:5432, else a throwaway one.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchboard-io/switchboard/internal/localpg"
+	"github.com/switchboard-io/switchboard/internal/postgres"
+)
+
+var (
+	once     sync.Once
+	server   *localpg.Server
+	template string
+	setupErr error
+)
+
+// Main runs the package's tests, then stops a throwaway server and drops the template database.
+// Call it from TestMain.
+func Main(m *testing.M) {
+	code := m.Run()
+	if server != nil {
+		if template != "" {
+			_ = localpg.DropDatabase(context.Background(), server.AdminURL, template)
+		}
+		server.Stop()
+	}
+	os.Exit(code)
+}
+
+func setup() {
+	ctx := context.Background()
+	server, setupErr = localpg.Start(ctx, logr.Discard(), os.Getenv("TEST_DATABASE_URL"))
+	if setupErr != nil {
+		return
+	}
+	name := "switchboard_tmpl_" + suffix()
+	url, err := localpg.CreateDatabaseFrom(ctx, server.AdminURL, name, "")
+	if err != nil {
+		setupErr = err
+		return
+	}
+	template = name
+	pool, err := postgres.Open(ctx, url)
+	if err != nil {
+		setupErr = err
+		return
+	}
+	defer pool.Close()
+	if _, err := postgres.Migrate(ctx, pool); err != nil {
+		setupErr = fmt.Errorf("migrate template database: %w", err)
+	}
+}
+
+// NewDatabase returns the URL of a fresh, migrated database that is dropped when t ends.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	once.Do(setup)
+	if setupErr != nil {
+		t.Fatalf("postgres for tests: %v", setupErr)
+	}
+	ctx := context.Background()
+	name := "switchboard_test_" + suffix()
+	url, err := localpg.CreateDatabaseFrom(ctx, server.AdminURL, name, template)
+	if err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := localpg.DropDatabase(context.Background(), server.AdminURL, name); err != nil {
+			t.Errorf("drop test database: %v", err)
+		}
+	})
+	return url
+}
+
+// NewPool returns a pool on a fresh, migrated database, closed and dropped when t ends.
+func NewPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	url := NewDatabase(t)
+	pool, err := postgres.Open(context.Background(), url)
+	if err != nil {
+		t.Fatalf("open test database: %v", err)
+	}
+	t.Cleanup(pool.Close) // runs before the drop: cleanups run last-in first-out
+	return pool
+}
+
+func suffix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,79 @@
+// Package worker runs the job queue (River on Postgres): it registers every job kind's worker and
+// works the queues. The domain packages own their job kinds; this package only assembles them.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/switchboard-io/switchboard/internal/apikey"
+)
+
+// Deps are the services the workers call.
+type Deps struct {
+	Keys *apikey.Service
+}
+
+// Options tune the queue.
+type Options struct {
+	// Concurrency is how many jobs of the default queue one process works at once.
+	Concurrency int
+}
+
+func workers(d Deps) *river.Workers {
+	w := river.NewWorkers()
+	river.AddWorker(w, &apikey.TouchWorker{Keys: d.Keys})
+	return w
+}
+
+// NewClient returns a River client that works every job kind (work true) or only inserts (the api
+// role, which enqueues but leaves the working to workers).
+func NewClient(pool *pgxpool.Pool, d Deps, o Options, work bool, log logr.Logger) (*river.Client[pgx.Tx], error) {
+	cfg := &river.Config{
+		Logger:  slog.New(logr.ToSlogHandler(log.WithName("queue"))),
+		Workers: workers(d),
+	}
+	if work {
+		if o.Concurrency <= 0 {
+			o.Concurrency = 50
+		}
+		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: o.Concurrency}}
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create job queue client: %w", err)
+	}
+	return client, nil
+}
+
+// Runner works the queues as a manager runnable; every replica works, none needs to lead.
+type Runner struct {
+	Client *river.Client[pgx.Tx]
+}
+
+// Start works jobs until ctx ends, then lets running jobs finish.
+func (r *Runner) Start(ctx context.Context) error {
+	if err := r.Client.Start(ctx); err != nil {
+		return fmt.Errorf("start job queue: %w", err)
+	}
+	<-ctx.Done()
+	// Jobs get a while to finish; those still running after it are rescued and retried later.
+	stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 25*time.Second)
+	defer cancel()
+	if err := r.Client.Stop(stopCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("stop job queue: %w", err)
+	}
+	return nil
+}
+
+// NeedLeaderElection: every worker replica works the queue.
+func (r *Runner) NeedLeaderElection() bool { return false }
