@@ -19,6 +19,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -65,6 +66,9 @@ type Config struct {
 	LeaderElectionNamespace string
 	WorkerConcurrency       int
 	Log                     logr.Logger
+	// SkipControllerNameValidation lets one test binary run several managers; controller names
+	// must otherwise be unique per process, as they name the controllers' metrics.
+	SkipControllerNameValidation bool
 }
 
 // Scheme knows Kubernetes' built-in types and Switchboard's.
@@ -115,6 +119,7 @@ func Run(ctx context.Context, cfg Config) error {
 		// for the lease to expire.
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       ptr(30 * time.Second),
+		Controller:                    config.Controller{SkipNameValidation: ptr(cfg.SkipControllerNameValidation)},
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

@@ -66,22 +66,7 @@ func setup() {
 // NewDatabase returns the URL of a fresh, migrated database that is dropped when t ends.
 func NewDatabase(t testing.TB) string {
 	t.Helper()
-	once.Do(setup)
-	if setupErr != nil {
-		t.Fatalf("postgres for tests: %v", setupErr)
-	}
-	ctx := context.Background()
-	name := "switchboard_test_" + suffix()
-	url, err := localpg.CreateDatabaseFrom(ctx, server.AdminURL, name, template)
-	if err != nil {
-		t.Fatalf("create test database: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := localpg.DropDatabase(context.Background(), server.AdminURL, name); err != nil {
-			t.Errorf("drop test database: %v", err)
-		}
-	})
-	return url
+	return createDatabase(t, true)
 }
 
 // NewPool returns a pool on a fresh, migrated database, closed and dropped when t ends.
@@ -100,4 +85,49 @@ func suffix() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// NewEmptyDatabase returns the URL of a database with no schema at all, dropped when t ends.
+func NewEmptyDatabase(t testing.TB) string {
+	t.Helper()
+	return createDatabase(t, false)
+}
+
+// createDatabase creates a database, a copy of the migrated template or an empty one, dropped
+// when t ends.
+func createDatabase(t testing.TB, migrated bool) string {
+	t.Helper()
+	once.Do(setup)
+	if setupErr != nil {
+		t.Fatalf("postgres for tests: %v", setupErr)
+	}
+	from := ""
+	if migrated {
+		from = template
+	}
+	name := "switchboard_test_" + suffix()
+	url, err := localpg.CreateDatabaseFrom(context.Background(), server.AdminURL, name, from)
+	if err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := localpg.DropDatabase(context.Background(), server.AdminURL, name); err != nil {
+			t.Errorf("drop test database: %v", err)
+		}
+	})
+	return url
+}
+
+// WithDatabase returns the test server's URL pointed at database name (which may not exist).
+func WithDatabase(t testing.TB, name string) string {
+	t.Helper()
+	once.Do(setup)
+	if setupErr != nil {
+		t.Fatalf("postgres for tests: %v", setupErr)
+	}
+	url, err := localpg.WithDatabase(server.AdminURL, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url
 }
