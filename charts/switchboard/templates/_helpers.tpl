@@ -1,0 +1,170 @@
+{{- define "switchboard.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "switchboard.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "switchboard.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "switchboard.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "switchboard.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "switchboard.image" -}}
+{{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
+{{- end -}}
+
+{{/* The Secret and key holding the database URL. */}}
+{{- define "switchboard.postgresSecret" -}}
+{{- if .Values.postgres.existingSecret.name -}}
+name: {{ .Values.postgres.existingSecret.name }}
+key: {{ .Values.postgres.existingSecret.key }}
+{{- else if .Values.postgres.url -}}
+name: {{ include "switchboard.fullname" . }}
+key: database-url
+{{- else -}}
+{{- fail "set postgres.url or postgres.existingSecret.name: Switchboard needs Postgres" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "switchboard.redisSecret" -}}
+{{- if .Values.redis.existingSecret.name -}}
+name: {{ .Values.redis.existingSecret.name }}
+key: {{ .Values.redis.existingSecret.key }}
+{{- else if .Values.redis.url -}}
+name: {{ include "switchboard.fullname" . }}
+key: redis-url
+{{- end -}}
+{{- end -}}
+
+{{/* Environment shared by every role and the migrate init container. */}}
+{{- define "switchboard.env" -}}
+- name: DATABASE_URL
+  valueFrom:
+    secretKeyRef:
+      {{- include "switchboard.postgresSecret" . | nindent 6 }}
+{{- with include "switchboard.redisSecret" . }}
+- name: REDIS_URL
+  valueFrom:
+    secretKeyRef:
+      {{- . | nindent 6 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+A Deployment of one role. Call with (dict "root" $ "role" "api" "replicas" 2 "resources" {...} "args" [...]).
+*/}}
+{{- define "switchboard.deployment" -}}
+{{- $root := .root -}}
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ include "switchboard.fullname" $root }}-{{ .role }}
+  labels:
+    {{- include "switchboard.labels" $root | nindent 4 }}
+    app.kubernetes.io/component: {{ .role }}
+spec:
+  replicas: {{ .replicas }}
+  selector:
+    matchLabels:
+      {{- include "switchboard.selectorLabels" $root | nindent 6 }}
+      app.kubernetes.io/component: {{ .role }}
+  template:
+    metadata:
+      labels:
+        {{- include "switchboard.selectorLabels" $root | nindent 8 }}
+        app.kubernetes.io/component: {{ .role }}
+        {{- if .serves }}
+        switchboard.io/serves-api: "true"
+        {{- end }}
+      annotations:
+        checksum/secret: {{ include (print $root.Template.BasePath "/secret.yaml") $root | sha256sum }}
+        {{- with $root.Values.podAnnotations }}
+        {{- toYaml . | nindent 8 }}
+        {{- end }}
+    spec:
+      serviceAccountName: {{ include "switchboard.serviceAccountName" $root }}
+      {{- with $root.Values.imagePullSecrets }}
+      imagePullSecrets:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      securityContext:
+        {{- toYaml $root.Values.podSecurityContext | nindent 8 }}
+      terminationGracePeriodSeconds: 45
+      {{- if $root.Values.migrate.enabled }}
+      initContainers:
+        - name: migrate
+          image: {{ include "switchboard.image" $root }}
+          imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+          args: ["migrate", "--log-format={{ $root.Values.logFormat }}"]
+          env:
+            {{- include "switchboard.env" $root | nindent 12 }}
+          securityContext:
+            {{- toYaml $root.Values.securityContext | nindent 12 }}
+      {{- end }}
+      containers:
+        - name: switchboard
+          image: {{ include "switchboard.image" $root }}
+          imagePullPolicy: {{ $root.Values.image.pullPolicy }}
+          args:
+            - {{ .role }}
+            - --log-format={{ $root.Values.logFormat }}
+            - --log-level={{ $root.Values.logLevel }}
+            {{- range .args }}
+            - {{ . }}
+            {{- end }}
+          env:
+            {{- include "switchboard.env" $root | nindent 12 }}
+            - name: POD_NAMESPACE
+              valueFrom:
+                fieldRef:
+                  fieldPath: metadata.namespace
+          ports:
+            {{- if .serves }}
+            - name: http
+              containerPort: 8080
+            {{- end }}
+            - name: metrics
+              containerPort: 9090
+            - name: probes
+              containerPort: 8081
+          livenessProbe:
+            httpGet: {path: /healthz, port: probes}
+            periodSeconds: 10
+          readinessProbe:
+            httpGet: {path: /readyz, port: probes}
+            periodSeconds: 5
+          resources:
+            {{- toYaml .resources | nindent 12 }}
+          securityContext:
+            {{- toYaml $root.Values.securityContext | nindent 12 }}
+      {{- with $root.Values.nodeSelector }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $root.Values.tolerations }}
+      tolerations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $root.Values.affinity }}
+      affinity:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+{{- end -}}
