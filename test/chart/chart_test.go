@@ -18,6 +18,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 )
 
@@ -178,3 +180,51 @@ func create(t *testing.T, ctx context.Context, k8s client.Client, o *unstructure
 }
 
 func bufioReader(s string) *bufio.Reader { return bufio.NewReader(strings.NewReader(s)) }
+
+func TestKustomizeDefaultBuildsAndApplies(t *testing.T) {
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set; run the tests through `make test`")
+	}
+	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), "../../config/default")
+	if err != nil {
+		t.Fatalf("kustomize build config/default: %v", err)
+	}
+	out, err := res.AsYaml()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	k8s, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	objs := decode(t, string(out))
+	// Namespaces and CRDs for real, the rest as a server-side dry run.
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" {
+			if err := k8s.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, o := range objs {
+		if o.GetKind() == "CustomResourceDefinition" {
+			create(t, ctx, k8s, o)
+		}
+	}
+	for _, o := range objs {
+		if o.GetKind() != "Namespace" && o.GetKind() != "CustomResourceDefinition" {
+			create(t, ctx, k8s, o)
+		}
+	}
+	if n := len(kinds(objs)["Deployment"]); n != 1 {
+		t.Errorf("config/default has %d Deployments, want 1", n)
+	}
+}
