@@ -19,9 +19,8 @@ run: build envtest-assets ## Run Switchboard locally (control plane, Postgres, m
 	$(BIN) dev
 
 .PHONY: test
-test: verify envtest-assets ## Run every test: checks, unit, Postgres, envtest, chart and end-to-end.
+test: verify envtest-assets chart-lint ## Run every test: checks, unit, Postgres, envtest, chart and end-to-end.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh --check)" go test -count=1 -timeout 20m ./...
-	$(MAKE) chart-test
 
 ##@ Building
 
@@ -66,14 +65,11 @@ vet:
 verify-generated: ## Fail when `make generate manifests` would change a file.
 	hack/verify-generated.sh
 
-.PHONY: chart-test
-chart-test: ## helm lint and helm template of charts/switchboard.
-	go tool helm lint --strict charts/switchboard
-	go tool helm template switchboard charts/switchboard --namespace switchboard-system \
-		--set postgres.url=postgres://switchboard@db:5432/switchboard >/dev/null
-	go tool helm template switchboard charts/switchboard --namespace switchboard-system \
-		--set postgres.url=postgres://switchboard@db:5432/switchboard --set redis.url=redis://redis:6379/0 \
-		--set profile=split >/dev/null
+.PHONY: chart-lint
+chart-lint: ## helm lint of charts/switchboard, both profiles (test/chart renders and applies it).
+	go tool helm lint --strict charts/switchboard --set postgres.url=postgres://switchboard@db:5432/switchboard
+	go tool helm lint --strict charts/switchboard --set postgres.url=postgres://switchboard@db:5432/switchboard \
+		--set redis.url=redis://redis:6379/0 --set profile=split
 
 .PHONY: bench
 bench: ## Run the benchmarks.
