@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -38,8 +39,9 @@ func TestMain(m *testing.M) {
 	if _, err := testEnv.Start(); err != nil {
 		panic("start envtest (KUBEBUILDER_ASSETS; `make test` sets it): " + err.Error())
 	}
-	defer func() { _ = testEnv.Stop() }()
-	pgtest.Main(m)
+	code := pgtest.Run(m)
+	_ = testEnv.Stop()
+	os.Exit(code)
 }
 
 func start(t *testing.T) (string, client.Client, *apikey.Service, func(sql string, args ...any) int) {

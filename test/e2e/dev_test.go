@@ -104,7 +104,13 @@ func TestDevRunsSeedsAndStopsCleanly(t *testing.T) {
 	go func() { exited <- dev.Wait() }()
 	defer func() {
 		if dev.ProcessState == nil {
-			_ = dev.Process.Kill()
+			// Stop it as a user would, so it takes its control plane down with it.
+			_ = dev.Process.Signal(syscall.SIGINT)
+			select {
+			case <-exited:
+			case <-time.After(60 * time.Second):
+				_ = dev.Process.Kill()
+			}
 		}
 		if t.Failed() {
 			t.Logf("dev stdout:\n%s\ndev stderr:\n%s", stdout.String(), stderr.String())

@@ -26,9 +26,14 @@ var (
 	setupErr error
 )
 
-// Main runs the package's tests, then stops a throwaway server and drops the template database.
-// Call it from TestMain.
+// Main runs the package's tests, cleans up (see Run) and exits. Call it from TestMain.
 func Main(m *testing.M) {
+	os.Exit(Run(m))
+}
+
+// Run runs the package's tests, then drops the template database and stops a throwaway server,
+// and returns the exit code; for a TestMain with more to clean up than Postgres.
+func Run(m *testing.M) int {
 	code := m.Run()
 	if server != nil {
 		if template != "" {
@@ -36,7 +41,7 @@ func Main(m *testing.M) {
 		}
 		server.Stop()
 	}
-	os.Exit(code)
+	return code
 }
 
 func setup() {
