@@ -19,6 +19,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -167,6 +168,12 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}
 		if cfg.Role.runs(RoleAPI) {
+			// Start the informers the API reads before it reports ready, not on its first request.
+			for _, obj := range []client.Object{&v1alpha1.Project{}, &v1alpha1.Sender{}} {
+				if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+					return fmt.Errorf("watch %T: %w", obj, err)
+				}
+			}
 			server := httpapi.New(httpapi.Options{
 				Keys:        keys,
 				Reader:      mgr.GetClient(),

@@ -241,12 +241,8 @@ func TestUnknownPathIsNotFoundInTheErrorShape(t *testing.T) {
 
 func TestRolesRefuseAnOldSchema(t *testing.T) {
 	ctx := context.Background()
-	pool, err := postgres.Open(ctx, pgtest.NewEmptyDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	err = app.CheckSchema(ctx, pool)
+	pool := pgtest.NewEmptyPool(t)
+	err := app.CheckSchema(ctx, pool)
 	if err == nil || !strings.Contains(err.Error(), "run `switchboard migrate`") {
 		t.Fatalf("CheckSchema on an empty database = %v", err)
 	}

@@ -26,7 +26,8 @@ import (
 const DefaultURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 
 // debianBinGlob is where Debian installs the server binaries (initdb, postgres), outside PATH.
-const debianBinGlob = "/usr/lib/postgresql/*/bin"
+// A variable so a test can point it elsewhere.
+var debianBinGlob = "/usr/lib/postgresql/*/bin"
 
 // Server is a Postgres server to connect to.
 type Server struct {

@@ -3,6 +3,8 @@ package localpg
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -69,5 +71,17 @@ func TestWithDatabase(t *testing.T) {
 	}
 	if _, err := WithDatabase("host=127.0.0.1 dbname=x", "other"); err == nil {
 		t.Fatal("a key=value connection string cannot be re-pointed; want an error")
+	}
+}
+
+func TestNoPostgresAnywhereNamesWhatToInstall(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	saved := debianBinGlob
+	debianBinGlob = filepath.Join(t.TempDir(), "*", "bin")
+	defer func() { debianBinGlob = saved }()
+
+	_, err := FindBinaries()
+	if err == nil || !strings.Contains(err.Error(), "apt-get install postgresql") || !strings.Contains(err.Error(), "DATABASE_URL") {
+		t.Fatalf("FindBinaries with no Postgres = %v, want an error naming what to install", err)
 	}
 }

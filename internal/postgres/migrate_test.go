@@ -16,11 +16,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 func TestMigrateAppliesEverythingOnceEvenConcurrently(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := postgres.Open(ctx, pgtest.NewEmptyDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := pgtest.NewEmptyPool(t)
 
 	// Three migrators at once, as replicas starting together would: the lock serialises them, so
 	// exactly one applies each migration and none fails.
@@ -74,11 +70,7 @@ func TestMigrateAppliesEverythingOnceEvenConcurrently(t *testing.T) {
 func TestSchemaVersionOfAnEmptyDatabase(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := postgres.Open(ctx, pgtest.NewEmptyDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool := pgtest.NewEmptyPool(t)
 	current, latest, err := postgres.SchemaVersion(ctx, pool)
 	if err != nil {
 		t.Fatal(err)

@@ -83,20 +83,7 @@ func TestChartRefusesAnUnknownProfile(t *testing.T) {
 }
 
 func TestChartInstallsOnARealAPIServer(t *testing.T) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set; run the tests through `make test`")
-	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
-	k8s, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	k8s := startAPIServer(t)
 	ctx := context.Background()
 	ns := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "switchboard-system"}}}
 	if err := k8s.Create(ctx, ns); err != nil {
@@ -182,10 +169,6 @@ func create(t *testing.T, ctx context.Context, k8s client.Client, o *unstructure
 func bufioReader(s string) *bufio.Reader { return bufio.NewReader(strings.NewReader(s)) }
 
 func TestKustomizeDefaultBuildsAndApplies(t *testing.T) {
-	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set; run the tests through `make test`")
-	}
 	res, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), "../../config/default")
 	if err != nil {
 		t.Fatalf("kustomize build config/default: %v", err)
@@ -194,16 +177,7 @@ func TestKustomizeDefaultBuildsAndApplies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: assets}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
-	k8s, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	k8s := startAPIServer(t)
 	ctx := context.Background()
 	objs := decode(t, string(out))
 	// Namespaces and CRDs for real, the rest as a server-side dry run.
@@ -227,4 +201,24 @@ func TestKustomizeDefaultBuildsAndApplies(t *testing.T) {
 	if n := len(kinds(objs)["Deployment"]); n != 1 {
 		t.Errorf("config/default has %d Deployments, want 1", n)
 	}
+}
+
+// startAPIServer starts a bare kube-apiserver and etcd, stopped when t ends.
+func startAPIServer(t *testing.T) client.Client {
+	t.Helper()
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set; run the tests through `make test`")
+	}
+	env := &envtest.Environment{BinaryAssetsDirectory: assets}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	k8s, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k8s
 }

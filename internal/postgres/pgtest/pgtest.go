@@ -77,7 +77,17 @@ func NewDatabase(t testing.TB) string {
 // NewPool returns a pool on a fresh, migrated database, closed and dropped when t ends.
 func NewPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	url := NewDatabase(t)
+	return openPool(t, NewDatabase(t))
+}
+
+// NewEmptyPool returns a pool on a database with no schema, closed and dropped when t ends.
+func NewEmptyPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	return openPool(t, NewEmptyDatabase(t))
+}
+
+func openPool(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
 	pool, err := postgres.Open(context.Background(), url)
 	if err != nil {
 		t.Fatalf("open test database: %v", err)
