@@ -52,3 +52,58 @@ func NamespaceProject(items []Project) *Project {
 	}
 	return chosen
 }
+
+// Request-rate tiers, per minute (spec: Limits / Request rate).
+const (
+	RequestRateDefault          int32 = 600
+	RequestRateBusinessApproved int32 = 1200
+	RequestRateTenDLCBrand      int32 = 2400
+)
+
+// RequestRateTier is the request rate per minute that a verification level earns.
+func (v Verification) RequestRateTier() int32 {
+	switch v {
+	case VerificationTenDLCBrand:
+		return RequestRateTenDLCBrand
+	case VerificationBusinessApproved:
+		return RequestRateBusinessApproved
+	default:
+		return RequestRateDefault
+	}
+}
+
+// TeamKey names the project's team: spec.team, or the project's own namespace when it has none.
+func (p *Project) TeamKey() string {
+	if p.Spec.Team != "" {
+		return p.Spec.Team
+	}
+	return p.Namespace
+}
+
+// EffectiveRequestRate is the rate in force for p when its team's projects are team: the highest
+// tier any project of the team earned, raised further by p's hand-set limit, never lowered by it.
+func EffectiveRequestRate(p *Project, team []Project) int32 {
+	limit := p.Spec.Verification.RequestRateTier()
+	for i := range team {
+		if t := team[i].Spec.Verification.RequestRateTier(); t > limit {
+			limit = t
+		}
+	}
+	if p.Spec.RequestRateLimit != nil && *p.Spec.RequestRateLimit > limit {
+		limit = *p.Spec.RequestRateLimit
+	}
+	return limit
+}
+
+// RequestRate is the rate in force per minute: from status, or, before the controller has
+// computed it, from the project's own spec.
+func (p *Project) RequestRate() int32 {
+	switch {
+	case p == nil:
+		return RequestRateDefault
+	case p.Status.RequestRateLimit > 0:
+		return p.Status.RequestRateLimit
+	default:
+		return EffectiveRequestRate(p, nil)
+	}
+}

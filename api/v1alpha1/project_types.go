@@ -29,6 +29,18 @@ const (
 	PlanPaid Plan = "paid"
 )
 
+// Verification is how far a project's verification has gone. Each step raises the sending
+// ceilings and the request-rate tier of every project of its team.
+// +kubebuilder:validation:Enum=none;identity_approved;business_approved;ten_dlc_brand_verified
+type Verification string
+
+const (
+	VerificationNone             Verification = "none"
+	VerificationIdentityApproved Verification = "identity_approved"
+	VerificationBusinessApproved Verification = "business_approved"
+	VerificationTenDLCBrand      Verification = "ten_dlc_brand_verified"
+)
+
 // ProjectSpec is the desired state of a project. A project is a namespace: the Project object in it
 // holds the settings of the whole namespace, and the REST API's project id is the namespace's name.
 // +kubebuilder:validation:XValidation:rule="has(self.parent) == has(oldSelf.parent) && (!has(self.parent) || self.parent == oldSelf.parent)",message="parent is immutable: a sub-account cannot be moved to another parent"
@@ -48,6 +60,18 @@ type ProjectSpec struct {
 	// +optional
 	Team string `json:"team,omitempty"`
 
+	// Verification is the project's verification level.
+	// +kubebuilder:default=none
+	// +optional
+	Verification Verification `json:"verification,omitempty"`
+
+	// RequestRateLimit is a request rate per minute set by hand for this project. The automatic
+	// tiers never lower it; a tier above it applies instead.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	// +optional
+	RequestRateLimit *int32 `json:"requestRateLimit,omitempty"`
+
 	// Parent is the namespace of the parent project when this project is a sub-account. Set at
 	// creation only.
 	// +kubebuilder:validation:MaxLength=63
@@ -62,6 +86,11 @@ type ProjectStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
+	// RequestRateLimit is the request rate per minute in force: the highest of the team's
+	// verification tier and spec.requestRateLimit.
+	// +optional
+	RequestRateLimit int32 `json:"requestRateLimit,omitempty"`
+
 	// Conditions: Ready tells whether this object is the namespace's project and its references resolve.
 	// +listType=map
 	// +listMapKey=type
@@ -75,6 +104,8 @@ type ProjectStatus struct {
 // +kubebuilder:resource:scope=Namespaced,shortName=proj
 // +kubebuilder:printcolumn:name="Plan",type=string,JSONPath=`.spec.plan`
 // +kubebuilder:printcolumn:name="Team",type=string,JSONPath=`.spec.team`
+// +kubebuilder:printcolumn:name="Verification",type=string,JSONPath=`.spec.verification`,priority=1
+// +kubebuilder:printcolumn:name="Rate",type=integer,JSONPath=`.status.requestRateLimit`,priority=1
 // +kubebuilder:printcolumn:name="Parent",type=string,JSONPath=`.spec.parent`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1

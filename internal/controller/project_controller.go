@@ -8,16 +8,20 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 )
 
-// projectParentField indexes Projects by spec.parent so a parent's change reaches its sub-accounts.
-const projectParentField = "spec.parent"
+// Field indexes: spec.parent, so a parent's change reaches its sub-accounts; the team key, so a
+// verification step reaches every project of the team.
+const (
+	projectParentField = "spec.parent"
+	projectTeamField   = "teamKey"
+)
 
 // ProjectReconciler keeps the Ready condition of Projects.
 type ProjectReconciler struct {
@@ -44,6 +48,11 @@ func (r *ProjectReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	var team v1alpha1.ProjectList
+	if err := r.List(ctx, &team, client.MatchingFields{projectTeamField: project.TeamKey()}); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list projects of team %s: %w", project.TeamKey(), err)
+	}
+	project.Status.RequestRateLimit = v1alpha1.EffectiveRequestRate(&project, team.Items)
 	project.Status.ObservedGeneration = project.Generation
 	setReady(&project.Status.Conditions, result, project.Generation)
 	if err := patchStatus(ctx, r.Client, before, &project, func(p *v1alpha1.Project) any { return p.Status }); err != nil {
@@ -99,38 +108,39 @@ func (r *ProjectReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}); err != nil {
 		return fmt.Errorf("index projects by parent: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Project{}, projectTeamField,
+		func(o client.Object) []string { return []string{o.(*v1alpha1.Project).TeamKey()} }); err != nil {
+		return fmt.Errorf("index projects by team: %w", err)
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Project{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		// A Project that appears or disappears can change which Project of its namespace is the
-		// real one, and whether the sub-accounts that name its namespace as parent are ready.
+		// A Project that appears, goes or changes its spec can change which Project of its
+		// namespace is the real one, whether the sub-accounts that name its namespace as parent
+		// are ready, and the request-rate tier of its team.
 		Watches(&v1alpha1.Project{}, handler.EnqueueRequestsFromMapFunc(r.relatedProjects),
-			builder.WithPredicates(createOrDelete())).
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Named("project").
 		Complete(r)
 }
 
 func (r *ProjectReconciler) relatedProjects(ctx context.Context, o client.Object) []reconcile.Request {
 	var reqs []reconcile.Request
-	var same, children v1alpha1.ProjectList
-	if err := r.List(ctx, &same, client.InNamespace(o.GetNamespace())); err == nil {
-		for _, p := range same.Items {
-			if p.Name != o.GetName() {
+	lists := []client.ListOption{
+		client.InNamespace(o.GetNamespace()),
+		client.MatchingFields{projectParentField: o.GetNamespace()},
+		client.MatchingFields{projectTeamField: o.(*v1alpha1.Project).TeamKey()},
+	}
+	for _, opt := range lists {
+		var related v1alpha1.ProjectList
+		if err := r.List(ctx, &related, opt); err != nil {
+			log.FromContext(ctx).Error(err, "list related projects")
+			continue
+		}
+		for _, p := range related.Items {
+			if p.Namespace != o.GetNamespace() || p.Name != o.GetName() {
 				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
 			}
 		}
 	}
-	if err := r.List(ctx, &children, client.MatchingFields{projectParentField: o.GetNamespace()}); err == nil {
-		for _, p := range children.Items {
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
-		}
-	}
 	return reqs
-}
-
-// createOrDelete passes only creations and deletions, the events that change relations.
-func createOrDelete() predicate.Predicate {
-	return predicate.Funcs{
-		UpdateFunc:  func(e event.UpdateEvent) bool { return false },
-		GenericFunc: func(e event.GenericEvent) bool { return false },
-	}
 }

@@ -110,3 +110,46 @@ var _ = Describe("Project", func() {
 		Expect(apierrors.IsInvalid(update(ctx, p, func(p *v1alpha1.Project) { p.Spec.Parent = "team-a" }))).To(BeTrue())
 	})
 })
+
+var _ = Describe("Project request rate", func() {
+	ctx := context.Background()
+
+	rate := func(p *v1alpha1.Project) func() int32 {
+		return func() int32 {
+			_ = k8s.Get(ctx, client.ObjectKeyFromObject(p), p)
+			return p.Status.RequestRateLimit
+		}
+	}
+
+	It("raises every project of a team when one is verified, and keeps a higher limit set by hand", func() {
+		team := "team-" + newNamespace(ctx)
+		a, b := project(newNamespace(ctx), "a"), project(newNamespace(ctx), "b")
+		a.Spec.Team, b.Spec.Team = team, team
+		manual := int32(5000)
+		b.Spec.RequestRateLimit = &manual
+		Expect(k8s.Create(ctx, a)).To(Succeed())
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+		Eventually(rate(a)).Should(Equal(v1alpha1.RequestRateDefault))
+		Eventually(rate(b)).Should(Equal(int32(5000)))
+
+		Expect(update(ctx, b, func(p *v1alpha1.Project) { p.Spec.Verification = v1alpha1.VerificationBusinessApproved })).To(Succeed())
+		Eventually(rate(a)).Should(Equal(v1alpha1.RequestRateBusinessApproved))
+		Consistently(rate(b), "300ms").Should(Equal(int32(5000)))
+
+		Expect(update(ctx, a, func(p *v1alpha1.Project) { p.Spec.Verification = v1alpha1.VerificationTenDLCBrand })).To(Succeed())
+		Eventually(rate(a)).Should(Equal(v1alpha1.RequestRateTenDLCBrand))
+		Consistently(rate(b), "300ms").Should(Equal(int32(5000)))
+
+		// A project that leaves the team leaves its tier behind.
+		Expect(update(ctx, a, func(p *v1alpha1.Project) { p.Spec.Team = "" })).To(Succeed())
+		Expect(update(ctx, b, func(p *v1alpha1.Project) { p.Spec.RequestRateLimit = nil })).To(Succeed())
+		Eventually(rate(b)).Should(Equal(v1alpha1.RequestRateBusinessApproved))
+	})
+
+	It("refuses a hand-set limit below 1", func() {
+		p := project(newNamespace(ctx), "p")
+		zero := int32(0)
+		p.Spec.RequestRateLimit = &zero
+		Expect(apierrors.IsInvalid(k8s.Create(ctx, p))).To(BeTrue())
+	})
+})
