@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/big"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
@@ -58,15 +60,16 @@ type Key struct {
 // TestMode tells whether the key sends through the sandbox.
 func (k Key) TestMode() bool { return k.Environment == Test }
 
-// Service creates and checks API keys.
+// Service creates, lists, revokes and checks API keys.
 type Service struct {
-	q   *db.Queries
-	now func() time.Time
+	pool *pgxpool.Pool
+	q    *db.Queries
+	now  func() time.Time
 }
 
-// NewService returns a Service on the given queries.
-func NewService(q *db.Queries) *Service {
-	return &Service{q: q, now: time.Now}
+// NewService returns a Service on pool.
+func NewService(pool *pgxpool.Pool) *Service {
+	return &Service{pool: pool, q: db.New(pool), now: time.Now}
 }
 
 // Create makes a key for project and returns it, the only time it is ever shown.
@@ -74,8 +77,9 @@ func (s *Service) Create(ctx context.Context, project, name string, env Environm
 	if !env.Valid() {
 		return "", Key{}, apperror.New(apperror.Invalid, "invalid_request", "environment must be live or test")
 	}
-	if len(permissions) == 0 {
-		permissions = []string{"*"}
+	permissions, err := ParsePermissions(permissions)
+	if err != nil {
+		return "", Key{}, apperror.New(apperror.Invalid, "invalid_request", err.Error())
 	}
 	tail, err := randomString(secretLen)
 	if err != nil {
@@ -121,6 +125,38 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Key, error) 
 		return Key{}, apperror.Unauthenticated()
 	}
 	return fromRow(row), nil
+}
+
+// Revoke revokes the project's key id at once on every replica; revoking twice keeps the first
+// time. A key of another project is not found.
+func (s *Service) Revoke(ctx context.Context, project, id string) (Key, error) {
+	var key Key
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		row, err := q.RevokeAPIKey(ctx, db.RevokeAPIKeyParams{ID: id, Project: project, RevokedAt: s.now().UTC()})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return apperror.New(apperror.NotFound, "not_found", fmt.Sprintf("project %s has no API key %s", project, id))
+		}
+		if err != nil {
+			return fmt.Errorf("revoke api key %s: %w", id, err)
+		}
+		key = fromRow(row)
+		return q.NotifyAPIKeyRevoked(ctx, hex.EncodeToString(row.KeyHash))
+	})
+	return key, err
+}
+
+// List returns the project's keys, revoked ones included, oldest first.
+func (s *Service) List(ctx context.Context, project string) ([]Key, error) {
+	rows, err := s.q.ListAPIKeys(ctx, project)
+	if err != nil {
+		return nil, fmt.Errorf("list api keys of project %s: %w", project, err)
+	}
+	keys := make([]Key, len(rows))
+	for i, r := range rows {
+		keys[i] = fromRow(r)
+	}
+	return keys, nil
 }
 
 // Touch records that the key was used at usedAt; an older time never overwrites a newer one.

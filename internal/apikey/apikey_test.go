@@ -9,7 +9,6 @@ import (
 
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/apperror"
-	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
 )
 
@@ -21,7 +20,7 @@ func TestCreateThenAuthenticate(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
-	keys := apikey.NewService(db.New(pool))
+	keys := apikey.NewService(pool)
 
 	for _, env := range []apikey.Environment{apikey.Test, apikey.Live} {
 		secret, created, err := keys.Create(ctx, "acme", "backend", env, nil)
@@ -64,7 +63,7 @@ func TestAuthenticateRefusesEveryBadKeyAlike(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
-	keys := apikey.NewService(db.New(pool))
+	keys := apikey.NewService(pool)
 	revoked, k, err := keys.Create(ctx, "acme", "old", apikey.Live, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +94,7 @@ func TestAuthenticateRefusesEveryBadKeyAlike(t *testing.T) {
 func TestTouchOnlyMovesForward(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	keys := apikey.NewService(db.New(pgtest.NewPool(t)))
+	keys := apikey.NewService(pgtest.NewPool(t))
 	secret, k, err := keys.Create(ctx, "acme", "backend", apikey.Test, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +117,7 @@ func TestTouchOnlyMovesForward(t *testing.T) {
 
 func TestCreateRefusesAnUnknownEnvironment(t *testing.T) {
 	t.Parallel()
-	keys := apikey.NewService(db.New(pgtest.NewPool(t)))
+	keys := apikey.NewService(pgtest.NewPool(t))
 	_, _, err := keys.Create(context.Background(), "acme", "x", "staging", nil)
 	if e := apperror.As(err); e == nil || e.Kind != apperror.Invalid {
 		t.Fatalf("Create(staging) = %v, want invalid", err)

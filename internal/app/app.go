@@ -29,7 +29,6 @@ import (
 	"github.com/switchboard-io/switchboard/internal/controller"
 	"github.com/switchboard-io/switchboard/internal/httpapi"
 	"github.com/switchboard-io/switchboard/internal/postgres"
-	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/worker"
 )
 
@@ -149,7 +148,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("add health check: %w", err)
 	}
 
-	keys := apikey.NewService(db.New(cfg.Pool))
+	keys := apikey.NewService(cfg.Pool)
 
 	if cfg.Role.runs(RoleManager) {
 		if err := controller.SetupAll(mgr); err != nil {

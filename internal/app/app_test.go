@@ -24,7 +24,6 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/app"
 	"github.com/switchboard-io/switchboard/internal/postgres"
-	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
 )
 
@@ -96,7 +95,7 @@ func start(t *testing.T) (string, client.Client, *apikey.Service, func(sql strin
 		}
 		return n
 	}
-	return url, k8s, apikey.NewService(db.New(pool)), count
+	return url, k8s, apikey.NewService(pool), count
 }
 
 func waitFor(t *testing.T, cond func() bool) {

@@ -23,7 +23,6 @@ import (
 	"github.com/switchboard-io/switchboard/internal/controlplane"
 	"github.com/switchboard-io/switchboard/internal/localpg"
 	"github.com/switchboard-io/switchboard/internal/postgres"
-	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
 // Config of a dev run.
@@ -121,7 +120,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err := seedResources(ctx, k8s); err != nil {
 		return err
 	}
-	key, err := seedKey(ctx, apikey.NewService(db.New(pool)), filepath.Join(cfg.StateDir, "api-key"))
+	key, err := seedKey(ctx, apikey.NewService(pool), filepath.Join(cfg.StateDir, "api-key"))
 	if err != nil {
 		return err
 	}

@@ -76,6 +76,84 @@ func (q *Queries) GetAPIKeyByHash(ctx context.Context, keyHash []byte) (APIKey, 
 	return i, err
 }
 
+const listAPIKeys = `-- name: ListAPIKeys :many
+SELECT id, project, name, environment, key_prefix, key_hash, permissions, created_at, last_used_at, revoked_at FROM api_keys
+WHERE project = $1
+ORDER BY created_at, id
+`
+
+func (q *Queries) ListAPIKeys(ctx context.Context, project string) ([]APIKey, error) {
+	rows, err := q.db.Query(ctx, listAPIKeys, project)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []APIKey
+	for rows.Next() {
+		var i APIKey
+		if err := rows.Scan(
+			&i.ID,
+			&i.Project,
+			&i.Name,
+			&i.Environment,
+			&i.KeyPrefix,
+			&i.KeyHash,
+			&i.Permissions,
+			&i.CreatedAt,
+			&i.LastUsedAt,
+			&i.RevokedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const notifyAPIKeyRevoked = `-- name: NotifyAPIKeyRevoked :exec
+SELECT pg_notify('switchboard_api_key_revoked', $1::text)
+`
+
+// Delivered at commit; every api replica then forgets the key.
+func (q *Queries) NotifyAPIKeyRevoked(ctx context.Context, keyHashHex string) error {
+	_, err := q.db.Exec(ctx, notifyAPIKeyRevoked, keyHashHex)
+	return err
+}
+
+const revokeAPIKey = `-- name: RevokeAPIKey :one
+UPDATE api_keys SET revoked_at = coalesce(revoked_at, $1::timestamptz)
+WHERE id = $2 AND project = $3
+RETURNING id, project, name, environment, key_prefix, key_hash, permissions, created_at, last_used_at, revoked_at
+`
+
+type RevokeAPIKeyParams struct {
+	RevokedAt time.Time
+	ID        string
+	Project   string
+}
+
+// Revoking twice keeps the first time.
+func (q *Queries) RevokeAPIKey(ctx context.Context, arg RevokeAPIKeyParams) (APIKey, error) {
+	row := q.db.QueryRow(ctx, revokeAPIKey, arg.RevokedAt, arg.ID, arg.Project)
+	var i APIKey
+	err := row.Scan(
+		&i.ID,
+		&i.Project,
+		&i.Name,
+		&i.Environment,
+		&i.KeyPrefix,
+		&i.KeyHash,
+		&i.Permissions,
+		&i.CreatedAt,
+		&i.LastUsedAt,
+		&i.RevokedAt,
+	)
+	return i, err
+}
+
 const touchAPIKey = `-- name: TouchAPIKey :exec
 UPDATE api_keys
 SET last_used_at = $1::timestamptz
