@@ -157,3 +157,38 @@ func assetsDir(t *testing.T) string {
 	}
 	return dir
 }
+
+func TestAPIKeyCreateListRevoke(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	code, stdout, stderr := run(t, "apikey", "create", "--database-url", url, "--project", "acme", "--name", "ci",
+		"--environment", "live", "--permissions", "messages:send,messages:read")
+	if code != 0 || !strings.HasPrefix(stdout, "svc_live_") || !strings.Contains(stderr, "not shown again") {
+		t.Fatalf("create = %d %q %q", code, stdout, stderr)
+	}
+	secret := strings.TrimSpace(stdout)
+
+	code, stdout, _ = run(t, "apikey", "list", "--database-url", url, "--project", "acme")
+	if code != 0 || !strings.Contains(stdout, "messages:send,messages:read") || strings.Contains(stdout, secret) {
+		t.Fatalf("list = %d %q (must never show the key)", code, stdout)
+	}
+	id := strings.Fields(strings.Split(stdout, "\n")[1])[0]
+
+	code, _, stderr = run(t, "apikey", "revoke", "--database-url", url, "--project", "other", id)
+	oneLine(t, code, stderr, "has no API key")
+	code, stdout, _ = run(t, "apikey", "revoke", "--database-url", url, "--project", "acme", id)
+	if code != 0 || !strings.HasPrefix(stdout, "revoked "+id) {
+		t.Fatalf("revoke = %d %q", code, stdout)
+	}
+
+	for name, args := range map[string][]string{
+		"no project":          {"apikey", "list", "--database-url", url},
+		"no name":             {"apikey", "create", "--database-url", url, "--project", "acme"},
+		"unknown permission":  {"apikey", "create", "--database-url", url, "--project", "acme", "--name", "x", "--permissions", "all"},
+		"unknown environment": {"apikey", "create", "--database-url", url, "--project", "acme", "--name", "x", "--environment", "prod"},
+		"revoke without id":   {"apikey", "revoke", "--database-url", url, "--project", "acme"},
+	} {
+		if code, _, stderr := run(t, args...); code != 2 {
+			t.Errorf("%s: exit %d, want 2 (%q)", name, code, stderr)
+		}
+	}
+}

@@ -95,6 +95,7 @@ election on (the default): one leads, the others wait.`),
 			`Runs the manager, api and worker roles in one process: the small installation profile.`),
 		newDevCommand(g, stdout, stderr),
 		newMigrateCommand(g, stdout, stderr),
+		newAPIKeyCommand(g, stdout, stderr),
 		newVersionCommand(stdout),
 	)
 	return root
