@@ -54,7 +54,7 @@ verify: fmt-check vet verify-generated ## gofmt, go vet and the stale-generated-
 
 .PHONY: fmt-check
 fmt-check:
-	@out="$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go'))"; \
+	@out="$$(git ls-files -co --exclude-standard '*.go' | while read -r f; do [ -f "$$f" ] && echo "$$f"; done | xargs gofmt -l)"; \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 .PHONY: vet

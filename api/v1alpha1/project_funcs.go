@@ -107,3 +107,8 @@ func (p *Project) RequestRate() int32 {
 		return EffectiveRequestRate(p, nil)
 	}
 }
+
+// IsDeactivated tells whether the project is a sub-account its parent deactivated.
+func (p *Project) IsDeactivated() bool {
+	return p != nil && p.Spec.SubAccount != nil && p.Spec.SubAccount.Deactivated
+}

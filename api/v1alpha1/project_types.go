@@ -17,6 +17,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -78,6 +79,33 @@ type ProjectSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +optional
 	Parent string `json:"parent,omitempty"`
+
+	// SubAccount holds the parent's settings of a sub-account.
+	// +optional
+	SubAccount *SubAccountSettings `json:"subAccount,omitempty"`
+}
+
+// SubAccountSettings are what a parent project keeps about one of its sub-accounts.
+type SubAccountSettings struct {
+	// ExternalID is the parent's own reference for the sub-account.
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	ExternalID string `json:"externalId,omitempty"`
+
+	// CreditLimit is how far, in cents, the sub-account may spend past a zero balance.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	CreditLimit *int64 `json:"creditLimit,omitempty"`
+
+	// Metadata is free-form JSON the parent attaches.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Type=object
+	// +optional
+	Metadata *apiextensionsv1.JSON `json:"metadata,omitempty"`
+
+	// Deactivated stops the sub-account: its keys are refused.
+	// +optional
+	Deactivated bool `json:"deactivated,omitempty"`
 }
 
 // ProjectStatus is the observed state of a project.

@@ -146,6 +146,26 @@ func (s *Service) Revoke(ctx context.Context, project, id string) (Key, error) {
 	return key, err
 }
 
+// RevokeAll revokes every key of the project still in force and returns how many.
+func (s *Service) RevokeAll(ctx context.Context, project string) (int, error) {
+	var n int
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		hashes, err := q.RevokeProjectAPIKeys(ctx, db.RevokeProjectAPIKeysParams{Project: project, RevokedAt: s.now().UTC()})
+		if err != nil {
+			return fmt.Errorf("revoke api keys of project %s: %w", project, err)
+		}
+		for _, h := range hashes {
+			if err := q.NotifyAPIKeyRevoked(ctx, hex.EncodeToString(h)); err != nil {
+				return fmt.Errorf("announce revocation: %w", err)
+			}
+		}
+		n = len(hashes)
+		return nil
+	})
+	return n, err
+}
+
 // List returns the project's keys, revoked ones included, oldest first.
 func (s *Service) List(ctx context.Context, project string) ([]Key, error) {
 	rows, err := s.q.ListAPIKeys(ctx, project)

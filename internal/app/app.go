@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
+	"github.com/riverqueue/river"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -25,10 +27,13 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/account"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/controller"
 	"github.com/switchboard-io/switchboard/internal/httpapi"
+	"github.com/switchboard-io/switchboard/internal/index"
 	"github.com/switchboard-io/switchboard/internal/postgres"
+	"github.com/switchboard-io/switchboard/internal/ratelimit"
 	"github.com/switchboard-io/switchboard/internal/worker"
 )
 
@@ -136,9 +141,8 @@ func Run(ctx context.Context, cfg Config) error {
 			return nil
 		},
 	}
-	if cfg.Redis != nil {
-		checks["redis"] = func(r *http.Request) error { return cfg.Redis.Ping(r.Context()).Err() }
-	}
+	// Redis is not a readiness check: without it the API still answers, with the spec's 429 and
+	// Retry-After: 60, which an unready pod could not.
 	for name, check := range checks {
 		if err := mgr.AddReadyzCheck(name, check); err != nil {
 			return fmt.Errorf("add readiness check %s: %w", name, err)
@@ -149,6 +153,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	keys := apikey.NewService(cfg.Pool)
+	if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
 
 	if cfg.Role.runs(RoleManager) {
 		if err := controller.SetupAll(mgr); err != nil {
@@ -167,28 +174,56 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}
 		if cfg.Role.runs(RoleAPI) {
-			// Start the informers the API reads before it reports ready, not on its first request.
-			for _, obj := range []client.Object{&v1alpha1.Project{}, &v1alpha1.Sender{}} {
-				if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
-					return fmt.Errorf("watch %T: %w", obj, err)
-				}
-			}
-			server := httpapi.New(httpapi.Options{
-				Keys:        keys,
-				Reader:      mgr.GetClient(),
-				Usage:       apikey.NewUsageRecorder(queue, log.WithName("usage")),
-				Listener:    cfg.Listener,
-				ReadyChecks: checks,
-				Log:         log.WithName("api"),
-			})
-			if err := mgr.Add(server); err != nil {
-				return fmt.Errorf("add api server: %w", err)
+			if err := addAPI(ctx, mgr, cfg, keys, queue, checks, log); err != nil {
+				return err
 			}
 		}
 	}
 
 	log.Info("starting")
 	return mgr.Start(ctx)
+}
+
+// addAPI adds the API server and what it needs: the key authenticator with its revocation
+// listener, the request-rate limiter, the cursor key shared by replicas, and the informers it reads.
+func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Service, queue *river.Client[pgx.Tx],
+	checks map[string]healthz.Checker, log logr.Logger) error {
+	// Start the informers the API reads before it reports ready, not on its first request.
+	for _, obj := range []client.Object{&v1alpha1.Project{}, &v1alpha1.Sender{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("watch %T: %w", obj, err)
+		}
+	}
+	auth := apikey.NewAuthenticator(keys, cfg.Pool, log.WithName("apikeys"))
+	if err := mgr.Add(auth); err != nil {
+		return fmt.Errorf("add key authenticator: %w", err)
+	}
+	var limiter ratelimit.Limiter = ratelimit.NewMemory()
+	if cfg.Redis != nil {
+		limiter = ratelimit.NewRedis(cfg.Redis)
+	}
+	cursorKey, err := postgres.SharedSecret(ctx, cfg.Pool, "cursor_key", 32)
+	if err != nil {
+		return err
+	}
+	server, err := httpapi.New(httpapi.Options{
+		Auth:        auth,
+		Accounts:    account.NewService(mgr.GetClient(), keys),
+		Limiter:     limiter,
+		Reader:      mgr.GetClient(),
+		Usage:       apikey.NewUsageRecorder(queue, log.WithName("usage")),
+		CursorKey:   cursorKey,
+		Listener:    cfg.Listener,
+		ReadyChecks: checks,
+		Log:         log.WithName("api"),
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.Add(server); err != nil {
+		return fmt.Errorf("add api server: %w", err)
+	}
+	return nil
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -2,32 +2,29 @@ package app_test
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/testr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/app"
+	"github.com/switchboard-io/switchboard/internal/localredis"
 	"github.com/switchboard-io/switchboard/internal/postgres"
 	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
 )
 
-var testEnv *envtest.Environment
+var (
+	testEnv  *envtest.Environment
+	redisURL string
+)
 
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard()) // each test logs through testr instead
@@ -38,144 +35,73 @@ func TestMain(m *testing.M) {
 	if _, err := testEnv.Start(); err != nil {
 		panic("start envtest (KUBEBUILDER_ASSETS; `make test` sets it): " + err.Error())
 	}
+	rs, err := localredis.Start(context.Background(), localredis.URLFromEnv())
+	if err != nil {
+		_ = testEnv.Stop()
+		panic(err)
+	}
+	redisURL = rs.URL
 	code := pgtest.Run(m)
+	rs.Stop()
 	_ = testEnv.Stop()
 	os.Exit(code)
 }
 
-func start(t *testing.T) (string, client.Client, *apikey.Service, func(sql string, args ...any) int) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	pool, err := postgres.Open(ctx, pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	listener, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	k8s, err := client.New(testEnv.Config, client.Options{Scheme: app.Scheme()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		done <- app.Run(ctx, app.Config{
-			Role: app.RoleAll, RestConfig: testEnv.Config, Pool: pool, Listener: listener,
-			MetricsAddr: "0", HealthAddr: "0", WorkerConcurrency: 2, Log: testr.New(t),
-			SkipControllerNameValidation: true,
-		})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("app.Run: %v", err)
-		}
-		pool.Close()
-	})
-	url := "http://" + listener.Addr().String()
-	waitFor(t, func() bool {
-		select {
-		case err := <-done:
-			done <- err
-			t.Fatalf("app.Run returned before it was ready: %v", err)
-		default:
-		}
-		resp, err := http.Get(url + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-	count := func(sql string, args ...any) int {
-		var n int
-		if err := pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
-	return url, k8s, apikey.NewService(pool), count
-}
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not met within 30s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func get(t *testing.T, url, auth string) (int, http.Header, map[string]any) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, url, nil)
-	if auth != "" {
-		req.Header.Set("Authorization", auth)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var body map[string]any
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
-		if err := json.Unmarshal(b, &body); err != nil {
-			t.Fatalf("%s: body is not JSON: %s", url, b)
-		}
-	}
-	return resp.StatusCode, resp.Header, body
-}
-
-func newProject(t *testing.T, k8s client.Client, spec v1alpha1.ProjectSpec) string {
+// newProject creates a namespace with a Project and returns the namespace (the project id).
+func newProject(t *testing.T, in *instance, spec v1alpha1.ProjectSpec) string {
 	t.Helper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "p-"}}
-	if err := k8s.Create(ctx, ns); err != nil {
+	if err := in.k8s.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
 	p := &v1alpha1.Project{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "project"}, Spec: spec}
-	if err := k8s.Create(ctx, p); err != nil {
+	if err := in.k8s.Create(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	return ns.Name
 }
 
+// newKey creates a key of project and waits until the API sees the project.
+func newKey(t *testing.T, in *instance, project string, env apikey.Environment, permissions ...string) string {
+	t.Helper()
+	secret, _, err := in.keys.Create(context.Background(), project, "test", env, permissions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		r := in.get("/v1/me", "Bearer "+secret)
+		name, _ := r.body["project"].(map[string]any)
+		return r.status == 200 && name["id"] == project
+	})
+	return "Bearer " + secret
+}
+
 func TestHealthAndReadiness(t *testing.T) {
-	url, _, _, _ := start(t)
+	in := start(t)
 	for _, path := range []string{"/healthz", "/readyz", "/readyz/postgres", "/readyz/informers"} {
-		if status, _, _ := get(t, url+path, ""); status != http.StatusOK {
-			t.Errorf("GET %s = %d, want 200", path, status)
+		if r := in.get(path, ""); r.status != 200 {
+			t.Errorf("GET %s = %d, want 200", path, r.status)
 		}
 	}
 }
 
 func TestMeTellsWhoTheKeyIs(t *testing.T) {
-	url, k8s, keys, count := start(t)
-	ctx := context.Background()
-	acme := newProject(t, k8s, v1alpha1.ProjectSpec{DisplayName: "Acme", Team: "acme-team"})
-	sub := newProject(t, k8s, v1alpha1.ProjectSpec{Parent: acme})
-
-	acmeKey, acmeStored, err := keys.Create(ctx, acme, "backend", apikey.Live, nil)
+	in := start(t)
+	acme := newProject(t, in, v1alpha1.ProjectSpec{DisplayName: "Acme", Team: "acme-team"})
+	sub := newProject(t, in, v1alpha1.ProjectSpec{Parent: acme})
+	secret, stored, err := in.keys.Create(context.Background(), acme, "backend", apikey.Live, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	subKey, _, err := keys.Create(ctx, sub, "backend", apikey.Test, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-
 	var me map[string]any
 	waitFor(t, func() bool { // the informer cache sees the new Project shortly after it is created
-		var status int
-		status, _, me = get(t, url+"/v1/me", "Bearer "+acmeKey)
-		return status == http.StatusOK && me["project"].(map[string]any)["name"] != nil
+		r := in.get("/v1/me", "Bearer "+secret)
+		me = r.body
+		return r.status == 200 && me["project"].(map[string]any)["name"] != nil
 	})
 	want := map[string]any{
-		"apiKey":     map[string]any{"id": acmeStored.ID},
+		"apiKey":     map[string]any{"id": stored.ID},
 		"isTestMode": false,
 		"project":    map[string]any{"id": acme, "isSubAccount": false, "name": "Acme"},
 		"team":       map[string]any{"id": "acme-team", "name": nil},
@@ -183,31 +109,27 @@ func TestMeTellsWhoTheKeyIs(t *testing.T) {
 	if !jsonEqual(me, want) {
 		t.Fatalf("GET /v1/me = %v, want %v", me, want)
 	}
-
-	waitFor(t, func() bool {
-		status, _, me := get(t, url+"/v1/me", "Bearer "+subKey)
-		p := me["project"].(map[string]any)
-		return status == http.StatusOK && p["id"] == sub && p["isSubAccount"] == true && me["isTestMode"] == true
-	})
-
+	subKey := newKey(t, in, sub, apikey.Test)
+	r := in.get("/v1/me", subKey)
+	if p := r.body["project"].(map[string]any); p["isSubAccount"] != true || r.body["isTestMode"] != true {
+		t.Errorf("sub-account's /v1/me = %v", r.body)
+	}
 	// The worker records the use, off the request's path.
 	waitFor(t, func() bool {
-		return count("SELECT count(*) FROM api_keys WHERE id = $1 AND last_used_at IS NOT NULL", acmeStored.ID) == 1
+		return in.count("SELECT count(*) FROM api_keys WHERE id = $1 AND last_used_at IS NOT NULL", stored.ID) == 1
 	})
 }
 
 func TestBadKeysGetUnauthorizedAndChangeNothing(t *testing.T) {
-	url, k8s, keys, count := start(t)
-	ctx := context.Background()
-	acme := newProject(t, k8s, v1alpha1.ProjectSpec{})
-	revoked, k, err := keys.Create(ctx, acme, "old", apikey.Live, nil)
+	in := start(t)
+	acme := newProject(t, in, v1alpha1.ProjectSpec{})
+	revoked, k, err := in.keys.Create(context.Background(), acme, "old", apikey.Live, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := count("WITH r AS (UPDATE api_keys SET revoked_at = now() WHERE id = $1 RETURNING 1) SELECT count(*) FROM r", k.ID); n != 1 {
-		t.Fatal("revoke test key")
+	if _, err := in.keys.Revoke(context.Background(), acme, k.ID); err != nil {
+		t.Fatal(err)
 	}
-
 	for name, auth := range map[string]string{
 		"no header":          "",
 		"bearer, no key":     "Bearer ",
@@ -217,24 +139,54 @@ func TestBadKeysGetUnauthorizedAndChangeNothing(t *testing.T) {
 		"random tail":        "Bearer svc_test_x",
 		"revoked":            "Bearer " + revoked,
 	} {
-		status, _, body := get(t, url+"/v1/me", auth)
-		if status != http.StatusUnauthorized || body["code"] != "unauthorized" || body["message"] == "" {
-			t.Errorf("%s: GET /v1/me = %d %v, want 401 {code: unauthorized, message}", name, status, body)
+		for _, path := range []string{"/v1/me", "/v1/sub-accounts", "/v1/no-such-thing", "/v2/no-such-thing"} {
+			r := in.get(path, auth)
+			if r.status != 401 || r.body["code"] != "unauthorized" || r.body["message"] == "" {
+				t.Errorf("%s: GET %s = %d %v, want 401 {code: unauthorized, message}", name, path, r.status, r.body)
+			}
+			if r.header.Get("X-RateLimit-Limit") != "" {
+				t.Errorf("%s: an unauthenticated answer counts against no project, yet carries rate-limit headers", name)
+			}
 		}
 	}
-	if n := count("SELECT count(*) FROM river_job"); n != 0 {
+	if n := in.count("SELECT count(*) FROM river_job"); n != 0 {
 		t.Errorf("refused requests enqueued %d jobs, want none", n)
 	}
-	if n := count("SELECT count(*) FROM api_keys WHERE last_used_at IS NOT NULL"); n != 0 {
+	if n := in.count("SELECT count(*) FROM api_keys WHERE last_used_at IS NOT NULL"); n != 0 {
 		t.Errorf("refused requests touched %d keys, want none", n)
 	}
 }
 
-func TestUnknownPathIsNotFoundInTheErrorShape(t *testing.T) {
-	url, _, _, _ := start(t)
-	status, h, body := get(t, url+"/v1/no-such-thing", "")
-	if status != http.StatusNotFound || body["code"] != "not_found" || h.Get("Content-Type") != "application/json" {
-		t.Fatalf("GET unknown path = %d %v %v", status, h, body)
+func TestUnknownPathsAndWrongMethods(t *testing.T) {
+	in := start(t)
+	key := newKey(t, in, newProject(t, in, v1alpha1.ProjectSpec{}), apikey.Test)
+	for _, c := range []struct {
+		method, path string
+		status       int
+		code, allow  string
+	}{
+		{"GET", "/v1/no-such-thing", 404, "not_found", ""},
+		{"GET", "/v2/no-such-thing", 404, "not_found", ""},
+		{"GET", "/nowhere", 404, "not_found", ""},
+		{"POST", "/v1/me", 405, "method_not_allowed", "GET"},
+		{"DELETE", "/v1/sub-accounts", 405, "method_not_allowed", "POST, GET"},
+		{"POST", "/v2/openapi.json", 405, "method_not_allowed", "GET"},
+	} {
+		r := in.do(c.method, c.path, key, nil)
+		if r.status != c.status || r.body["code"] != c.code || r.header.Get("Allow") != c.allow {
+			t.Errorf("%s %s = %d %v (Allow %q), want %d %s (Allow %q)", c.method, c.path, r.status, r.body, r.header.Get("Allow"), c.status, c.code, c.allow)
+		}
+	}
+}
+
+func TestOpenAPIDocuments(t *testing.T) {
+	in := start(t)
+	for g, version := range map[string]string{"v1": "0.2.0", "v2": "2.0.0"} {
+		r := in.get("/"+g+"/openapi.json", "")
+		info, _ := r.body["info"].(map[string]any)
+		if r.status != 200 || r.body["openapi"] != "3.1.0" || info["version"] != version {
+			t.Errorf("GET /%s/openapi.json = %d openapi %v version %v", g, r.status, r.body["openapi"], info["version"])
+		}
 	}
 }
 
@@ -251,10 +203,4 @@ func TestRolesRefuseAnOldSchema(t *testing.T) {
 	if err := app.CheckSchema(ctx, pool); err != nil {
 		t.Fatalf("CheckSchema after migrate = %v", err)
 	}
-}
-
-func jsonEqual(a, b any) bool {
-	x, _ := json.Marshal(a)
-	y, _ := json.Marshal(b)
-	return string(x) == string(y)
 }

@@ -6,6 +6,7 @@ package apperror
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Kind classifies an error; the HTTP renderer maps each kind to one status.
@@ -18,7 +19,9 @@ const (
 	Unauthorized
 	Forbidden
 	NotFound
+	MethodNotAllowed
 	Conflict
+	TooLarge
 	RateLimited
 	Unavailable
 )
@@ -47,8 +50,36 @@ func As(err error) *Error {
 	return nil
 }
 
+// FieldError names one invalid field of a request: its path (`name`, `contacts[2].recipient`)
+// and why it is invalid.
+type FieldError struct {
+	Path    string `json:"path"`
+	Message string `json:"message"`
+}
+
+// InvalidFields is a 400 invalid_request listing every invalid field in details.errors.
+func InvalidFields(errs ...FieldError) *Error {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Path + ": " + e.Message
+		if e.Path == "" {
+			msgs[i] = e.Message
+		}
+	}
+	return &Error{
+		Kind: Invalid, Code: "invalid_request",
+		Message: "Invalid request: " + strings.Join(msgs, "; "),
+		Details: map[string]any{"errors": errs},
+	}
+}
+
 // Unauthenticated is the answer to a missing, malformed, unknown or revoked API key. It does not
 // say which, so a caller cannot probe for keys.
 func Unauthenticated() *Error {
 	return New(Unauthorized, "unauthorized", "Missing or invalid API key. Send Authorization: Bearer <API key>.")
+}
+
+// NotFoundf is a 404 not_found with a message.
+func NotFoundf(format string, args ...any) *Error {
+	return New(NotFound, "not_found", fmt.Sprintf(format, args...))
 }

@@ -14,13 +14,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/index"
 )
 
-// Field indexes: spec.parent, so a parent's change reaches its sub-accounts; the team key, so a
-// verification step reaches every project of the team.
+// The field indexes the controller lists by (registered by index.Register): spec.parent, so a
+// parent's change reaches its sub-accounts; the team key, so a verification step reaches every
+// project of the team.
 const (
-	projectParentField = "spec.parent"
-	projectTeamField   = "teamKey"
+	projectParentField = index.ProjectParent
+	projectTeamField   = index.ProjectTeam
 )
 
 // ProjectReconciler keeps the Ready condition of Projects.
@@ -99,19 +101,6 @@ func projectReadiness(project *v1alpha1.Project, siblings []v1alpha1.Project, pa
 
 // SetupWithManager registers the reconciler and the watches that bring related Projects back.
 func (r *ProjectReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Project{}, projectParentField,
-		func(o client.Object) []string {
-			if p := o.(*v1alpha1.Project).Spec.Parent; p != "" {
-				return []string{p}
-			}
-			return nil
-		}); err != nil {
-		return fmt.Errorf("index projects by parent: %w", err)
-	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.Project{}, projectTeamField,
-		func(o client.Object) []string { return []string{o.(*v1alpha1.Project).TeamKey()} }); err != nil {
-		return fmt.Errorf("index projects by team: %w", err)
-	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Project{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A Project that appears, goes or changes its spec can change which Project of its

@@ -21,6 +21,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/controller"
+	"github.com/switchboard-io/switchboard/internal/index"
 )
 
 var (
@@ -58,6 +59,7 @@ var _ = BeforeSuite(func() {
 		HealthProbeBindAddress: "0",
 	})
 	Expect(err).NotTo(HaveOccurred())
+	Expect(index.Register(context.Background(), mgr.GetFieldIndexer())).To(Succeed())
 	Expect(controller.SetupAll(mgr)).To(Succeed())
 
 	var ctx context.Context

@@ -3,11 +3,15 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/switchboard-io/switchboard/internal/apperror"
 )
 
-// errorBody is the one error shape of the API: {code, message, details} at the root.
+// errorBody is the one error shape of the API, on v1 and v2 alike: {code, message, details} at
+// the root. (The spec allows some v1 authentication errors wrapped as {error: {...}}; Switchboard
+// never wraps, so every client reads the same shape.)
 type errorBody struct {
 	Code    string         `json:"code"`
 	Message string         `json:"message"`
@@ -15,14 +19,16 @@ type errorBody struct {
 }
 
 var statusOf = map[apperror.Kind]int{
-	apperror.Internal:     http.StatusInternalServerError,
-	apperror.Invalid:      http.StatusBadRequest,
-	apperror.Unauthorized: http.StatusUnauthorized,
-	apperror.Forbidden:    http.StatusForbidden,
-	apperror.NotFound:     http.StatusNotFound,
-	apperror.Conflict:     http.StatusConflict,
-	apperror.RateLimited:  http.StatusTooManyRequests,
-	apperror.Unavailable:  http.StatusServiceUnavailable,
+	apperror.Internal:         http.StatusInternalServerError,
+	apperror.Invalid:          http.StatusBadRequest,
+	apperror.Unauthorized:     http.StatusUnauthorized,
+	apperror.Forbidden:        http.StatusForbidden,
+	apperror.NotFound:         http.StatusNotFound,
+	apperror.MethodNotAllowed: http.StatusMethodNotAllowed,
+	apperror.Conflict:         http.StatusConflict,
+	apperror.TooLarge:         http.StatusRequestEntityTooLarge,
+	apperror.RateLimited:      http.StatusTooManyRequests,
+	apperror.Unavailable:      http.StatusServiceUnavailable,
 }
 
 // writeError renders err. Errors that are not an *apperror.Error are internal: they are logged
@@ -33,19 +39,43 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.log.Error(err, "request failed", "method", r.Method, "path", r.URL.Path)
 		e = apperror.New(apperror.Internal, "internal_error", "Something went wrong on our side. Try again later.")
 	}
-	status := statusOf[e.Kind]
+	body := errorBody{Code: e.Code, Message: e.Message, Details: e.Details}
+	// v2: every invalid_request lists its invalid fields, even when only the body as a whole is.
+	if e.Code == "invalid_request" && isV2(r) {
+		if _, ok := body.Details["errors"]; !ok {
+			body.Details = withDetail(body.Details, "errors", []apperror.FieldError{{Path: "", Message: e.Message}})
+		}
+	}
 	if e.Kind == apperror.Conflict {
 		// Clients retry 409 unless told not to; a real conflict does not go away by retrying.
 		w.Header().Set("X-Should-Retry", "false")
 	}
-	writeJSON(w, status, errorBody{Code: e.Code, Message: e.Message, Details: e.Details})
+	writeJSON(w, statusOf[e.Kind], body)
+}
+
+func withDetail(details map[string]any, key string, value any) map[string]any {
+	out := make(map[string]any, len(details)+1)
+	for k, v := range details {
+		out[k] = v
+	}
+	out[key] = value
+	return out
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(`{"code":"internal_error","message":"Something went wrong on our side. Try again later."}`)
+		status = http.StatusInternalServerError
+	}
+	b = append(b, '\n')
+	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(b)
 }
+
+func isV2(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/v2/") }
 
 func notFound() *apperror.Error {
 	return apperror.New(apperror.NotFound, "not_found", "No such endpoint or resource.")

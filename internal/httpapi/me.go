@@ -1,12 +1,9 @@
 package httpapi
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
-
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/switchboard-io/switchboard/api/v1alpha1"
 )
 
 // meResponse is GET /v1/me (WIRE.md §9).
@@ -36,9 +33,9 @@ type meTeam struct {
 // a team of its own, named by the project's id.
 func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 	key := keyFrom(r.Context())
-	var projects v1alpha1.ProjectList
-	if err := s.reader.List(r.Context(), &projects, client.InNamespace(key.Project)); err != nil {
-		s.writeError(w, r, fmt.Errorf("read project %s: %w", key.Project, err))
+	p, err := s.project(r.Context(), key.Project)
+	if err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	resp := meResponse{
@@ -47,14 +44,20 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 		Project:    meProject{ID: key.Project},
 		Team:       meTeam{ID: key.Project},
 	}
-	if p := v1alpha1.NamespaceProject(projects.Items); p != nil {
+	if p != nil {
 		resp.Project.IsSubAccount = p.IsSubAccount()
 		if p.Spec.DisplayName != "" {
 			resp.Project.Name = &p.Spec.DisplayName
 		}
-		if p.Spec.Team != "" {
-			resp.Team.ID = p.Spec.Team
-		}
+		resp.Team.ID = p.TeamKey()
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// orInternal returns err, or an internal error with message when err is nil.
+func orInternal(err error, message string) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", message, err)
+	}
+	return errors.New(message)
 }

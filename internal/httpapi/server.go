@@ -1,5 +1,6 @@
 // Package httpapi serves Switchboard's REST API (/v1, /v2) and the health endpoints. Handlers parse
 // the request, call one service method and render the answer; errors are rendered by writeError.
+// Authentication, request-rate limits and permissions are applied from one route table (routes.go).
 package httpapi
 
 import (
@@ -14,7 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
+	"github.com/switchboard-io/switchboard/internal/account"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/ratelimit"
 )
 
 // KeyUsage records that a key was used; it must not block the request.
@@ -22,23 +25,37 @@ type KeyUsage interface {
 	Record(keyID string, at time.Time)
 }
 
+// Authenticator turns a bearer token into a key.
+type Authenticator interface {
+	Authenticate(ctx context.Context, secret string) (apikey.Key, error)
+}
+
 // Server is the API's HTTP server.
 type Server struct {
-	keys     *apikey.Service
+	auth     Authenticator
+	accounts *account.Service
+	limiter  ratelimit.Limiter
 	reader   client.Reader
 	usage    KeyUsage
 	listener net.Listener
 	checks   map[string]healthz.Checker
 	log      logr.Logger
 	now      func() time.Time
+	cursors  *cursorCodec
+	docs     map[string][]byte
 }
 
 // Options are what the server needs.
 type Options struct {
-	Keys *apikey.Service
+	Auth     Authenticator
+	Accounts *account.Service
+	// Limiter counts requests per project; nil means in memory.
+	Limiter ratelimit.Limiter
 	// Reader reads Switchboard's custom resources, normally from the informer cache.
 	Reader client.Reader
 	Usage  KeyUsage
+	// CursorKey signs pagination cursors; every replica needs the same one.
+	CursorKey []byte
 	// Listener is bound by the caller, so a taken port fails before anything else starts.
 	Listener net.Listener
 	// ReadyChecks decide /readyz; /healthz answers as long as the process serves.
@@ -47,11 +64,22 @@ type Options struct {
 }
 
 // New returns a server on the given listener.
-func New(o Options) *Server {
-	return &Server{
-		keys: o.Keys, reader: o.Reader, usage: o.Usage, listener: o.Listener,
-		checks: o.ReadyChecks, log: o.Log, now: time.Now,
+func New(o Options) (*Server, error) {
+	if o.Limiter == nil {
+		o.Limiter = ratelimit.NewMemory()
 	}
+	if len(o.CursorKey) < 16 {
+		return nil, errors.New("cursor key must be at least 16 bytes")
+	}
+	docs, err := openAPIDocuments()
+	if err != nil {
+		return nil, err
+	}
+	return &Server{
+		auth: o.Auth, accounts: o.Accounts, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
+		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
+		cursors: &cursorCodec{key: o.CursorKey}, docs: docs,
+	}, nil
 }
 
 // Handler routes every endpoint.
@@ -64,10 +92,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /healthz/", live)
 	mux.Handle("GET /readyz", ready)
 	mux.Handle("GET /readyz/", ready)
-	mux.Handle("GET /v1/me", s.authenticated(s.me))
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, notFound())
-	})
+	s.register(mux)
 	return mux
 }
 
@@ -77,6 +102,7 @@ func (s *Server) Start(ctx context.Context) error {
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	errc := make(chan error, 1)

@@ -154,6 +154,37 @@ func (q *Queries) RevokeAPIKey(ctx context.Context, arg RevokeAPIKeyParams) (API
 	return i, err
 }
 
+const revokeProjectAPIKeys = `-- name: RevokeProjectAPIKeys :many
+UPDATE api_keys SET revoked_at = $1::timestamptz
+WHERE project = $2 AND revoked_at IS NULL
+RETURNING key_hash
+`
+
+type RevokeProjectAPIKeysParams struct {
+	RevokedAt time.Time
+	Project   string
+}
+
+func (q *Queries) RevokeProjectAPIKeys(ctx context.Context, arg RevokeProjectAPIKeysParams) ([][]byte, error) {
+	rows, err := q.db.Query(ctx, revokeProjectAPIKeys, arg.RevokedAt, arg.Project)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items [][]byte
+	for rows.Next() {
+		var key_hash []byte
+		if err := rows.Scan(&key_hash); err != nil {
+			return nil, err
+		}
+		items = append(items, key_hash)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const touchAPIKey = `-- name: TouchAPIKey :exec
 UPDATE api_keys
 SET last_used_at = $1::timestamptz

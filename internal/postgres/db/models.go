@@ -20,3 +20,9 @@ type APIKey struct {
 	LastUsedAt  *time.Time
 	RevokedAt   *time.Time
 }
+
+type SwitchboardSetting struct {
+	Name      string
+	Value     []byte
+	CreatedAt time.Time
+}

@@ -26,3 +26,8 @@ SELECT pg_notify('switchboard_api_key_revoked', @key_hash_hex::text);
 SELECT * FROM api_keys
 WHERE project = @project
 ORDER BY created_at, id;
+
+-- name: RevokeProjectAPIKeys :many
+UPDATE api_keys SET revoked_at = @revoked_at::timestamptz
+WHERE project = @project AND revoked_at IS NULL
+RETURNING key_hash;

@@ -1,0 +1,339 @@
+// Package account manages sub-accounts: projects (namespaces) whose Project names a parent, with
+// their own API keys. A parent sees and changes only its own sub-accounts.
+package account
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/index"
+)
+
+// The API creates a namespace per sub-account.
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;delete
+
+// FieldManager names the API's writes to the Kubernetes API.
+const FieldManager = "switchboard-api"
+
+// ParentLabel marks a sub-account's namespace with its parent's.
+const ParentLabel = "messaging.switchboard.io/parent"
+
+// SubAccount is a sub-account as the API shows it.
+type SubAccount struct {
+	ID          string
+	Name        string
+	CreatedAt   time.Time
+	Active      bool
+	CreditLimit *int64
+	ExternalID  string
+	Metadata    json.RawMessage
+}
+
+// CreateInput is a new sub-account.
+type CreateInput struct {
+	Name        string          `json:"name"`
+	CreditLimit *int64          `json:"creditLimit"`
+	ExternalID  string          `json:"externalId"`
+	Metadata    json.RawMessage `json:"metadata"`
+}
+
+// UpdateInput changes the fields that are set.
+type UpdateInput struct {
+	Name        Optional[string]          `json:"name"`
+	CreditLimit Optional[int64]           `json:"creditLimit"`
+	ExternalID  Optional[string]          `json:"externalId"`
+	Metadata    Optional[json.RawMessage] `json:"metadata"`
+	Status      Optional[string]          `json:"status"`
+}
+
+// Service manages sub-accounts.
+type Service struct {
+	client client.Client
+	keys   *apikey.Service
+}
+
+// NewService returns a Service; c reads from the informer cache (with index.ProjectParent) and writes
+// to the API server.
+func NewService(c client.Client, keys *apikey.Service) *Service {
+	return &Service{client: c, keys: keys}
+}
+
+// Create makes a sub-account of parent with one full-access key of env, returned once.
+func (s *Service) Create(ctx context.Context, parent *v1alpha1.Project, env apikey.Environment, in CreateInput) (SubAccount, string, error) {
+	var errs []apperror.FieldError
+	errs = append(errs, validName(in.Name, true)...)
+	errs = append(errs, validCreditLimit(in.CreditLimit)...)
+	errs = append(errs, validExternalID(in.ExternalID)...)
+	errs = append(errs, validMetadata(in.Metadata)...)
+	if len(errs) > 0 {
+		return SubAccount{}, "", apperror.InvalidFields(errs...)
+	}
+	id, err := newID()
+	if err != nil {
+		return SubAccount{}, "", err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: id, Labels: map[string]string{ParentLabel: parent.Namespace}}}
+	if err := s.client.Create(ctx, ns, client.FieldOwner(FieldManager)); err != nil {
+		return SubAccount{}, "", fmt.Errorf("create namespace of sub-account: %w", err)
+	}
+	settings := &v1alpha1.SubAccountSettings{ExternalID: in.ExternalID, CreditLimit: in.CreditLimit}
+	if len(in.Metadata) > 0 && string(in.Metadata) != "null" {
+		settings.Metadata = &apiextensionsv1.JSON{Raw: in.Metadata}
+	}
+	project := &v1alpha1.Project{
+		ObjectMeta: metav1.ObjectMeta{Namespace: id, Name: "project"},
+		Spec: v1alpha1.ProjectSpec{
+			DisplayName: in.Name,
+			Plan:        parent.Spec.Plan,
+			Team:        parent.TeamKey(),
+			Parent:      parent.Namespace,
+			SubAccount:  settings,
+		},
+	}
+	if err := s.client.Create(ctx, project, client.FieldOwner(FieldManager)); err != nil {
+		_ = s.client.Delete(context.WithoutCancel(ctx), ns)
+		return SubAccount{}, "", fmt.Errorf("create project of sub-account: %w", err)
+	}
+	secret, _, err := s.keys.Create(ctx, id, "default", env, nil)
+	if err != nil {
+		return SubAccount{}, "", err
+	}
+	return view(project), secret, nil
+}
+
+// List returns parent's sub-accounts, oldest first.
+func (s *Service) List(ctx context.Context, parent string) ([]SubAccount, error) {
+	var projects v1alpha1.ProjectList
+	if err := s.client.List(ctx, &projects, client.MatchingFields{index.ProjectParent: parent}); err != nil {
+		return nil, fmt.Errorf("list sub-accounts of %s: %w", parent, err)
+	}
+	out := make([]SubAccount, 0, len(projects.Items))
+	for i := range projects.Items {
+		p := &projects.Items[i]
+		if p.DeletionTimestamp.IsZero() {
+			out = append(out, view(p))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.Before(out[j].CreatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out, nil
+}
+
+// Get returns parent's sub-account id; another project's is not found.
+func (s *Service) Get(ctx context.Context, parent, id string) (SubAccount, error) {
+	p, err := s.project(ctx, parent, id)
+	if err != nil {
+		return SubAccount{}, err
+	}
+	return view(p), nil
+}
+
+// Update changes the fields set in in.
+func (s *Service) Update(ctx context.Context, parent, id string, in UpdateInput) (SubAccount, error) {
+	var errs []apperror.FieldError
+	if in.Name.Set {
+		errs = append(errs, validName(in.Name.Value, true)...)
+		if in.Name.Null {
+			errs = append(errs, apperror.FieldError{Path: "name", Message: "cannot be null"})
+		}
+	}
+	if in.CreditLimit.Set && !in.CreditLimit.Null {
+		errs = append(errs, validCreditLimit(&in.CreditLimit.Value)...)
+	}
+	if in.ExternalID.Set {
+		errs = append(errs, validExternalID(in.ExternalID.Value)...)
+	}
+	if in.Metadata.Set && !in.Metadata.Null {
+		errs = append(errs, validMetadata(in.Metadata.Value)...)
+	}
+	if in.Status.Set && in.Status.Value != "active" && in.Status.Value != "inactive" {
+		errs = append(errs, apperror.FieldError{Path: "status", Message: "must be active or inactive"})
+	}
+	if len(errs) > 0 {
+		return SubAccount{}, apperror.InvalidFields(errs...)
+	}
+	p, err := s.change(ctx, parent, id, func(p *v1alpha1.Project) {
+		sa := p.Spec.SubAccount
+		if in.Name.Set {
+			p.Spec.DisplayName = in.Name.Value
+		}
+		if in.CreditLimit.Set {
+			sa.CreditLimit = nil
+			if !in.CreditLimit.Null {
+				sa.CreditLimit = &in.CreditLimit.Value
+			}
+		}
+		if in.ExternalID.Set {
+			sa.ExternalID = in.ExternalID.Value
+		}
+		if in.Metadata.Set {
+			sa.Metadata = nil
+			if !in.Metadata.Null {
+				sa.Metadata = &apiextensionsv1.JSON{Raw: in.Metadata.Value}
+			}
+		}
+		if in.Status.Set {
+			sa.Deactivated = in.Status.Value == "inactive"
+		}
+	})
+	if err != nil {
+		return SubAccount{}, err
+	}
+	return view(p), nil
+}
+
+// Deactivate stops the sub-account and revokes its keys; it returns how many it revoked.
+func (s *Service) Deactivate(ctx context.Context, parent, id string) (int, error) {
+	if _, err := s.change(ctx, parent, id, func(p *v1alpha1.Project) { p.Spec.SubAccount.Deactivated = true }); err != nil {
+		return 0, err
+	}
+	return s.keys.RevokeAll(ctx, id)
+}
+
+// CreateKey makes a key for parent's sub-account id.
+func (s *Service) CreateKey(ctx context.Context, parent, id, name string, env apikey.Environment, permissions []string) (string, apikey.Key, error) {
+	if _, err := s.project(ctx, parent, id); err != nil {
+		return "", apikey.Key{}, err
+	}
+	var errs []apperror.FieldError
+	if name == "" || len(name) > 100 {
+		errs = append(errs, apperror.FieldError{Path: "name", Message: "is required, up to 100 characters"})
+	}
+	if !env.Valid() {
+		errs = append(errs, apperror.FieldError{Path: "environment", Message: "must be live or test"})
+	}
+	if _, err := apikey.ParsePermissions(permissions); err != nil {
+		errs = append(errs, apperror.FieldError{Path: "permissions", Message: err.Error()})
+	}
+	if len(errs) > 0 {
+		return "", apikey.Key{}, apperror.InvalidFields(errs...)
+	}
+	return s.keys.Create(ctx, id, name, env, permissions)
+}
+
+// ListKeys lists the keys of parent's sub-account id.
+func (s *Service) ListKeys(ctx context.Context, parent, id string) ([]apikey.Key, error) {
+	if _, err := s.project(ctx, parent, id); err != nil {
+		return nil, err
+	}
+	return s.keys.List(ctx, id)
+}
+
+// RevokeKey revokes key keyID of parent's sub-account id.
+func (s *Service) RevokeKey(ctx context.Context, parent, id, keyID string) error {
+	if _, err := s.project(ctx, parent, id); err != nil {
+		return err
+	}
+	_, err := s.keys.Revoke(ctx, id, keyID)
+	return err
+}
+
+// project returns the Project of sub-account id when parent owns it.
+func (s *Service) project(ctx context.Context, parent, id string) (*v1alpha1.Project, error) {
+	var projects v1alpha1.ProjectList
+	if err := s.client.List(ctx, &projects, client.InNamespace(id)); err != nil {
+		return nil, fmt.Errorf("read sub-account %s: %w", id, err)
+	}
+	p := v1alpha1.NamespaceProject(projects.Items)
+	if p == nil || p.Spec.Parent != parent || p.Spec.SubAccount == nil {
+		return nil, apperror.NotFoundf("No sub-account %s.", id)
+	}
+	return p, nil
+}
+
+// change applies mutate to the latest sub-account and writes it, retrying on conflicts.
+func (s *Service) change(ctx context.Context, parent, id string, mutate func(*v1alpha1.Project)) (*v1alpha1.Project, error) {
+	var out *v1alpha1.Project
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		p, err := s.project(ctx, parent, id)
+		if err != nil {
+			return err
+		}
+		p = p.DeepCopy()
+		mutate(p)
+		if err := s.client.Update(ctx, p, client.FieldOwner(FieldManager)); err != nil {
+			return err
+		}
+		out = p
+		return nil
+	})
+	if err != nil && apperror.As(err) == nil && !apierrors.IsConflict(err) {
+		return nil, fmt.Errorf("update sub-account %s: %w", id, err)
+	}
+	return out, err
+}
+
+func view(p *v1alpha1.Project) SubAccount {
+	sa := SubAccount{ID: p.Namespace, Name: p.Spec.DisplayName, CreatedAt: p.CreationTimestamp.UTC(), Active: !p.IsDeactivated()}
+	if s := p.Spec.SubAccount; s != nil {
+		sa.CreditLimit, sa.ExternalID = s.CreditLimit, s.ExternalID
+		if s.Metadata != nil {
+			sa.Metadata = s.Metadata.Raw
+		}
+	}
+	return sa
+}
+
+func validName(name string, required bool) []apperror.FieldError {
+	if (required && name == "") || len([]rune(name)) > 100 {
+		return []apperror.FieldError{{Path: "name", Message: "is required, up to 100 characters"}}
+	}
+	return nil
+}
+
+func validCreditLimit(c *int64) []apperror.FieldError {
+	if c != nil && *c < 0 {
+		return []apperror.FieldError{{Path: "creditLimit", Message: "must be 0 or more (cents)"}}
+	}
+	return nil
+}
+
+func validExternalID(id string) []apperror.FieldError {
+	if len(id) > 255 {
+		return []apperror.FieldError{{Path: "externalId", Message: "must be up to 255 characters"}}
+	}
+	return nil
+}
+
+func validMetadata(m json.RawMessage) []apperror.FieldError {
+	if len(m) > 0 && string(m) != "null" && m[0] != '{' {
+		return []apperror.FieldError{{Path: "metadata", Message: "must be an object"}}
+	}
+	if len(m) > 16<<10 {
+		return []apperror.FieldError{{Path: "metadata", Message: "must be up to 16 KiB"}}
+	}
+	return nil
+}
+
+// newID names a sub-account's namespace: "sa-" and 12 random lowercase letters and digits.
+func newID() (string, error) {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 12)
+	for i := range b {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		if err != nil {
+			return "", fmt.Errorf("generate sub-account id: %w", err)
+		}
+		b[i] = alphabet[n.Int64()]
+	}
+	return "sa-" + string(b), nil
+}

@@ -1,0 +1,273 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/testr"
+	"github.com/redis/go-redis/v9"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/app"
+	"github.com/switchboard-io/switchboard/internal/httpapi"
+	"github.com/switchboard-io/switchboard/internal/postgres"
+	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
+)
+
+// instance is one `all` process on real Postgres and a real kube-apiserver.
+type instance struct {
+	t     *testing.T
+	url   string
+	k8s   client.Client
+	keys  *apikey.Service
+	count func(sql string, args ...any) int
+}
+
+type option func(*app.Config)
+
+func withRedis(url string) option {
+	return func(c *app.Config) {
+		opts, err := redis.ParseURL(url)
+		if err != nil {
+			panic(err)
+		}
+		opts.MaxRetries = -1
+		c.Redis = redis.NewClient(opts)
+	}
+}
+
+func start(t *testing.T, opts ...option) *instance {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pool, err := postgres.Open(ctx, pgtest.NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k8s, err := client.New(testEnv.Config, client.Options{Scheme: app.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := app.Config{
+		Role: app.RoleAll, RestConfig: testEnv.Config, Pool: pool, Listener: listener,
+		MetricsAddr: "0", HealthAddr: "0", WorkerConcurrency: 2, Log: testr.New(t),
+		SkipControllerNameValidation: true,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("app.Run: %v", err)
+		}
+		pool.Close()
+	})
+	in := &instance{t: t, url: "http://" + listener.Addr().String(), k8s: k8s, keys: apikey.NewService(pool)}
+	in.count = func(sql string, args ...any) int {
+		var n int
+		if err := pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	waitFor(t, func() bool {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("app.Run returned before it was ready: %v", err)
+		default:
+		}
+		resp, err := http.Get(in.url + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	return in
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 30s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// response is what a request got back.
+type response struct {
+	status int
+	header http.Header
+	body   map[string]any
+	raw    []byte
+}
+
+// do sends a request and checks the answer against the OpenAPI document of its generation, so
+// the documents cannot drift from what the server does.
+func (in *instance) do(method, path, auth string, body io.Reader) response {
+	in.t.Helper()
+	req, err := http.NewRequest(method, in.url+path, body)
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	out := response{status: resp.StatusCode, header: resp.Header, raw: raw}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(raw, &out.body); err != nil && resp.StatusCode != http.StatusOK {
+			in.t.Fatalf("%s %s: body is not JSON: %s", method, path, raw)
+		}
+	}
+	if strings.HasPrefix(path, "/v1/") || strings.HasPrefix(path, "/v2/") {
+		checkOpenAPI(in.t, req, resp, raw)
+	}
+	return out
+}
+
+func (in *instance) get(path, auth string) response { return in.do(http.MethodGet, path, auth, nil) }
+
+func (in *instance) post(path, auth, body string) response {
+	return in.do(http.MethodPost, path, auth, strings.NewReader(body))
+}
+
+// openAPIDoc is one generation's document, ready to check responses against.
+type openAPIDoc struct {
+	name     string
+	doc      map[string]any
+	compiler *jsonschema.Compiler
+}
+
+var (
+	docsOnce sync.Once
+	docs     map[string]*openAPIDoc
+)
+
+// checkOpenAPI checks a response against the operation and status its document describes: the
+// status must be documented, and a JSON body must match the documented schema.
+func checkOpenAPI(t *testing.T, req *http.Request, resp *http.Response, raw []byte) {
+	t.Helper()
+	docsOnce.Do(func() {
+		docs = map[string]*openAPIDoc{}
+		for _, g := range []string{"v1", "v2"} {
+			b, err := httpapi.OpenAPIDocument(g)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := &openAPIDoc{name: "openapi-" + g + ".json", compiler: jsonschema.NewCompiler()}
+			parsed, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := d.compiler.AddResource(d.name, parsed); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(b, &d.doc); err != nil {
+				t.Fatal(err)
+			}
+			docs[g] = d
+		}
+	})
+	d := docs[strings.Split(req.URL.Path, "/")[1]]
+	template, op := d.operation(req.Method, req.URL.Path)
+	if op == nil {
+		// An unknown path or method is not in the document by definition; the tests check the
+		// shape of those 401, 404 and 405 answers themselves.
+		switch resp.StatusCode {
+		case http.StatusUnauthorized, http.StatusNotFound, http.StatusMethodNotAllowed:
+			return
+		}
+		t.Errorf("%s %s → %d: the operation is not in the %s document", req.Method, req.URL.Path, resp.StatusCode, d.name)
+		return
+	}
+	responses, _ := op["responses"].(map[string]any)
+	pointer := "/paths/" + escape(template) + "/" + strings.ToLower(req.Method) + "/responses/" + strconv.Itoa(resp.StatusCode)
+	r, ok := responses[strconv.Itoa(resp.StatusCode)].(map[string]any)
+	if !ok {
+		t.Errorf("%s %s → %d: status not documented in %s", req.Method, req.URL.Path, resp.StatusCode, d.name)
+		return
+	}
+	if ref, ok := r["$ref"].(string); ok {
+		pointer = strings.TrimPrefix(ref, "#")
+		r = d.lookup(pointer)
+	}
+	content, _ := r["content"].(map[string]any)
+	if _, ok := content["application/json"]; !ok || len(raw) == 0 {
+		return
+	}
+	schema, err := d.compiler.Compile(d.name + "#" + pointer + "/content/application~1json/schema")
+	if err != nil {
+		t.Fatalf("compile schema at %s: %v", pointer, err)
+	}
+	instance, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		t.Errorf("%s %s → %d: body is not JSON", req.Method, req.URL.Path, resp.StatusCode)
+		return
+	}
+	if err := schema.Validate(instance); err != nil {
+		t.Errorf("%s %s → %d does not match %s: %v\nbody: %s", req.Method, req.URL.Path, resp.StatusCode, d.name, err, raw)
+	}
+}
+
+// operation finds the path template and operation of method and path.
+func (d *openAPIDoc) operation(method, path string) (string, map[string]any) {
+	paths, _ := d.doc["paths"].(map[string]any)
+	for template, item := range paths {
+		re := "^" + regexp.MustCompile(`\{[^}]+\}`).ReplaceAllString(regexp.QuoteMeta(template), `[^/]+`) + "$"
+		re = strings.ReplaceAll(re, `\[^/]+`, `[^/]+`)
+		if regexp.MustCompile(re).MatchString(path) {
+			op, _ := item.(map[string]any)[strings.ToLower(method)].(map[string]any)
+			return template, op
+		}
+	}
+	return "", nil
+}
+
+func (d *openAPIDoc) lookup(pointer string) map[string]any {
+	var cur any = d.doc
+	for _, part := range strings.Split(strings.TrimPrefix(pointer, "/"), "/") {
+		part = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
+		cur = cur.(map[string]any)[part]
+	}
+	m, _ := cur.(map[string]any)
+	return m
+}
+
+func escape(s string) string { return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1") }
+
+func jsonEqual(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}

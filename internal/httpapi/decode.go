@@ -1,0 +1,119 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+
+	"github.com/switchboard-io/switchboard/internal/apperror"
+)
+
+// defaultMaxBody bounds request bodies of routes that set no limit of their own.
+const defaultMaxBody = 1 << 20
+
+// decodeJSON reads the request's JSON object into dst, a pointer to a struct. It answers
+// invalid_json when the body is not JSON, invalid_request when it is JSON but not an object or
+// when fields have the wrong type (all of them listed, by path), request_too_large past the
+// route's limit. An empty body is an empty object when optional is true. Unknown fields are ignored.
+func decodeJSON(r *http.Request, dst any, optional bool) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			return bodyTooLarge(tooLarge.Limit)
+		}
+		return fmt.Errorf("read request body: %w", err)
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		if optional {
+			return nil
+		}
+		return apperror.InvalidFields(apperror.FieldError{Path: "", Message: "a JSON object body is required"})
+	}
+	if !json.Valid(body) {
+		return apperror.New(apperror.Invalid, "invalid_json", "The request body is not valid JSON.")
+	}
+	if body[0] != '{' {
+		return apperror.InvalidFields(apperror.FieldError{Path: "", Message: "the body must be a JSON object"})
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return apperror.New(apperror.Invalid, "invalid_json", "The request body is not valid JSON.")
+	}
+	if errs := decodeFields(fields, dst); len(errs) > 0 {
+		return apperror.InvalidFields(errs...)
+	}
+	return nil
+}
+
+// decodeFields fills dst's fields one by one, so every field of the wrong type is reported, not
+// only the first.
+func decodeFields(fields map[string]json.RawMessage, dst any) []apperror.FieldError {
+	v := reflect.ValueOf(dst).Elem()
+	t := v.Type()
+	var errs []apperror.FieldError
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name == "" || name == "-" {
+			continue
+		}
+		raw, ok := fields[name]
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal(raw, v.Field(i).Addr().Interface()); err != nil {
+			errs = append(errs, apperror.FieldError{Path: fieldPath(name, err), Message: typeMessage(err)})
+		}
+	}
+	return errs
+}
+
+func fieldPath(name string, err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field != "" {
+		return name + "." + te.Field
+	}
+	return name
+}
+
+func typeMessage(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("must be %s, not %s", jsonKind(te.Type), te.Value)
+	}
+	return "has an invalid value"
+}
+
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	default:
+		return "an object"
+	}
+}
+
+func bodyTooLarge(limit int64) *apperror.Error {
+	e := apperror.New(apperror.TooLarge, "request_too_large",
+		fmt.Sprintf("The request body is larger than this endpoint accepts (%d bytes).", limit))
+	e.Details = map[string]any{"limit": limit}
+	return e
+}

@@ -1,0 +1,153 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/ratelimit"
+)
+
+type keyContextKey struct{}
+
+// guard applies a route's checks in order: body size, key, request rate, permission. Every
+// authenticated request counts against its project's rate, whatever its answer.
+func (s *Server) guard(rt route) http.Handler {
+	maxBody := rt.maxBody
+	if maxBody == 0 {
+		maxBody = defaultMaxBody
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > maxBody {
+			s.writeError(w, r, bodyTooLarge(maxBody))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+		if rt.access == public {
+			rt.handle(w, r)
+			return
+		}
+
+		secret, ok := bearer(r.Header.Get("Authorization"))
+		if !ok {
+			s.writeError(w, r, apperror.Unauthenticated())
+			return
+		}
+		key, err := s.auth.Authenticate(r.Context(), secret)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		now := s.now()
+		if s.usage != nil {
+			s.usage.Record(key.ID, now)
+		}
+		project, err := s.project(r.Context(), key.Project)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if err := s.limit(r.Context(), w, key.Project, int(project.RequestRate()), now); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if project.IsDeactivated() {
+			s.writeError(w, r, forbidden("This account is deactivated."))
+			return
+		}
+		if err := authorize(rt, key, project); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		ctx := context.WithValue(r.Context(), keyContextKey{}, key)
+		rt.handle(w, r.WithContext(ctx))
+	})
+}
+
+// limit counts the request and sets the rate-limit headers; a refusal, or a limiter that cannot
+// be reached, is 429 rate_limited.
+func (s *Server) limit(ctx context.Context, w http.ResponseWriter, project string, limit int, now time.Time) error {
+	d, err := s.limiter.Allow(ctx, project, limit, now)
+	if err != nil {
+		s.log.Error(err, "request-rate limiter unreachable; refusing the request", "project", project)
+		// Fail closed, as the spec asks: the same 429, to retry in 60 seconds.
+		d = ratelimit.Decision{Limit: limit, Remaining: 0, Reset: now.Add(ratelimit.Window)}
+	}
+	h := w.Header()
+	h.Set("X-RateLimit-Limit", strconv.Itoa(d.Limit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(d.Reset.UnixMilli(), 10))
+	if err == nil && d.Allowed {
+		return nil
+	}
+	retryAfter := d.RetryAfter(now)
+	if err != nil {
+		retryAfter = ratelimit.Window
+	}
+	h.Set("Retry-After", strconv.Itoa(int(retryAfter/time.Second)))
+	e := apperror.New(apperror.RateLimited, "rate_limited",
+		fmt.Sprintf("Too many requests: this project may make %d requests per minute. Retry after %d seconds.", limit, int(retryAfter/time.Second)))
+	e.Details = map[string]any{"retryAfter": d.Reset.UnixMilli()}
+	return e
+}
+
+// authorize checks the key against the route's access rule.
+func authorize(rt route, key apikey.Key, project *v1alpha1.Project) error {
+	switch rt.access {
+	case permission:
+		if !key.Allows(rt.permission) {
+			return forbidden(fmt.Sprintf("This API key lacks the %s permission.", rt.permission))
+		}
+	case parentOnly:
+		if !key.Allows(apikey.PermissionAll) {
+			return forbidden("Managing sub-accounts needs a full-access (*) API key.")
+		}
+		if project != nil && project.IsSubAccount() {
+			return forbidden("A sub-account's API key cannot manage sub-accounts.")
+		}
+	}
+	return nil
+}
+
+func forbidden(message string) *apperror.Error {
+	return apperror.New(apperror.Forbidden, "forbidden", message)
+}
+
+func methodNotAllowed(method string, allowed []string) *apperror.Error {
+	e := apperror.New(apperror.MethodNotAllowed, "method_not_allowed",
+		fmt.Sprintf("%s is not allowed here; use %s.", method, strings.Join(allowed, " or ")))
+	e.Details = map[string]any{"allowed": allowed}
+	return e
+}
+
+// project reads the key's project from the cache; nil when the namespace has none (yet).
+func (s *Server) project(ctx context.Context, namespace string) (*v1alpha1.Project, error) {
+	var projects v1alpha1.ProjectList
+	if err := s.reader.List(ctx, &projects, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("read project %s: %w", namespace, err)
+	}
+	return v1alpha1.NamespaceProject(projects.Items), nil
+}
+
+// bearer extracts the token of an `Authorization: Bearer <token>` header.
+func bearer(header string) (string, bool) {
+	scheme, token, ok := strings.Cut(header, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	token = strings.TrimSpace(token)
+	return token, token != ""
+}
+
+// keyFrom returns the authenticated key of the request.
+func keyFrom(ctx context.Context) apikey.Key {
+	return ctx.Value(keyContextKey{}).(apikey.Key)
+}

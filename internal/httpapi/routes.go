@@ -1,0 +1,89 @@
+package httpapi
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/switchboard-io/switchboard/internal/apikey"
+)
+
+// access says who may call a route.
+type access int
+
+const (
+	// public routes need no key (API descriptions).
+	public access = iota
+	// anyKey routes need a valid key, whatever its permissions.
+	anyKey
+	// permission routes need a key holding route.permission ("*" holds all).
+	permission
+	// parentOnly routes need a full-access ("*") key of a project that is not a sub-account.
+	parentOnly
+)
+
+// route is one endpoint: the single table that says what each endpoint needs.
+type route struct {
+	method     string
+	path       string
+	access     access
+	permission apikey.Permission
+	// maxBody bounds the request body; 0 means defaultMaxBody.
+	maxBody int64
+	handle  http.HandlerFunc
+}
+
+// routes is the API. docs/permissions.md lists it for users; keep the two together.
+func (s *Server) routes() []route {
+	return []route{
+		{method: "GET", path: "/v1/openapi.json", access: public, handle: s.openAPI("v1")},
+		{method: "GET", path: "/v2/openapi.json", access: public, handle: s.openAPI("v2")},
+		{method: "GET", path: "/v1/me", access: anyKey, handle: s.me},
+
+		{method: "POST", path: "/v1/sub-accounts", access: parentOnly, handle: s.createSubAccount},
+		{method: "GET", path: "/v1/sub-accounts", access: parentOnly, handle: s.listSubAccounts},
+		{method: "GET", path: "/v1/sub-accounts/{id}", access: parentOnly, handle: s.getSubAccount},
+		{method: "PATCH", path: "/v1/sub-accounts/{id}", access: parentOnly, handle: s.updateSubAccount},
+		{method: "DELETE", path: "/v1/sub-accounts/{id}", access: parentOnly, handle: s.deactivateSubAccount},
+		{method: "POST", path: "/v1/sub-accounts/{id}/api-keys", access: parentOnly, handle: s.createSubAccountKey},
+		{method: "GET", path: "/v1/sub-accounts/{id}/api-keys", access: parentOnly, handle: s.listSubAccountKeys},
+		{method: "DELETE", path: "/v1/sub-accounts/{id}/api-keys/{keyId}", access: parentOnly, handle: s.revokeSubAccountKey},
+	}
+}
+
+// wrongMethodIsNotFound lists the v2 paths that answer a wrong method with 404, not 405 (spec: Errors).
+var wrongMethodIsNotFound = []string{"/v2/numbers", "/v2/functions"}
+
+// register mounts every route behind the checks its table row asks for, a 405 for a known path
+// with another method, and a 404 for any other path under /v1 and /v2.
+func (s *Server) register(mux *http.ServeMux) {
+	methods := map[string][]string{}
+	var paths []string
+	for _, rt := range s.routes() {
+		mux.Handle(rt.method+" "+rt.path, s.guard(rt))
+		if _, seen := methods[rt.path]; !seen {
+			paths = append(paths, rt.path)
+		}
+		methods[rt.path] = append(methods[rt.path], rt.method)
+	}
+	for _, p := range paths {
+		allowed := methods[p]
+		notFoundInstead := slices.ContainsFunc(wrongMethodIsNotFound, func(prefix string) bool {
+			return p == prefix || strings.HasPrefix(p, prefix+"/")
+		})
+		mux.Handle(p, s.guard(route{access: anyKey, handle: func(w http.ResponseWriter, r *http.Request) {
+			if notFoundInstead {
+				s.writeError(w, r, notFound())
+				return
+			}
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			s.writeError(w, r, methodNotAllowed(r.Method, allowed))
+		}}))
+	}
+	unknown := s.guard(route{access: anyKey, handle: func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, notFound())
+	}})
+	mux.Handle("/v1/", unknown)
+	mux.Handle("/v2/", unknown)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, notFound()) })
+}

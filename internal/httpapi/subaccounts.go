@@ -1,0 +1,191 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/switchboard-io/switchboard/internal/account"
+	"github.com/switchboard-io/switchboard/internal/apikey"
+)
+
+// subAccountJSON is a SubAccount on the wire (WIRE.md §9). totalSpent comes from the balance
+// ledger; no spending is recorded yet, so it is 0.
+type subAccountJSON struct {
+	ID          string          `json:"id"`
+	CreatedAt   time.Time       `json:"createdAt"`
+	Name        string          `json:"name"`
+	Status      string          `json:"status"`
+	TotalSpent  int64           `json:"totalSpent"`
+	CreditLimit *int64          `json:"creditLimit"`
+	ExternalID  *string         `json:"externalId"`
+	Metadata    json.RawMessage `json:"metadata"`
+	APIKey      string          `json:"apiKey,omitempty"`
+}
+
+func subAccountView(sa account.SubAccount) subAccountJSON {
+	out := subAccountJSON{ID: sa.ID, CreatedAt: sa.CreatedAt, Name: sa.Name, Status: "active", CreditLimit: sa.CreditLimit, Metadata: sa.Metadata}
+	if !sa.Active {
+		out.Status = "inactive"
+	}
+	if sa.ExternalID != "" {
+		out.ExternalID = &sa.ExternalID
+	}
+	if len(out.Metadata) == 0 {
+		out.Metadata = json.RawMessage("null")
+	}
+	return out
+}
+
+func (s *Server) createSubAccount(w http.ResponseWriter, r *http.Request) {
+	key := keyFrom(r.Context())
+	var in account.CreateInput
+	if err := decodeJSON(r, &in, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	parent, err := s.project(r.Context(), key.Project)
+	if err != nil || parent == nil {
+		s.writeError(w, r, orInternal(err, "the key's project has no Project resource"))
+		return
+	}
+	sa, secret, err := s.accounts.Create(r.Context(), parent, key.Environment, in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := subAccountView(sa)
+	out.APIKey = secret
+	writeJSON(w, http.StatusCreated, map[string]any{"subAccount": out})
+}
+
+func (s *Server) listSubAccounts(w http.ResponseWriter, r *http.Request) {
+	key := keyFrom(r.Context())
+	limit, after, err := s.pageRequest(r, key.Project, "sub-accounts")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	all, err := s.accounts.List(r.Context(), key.Project)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := page[subAccountJSON]{Items: []subAccountJSON{}}
+	for _, sa := range all {
+		if !after.after(sa.CreatedAt, sa.ID) {
+			continue
+		}
+		if len(out.Items) == limit {
+			last := out.Items[len(out.Items)-1]
+			out.NextCursor = s.cursors.encode(position{Project: key.Project, List: "sub-accounts", Time: last.CreatedAt.UnixMicro(), ID: last.ID})
+			break
+		}
+		out.Items = append(out.Items, subAccountView(sa))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getSubAccount(w http.ResponseWriter, r *http.Request) {
+	sa, err := s.accounts.Get(r.Context(), keyFrom(r.Context()).Project, r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"subAccount": subAccountView(sa)})
+}
+
+func (s *Server) updateSubAccount(w http.ResponseWriter, r *http.Request) {
+	var in account.UpdateInput
+	if err := decodeJSON(r, &in, true); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	sa, err := s.accounts.Update(r.Context(), keyFrom(r.Context()).Project, r.PathValue("id"), in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"subAccount": subAccountView(sa)})
+}
+
+func (s *Server) deactivateSubAccount(w http.ResponseWriter, r *http.Request) {
+	n, err := s.accounts.Deactivate(r.Context(), keyFrom(r.Context()).Project, r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"keysRevoked": n,
+		"message":     "Sub-account deactivated; its API keys are revoked.",
+	})
+}
+
+type keyCreateInput struct {
+	Name        string   `json:"name"`
+	Environment string   `json:"environment"`
+	Permissions []string `json:"permissions"`
+}
+
+func (s *Server) createSubAccountKey(w http.ResponseWriter, r *http.Request) {
+	var in keyCreateInput
+	if err := decodeJSON(r, &in, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if in.Environment == "" {
+		in.Environment = string(keyFrom(r.Context()).Environment)
+	}
+	secret, k, err := s.accounts.CreateKey(r.Context(), keyFrom(r.Context()).Project, r.PathValue("id"),
+		in.Name, apikey.Environment(in.Environment), in.Permissions)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"apiKey": map[string]any{
+		"id": k.ID, "name": k.Name, "environment": k.Environment, "key": secret,
+	}})
+}
+
+// keyJSON is a listed key (WIRE.md §9): times as Unix milliseconds, never the key itself.
+type keyJSON struct {
+	ID          string   `json:"id"`
+	Name        string   `json:"name"`
+	Environment string   `json:"environment"`
+	KeyPrefix   string   `json:"keyPrefix"`
+	CreatedAt   int64    `json:"createdAt"`
+	LastUsedAt  *int64   `json:"lastUsedAt"`
+	RevokedAt   *int64   `json:"revokedAt"`
+	Permissions []string `json:"permissions"`
+}
+
+func unixMilli(t *time.Time) *int64 {
+	if t == nil {
+		return nil
+	}
+	ms := t.UnixMilli()
+	return &ms
+}
+
+func (s *Server) listSubAccountKeys(w http.ResponseWriter, r *http.Request) {
+	keys, err := s.accounts.ListKeys(r.Context(), keyFrom(r.Context()).Project, r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	items := make([]keyJSON, len(keys))
+	for i, k := range keys {
+		items[i] = keyJSON{ID: k.ID, Name: k.Name, Environment: string(k.Environment), KeyPrefix: k.Prefix,
+			CreatedAt: k.CreatedAt.UnixMilli(), LastUsedAt: unixMilli(k.LastUsedAt), RevokedAt: unixMilli(k.RevokedAt),
+			Permissions: k.Permissions}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+}
+
+func (s *Server) revokeSubAccountKey(w http.ResponseWriter, r *http.Request) {
+	if err := s.accounts.RevokeKey(r.Context(), keyFrom(r.Context()).Project, r.PathValue("id"), r.PathValue("keyId")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

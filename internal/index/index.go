@@ -1,0 +1,37 @@
+// Package index registers the informer-cache field indexes that the controllers and the API
+// share, once per process.
+package index
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+)
+
+const (
+	// ProjectParent indexes Projects by spec.parent: a parent's sub-accounts.
+	ProjectParent = "spec.parent"
+	// ProjectTeam indexes Projects by team key: the projects a verification tier applies to.
+	ProjectTeam = "teamKey"
+)
+
+// Register adds every index to indexer.
+func Register(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &v1alpha1.Project{}, ProjectParent, func(o client.Object) []string {
+		if p := o.(*v1alpha1.Project).Spec.Parent; p != "" {
+			return []string{p}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index projects by parent: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &v1alpha1.Project{}, ProjectTeam, func(o client.Object) []string {
+		return []string{o.(*v1alpha1.Project).TeamKey()}
+	}); err != nil {
+		return fmt.Errorf("index projects by team: %w", err)
+	}
+	return nil
+}
