@@ -72,8 +72,8 @@ chart-lint: ## helm lint of charts/switchboard, both profiles (test/chart render
 		--set redis.url=redis://redis:6379/0 --set profile=split
 
 .PHONY: bench
-bench: ## Run the benchmarks.
-	go test -run '^$$' -bench . -benchmem ./...
+bench: envtest-assets ## Run the benchmarks.
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh --check)" go test -run '^$$' -bench . -benchmem ./...
 
 .PHONY: clean
 clean: ## Remove build output and the dev state directory.

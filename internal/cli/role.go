@@ -93,6 +93,7 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		if err != nil {
 			return &UsageError{Err: errors.New("--redis-url is not a valid redis:// URL")}
 		}
+		redis.SetLogger(redisLog{log.WithName("redis")})
 		rdb = redis.NewClient(opts)
 		defer rdb.Close()
 	}
@@ -143,4 +144,11 @@ func listen(addr string) (net.Listener, error) {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	return l, nil
+}
+
+// redisLog sends the Redis client's own messages (connection trouble) to the process log.
+type redisLog struct{ log logr.Logger }
+
+func (r redisLog) Printf(_ context.Context, format string, v ...any) {
+	r.log.Info(fmt.Sprintf(format, v...))
 }

@@ -29,7 +29,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func newRedis(t *testing.T) *ratelimit.Redis {
+func newRedis(t *testing.T) *ratelimit.Redis { return newRedisB(t) }
+
+func newRedisB(t testing.TB) *ratelimit.Redis {
 	t.Helper()
 	opts, err := redis.ParseURL(redisURL)
 	if err != nil {
