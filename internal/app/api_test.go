@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
 )
 
 func TestRequestRateLimitOf601Requests(t *testing.T) {
@@ -265,5 +266,26 @@ func TestBadBodiesChangeNothing(t *testing.T) {
 	}
 	if n := in.count("SELECT count(*) FROM api_keys WHERE project <> $1", acme); n != 0 {
 		t.Errorf("bad requests created %d keys", n)
+	}
+}
+
+func TestRevokedKeyIsRefusedByEveryReplica(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	replicas := []*instance{start(t, onDatabase(url)), start(t, onDatabase(url))}
+	acme := newProject(t, replicas[0], v1alpha1.ProjectSpec{})
+	secret, k, err := replicas[0].keys.Create(context.Background(), acme, "k", apikey.Live, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range replicas { // both replicas have the key in their caches
+		waitFor(t, func() bool { return in.get("/v1/me", "Bearer "+secret).status == 200 })
+	}
+	revokedAt := time.Now()
+	if _, err := replicas[1].keys.Revoke(context.Background(), acme, k.ID); err != nil {
+		t.Fatal(err)
+	}
+	for i, in := range replicas {
+		waitFor(t, func() bool { return in.get("/v1/me", "Bearer "+secret).status == 401 })
+		t.Logf("replica %d refuses the revoked key %v after the revocation", i, time.Since(revokedAt))
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,6 +38,19 @@ type instance struct {
 
 type option func(*app.Config)
 
+// onDatabase makes the instance use an existing database, as a second replica would.
+func onDatabase(url string) option {
+	return func(c *app.Config) { c.Pool = mustOpen(url) }
+}
+
+func mustOpen(url string) *pgxpool.Pool {
+	pool, err := postgres.Open(context.Background(), url)
+	if err != nil {
+		panic(err)
+	}
+	return pool
+}
+
 func withRedis(url string) option {
 	return func(c *app.Config) {
 		opts, err := redis.ParseURL(url)
@@ -51,10 +65,6 @@ func withRedis(url string) option {
 func start(t *testing.T, opts ...option) *instance {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	pool, err := postgres.Open(ctx, pgtest.NewDatabase(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -64,13 +74,17 @@ func start(t *testing.T, opts ...option) *instance {
 		t.Fatal(err)
 	}
 	cfg := app.Config{
-		Role: app.RoleAll, RestConfig: testEnv.Config, Pool: pool, Listener: listener,
+		Role: app.RoleAll, RestConfig: testEnv.Config, Listener: listener,
 		MetricsAddr: "0", HealthAddr: "0", WorkerConcurrency: 2, Log: testr.New(t),
 		SkipControllerNameValidation: true,
 	}
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if cfg.Pool == nil {
+		cfg.Pool = mustOpen(pgtest.NewDatabase(t))
+	}
+	pool := cfg.Pool
 	done := make(chan error, 1)
 	go func() { done <- app.Run(ctx, cfg) }()
 	t.Cleanup(func() {
