@@ -16,7 +16,14 @@ import (
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
 )
 
-type keyContextKey struct{}
+type callerContextKey struct{}
+
+// caller is who an authenticated request comes from: its key and the key's project (nil while
+// the namespace has no Project).
+type caller struct {
+	key     apikey.Key
+	project *v1alpha1.Project
+}
 
 // guard applies a route's checks in order: body size, key, request rate, permission. Every
 // authenticated request counts against its project's rate, whatever its answer.
@@ -67,7 +74,7 @@ func (s *Server) guard(rt route) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		ctx := context.WithValue(r.Context(), keyContextKey{}, key)
+		ctx := context.WithValue(r.Context(), callerContextKey{}, caller{key: key, project: project})
 		rt.handle(w, r.WithContext(ctx))
 	})
 }
@@ -149,5 +156,10 @@ func bearer(header string) (string, bool) {
 
 // keyFrom returns the authenticated key of the request.
 func keyFrom(ctx context.Context) apikey.Key {
-	return ctx.Value(keyContextKey{}).(apikey.Key)
+	return ctx.Value(callerContextKey{}).(caller).key
+}
+
+// projectFrom returns the Project of the request's key, read once by guard.
+func projectFrom(ctx context.Context) *v1alpha1.Project {
+	return ctx.Value(callerContextKey{}).(caller).project
 }

@@ -1,8 +1,6 @@
 package httpapi
 
 import (
-	"errors"
-	"fmt"
 	"net/http"
 )
 
@@ -32,12 +30,7 @@ type meTeam struct {
 // me answers who the key is: its id, test mode, project and team. A project that sets no team is
 // a team of its own, named by the project's id.
 func (s *Server) me(w http.ResponseWriter, r *http.Request) {
-	key := keyFrom(r.Context())
-	p, err := s.project(r.Context(), key.Project)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+	key, p := keyFrom(r.Context()), projectFrom(r.Context())
 	resp := meResponse{
 		APIKey:     meKey{ID: key.ID},
 		IsTestMode: key.TestMode(),
@@ -52,12 +45,4 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 		resp.Team.ID = p.TeamKey()
 	}
 	writeJSON(w, http.StatusOK, resp)
-}
-
-// orInternal returns err, or an internal error with message when err is nil.
-func orInternal(err error, message string) error {
-	if err != nil {
-		return fmt.Errorf("%s: %w", message, err)
-	}
-	return errors.New(message)
 }

@@ -44,9 +44,10 @@ func (s *Server) createSubAccount(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	parent, err := s.project(r.Context(), key.Project)
-	if err != nil || parent == nil {
-		s.writeError(w, r, orInternal(err, "the key's project has no Project resource"))
+	parent := projectFrom(r.Context())
+	if parent == nil {
+		// A key made (with `switchboard apikey`) for a namespace that has no Project yet.
+		s.writeError(w, r, forbidden("This key's project is not set up: its namespace has no Project."))
 		return
 	}
 	sa, secret, err := s.accounts.Create(r.Context(), parent, key.Environment, in)
