@@ -33,4 +33,13 @@ const (
 	ReasonProjectNotReady = "ProjectNotReady"
 	// ReasonTransportUnsupportedChannel: a channel of the Sender is not offered by its transport.
 	ReasonTransportUnsupportedChannel = "UnsupportedChannel"
+	// ReasonWebhookSecretNotFound: spec.webhook.secretRef names a Secret or key that does not exist,
+	// or a Secret without the webhook-secret label.
+	ReasonWebhookSecretNotFound = "WebhookSecretNotFound"
 )
+
+// WebhookSecretLabel marks the Secrets that hold webhook signing secrets; only these are read.
+const WebhookSecretLabel = "messaging.switchboard.io/webhook-secret"
+
+// GeneratedWebhookSecretKey is the key of a generated webhook Secret.
+const GeneratedWebhookSecretKey = "secret"

@@ -113,6 +113,22 @@ type SenderWebhook struct {
 	// +kubebuilder:default=v2
 	// +optional
 	SignatureVersion SignatureVersion `json:"signatureVersion,omitempty"`
+
+	// SecretRef names a Secret key holding the signing secret. The Secret must carry the label
+	// messaging.switchboard.io/webhook-secret: "true". Without it the controller generates a
+	// Secret "<sender>-webhook", owned by the Sender.
+	// +optional
+	SecretRef *SecretKeyRef `json:"secretRef,omitempty"`
+}
+
+// SecretKeyRef names one key of a Secret in the same namespace.
+type SecretKeyRef struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key"`
 }
 
 // SenderStatus is the observed state of a sender.
@@ -131,6 +147,10 @@ type SenderStatus struct {
 	// +listType=set
 	// +optional
 	Channels []Channel `json:"channels,omitempty"`
+
+	// WebhookSecret is the Secret key deliveries are signed with, once it exists.
+	// +optional
+	WebhookSecret *SecretKeyRef `json:"webhookSecret,omitempty"`
 }
 
 // Sender is a sending identity inside a project.

@@ -125,6 +125,7 @@ func Run(ctx context.Context, cfg Config) error {
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       ptr(30 * time.Second),
 		Controller:                    config.Controller{SkipNameValidation: ptr(cfg.SkipControllerNameValidation)},
+		Cache:                         controller.CacheOptions(),
 	})
 	if err != nil {
 		return fmt.Errorf("create manager: %w", err)

@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"slices"
 	"strings"
 
@@ -42,6 +44,14 @@ func (r *SenderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 	before := sender.DeepCopy()
 	result := senderReadiness(&sender, v1alpha1.NamespaceProject(projects.Items))
+	secret, secretFailure, err := r.reconcileWebhookSecret(ctx, &sender)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if result.ready && secretFailure != nil {
+		result = *secretFailure
+	}
+	sender.Status.WebhookSecret = secret
 	sender.Status.ObservedGeneration = sender.Generation
 	sender.Status.Channels = nil
 	if result.ready {
@@ -94,10 +104,14 @@ func (r *SenderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Sender{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.Project{}, handler.EnqueueRequestsFromMapFunc(r.sendersOfProject)).
+		// A generated webhook Secret that is deleted is made again; a referenced one that appears
+		// makes its Sender ready. (The cache holds only labelled Secrets: see CacheOptions.)
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.sendersOfProject)).
 		Named("sender").
 		Complete(r)
 }
 
+// sendersOfProject maps an object (a Project, a Secret) to the Senders of its namespace.
 func (r *SenderReconciler) sendersOfProject(ctx context.Context, o client.Object) []reconcile.Request {
 	var senders v1alpha1.SenderList
 	if err := r.List(ctx, &senders, client.InNamespace(o.GetNamespace())); err != nil {
