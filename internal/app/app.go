@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/riverqueue/river"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -30,6 +31,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/account"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/controller"
+	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/httpapi"
 	"github.com/switchboard-io/switchboard/internal/index"
 	"github.com/switchboard-io/switchboard/internal/postgres"
@@ -70,7 +72,9 @@ type Config struct {
 	LeaderElection          bool
 	LeaderElectionNamespace string
 	WorkerConcurrency       int
-	Log                     logr.Logger
+	// Delivery configures webhook deliveries: the address allow-list, plain http to loopback (dev).
+	Delivery delivery.WorkerOptions
+	Log      logr.Logger
 	// SkipControllerNameValidation lets one test binary run several managers; controller names
 	// must otherwise be unique per process, as they name the controllers' metrics.
 	SkipControllerNameValidation bool
@@ -164,7 +168,15 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	if cfg.Role.runs(RoleAPI) || cfg.Role.runs(RoleWorker) {
-		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys},
+		// Start the informers the API and the workers read before reporting ready, not on the
+		// first request or job.
+		for _, obj := range []client.Object{&v1alpha1.Project{}, &v1alpha1.Sender{}, &corev1.Secret{}} {
+			if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+				return fmt.Errorf("watch %T: %w", obj, err)
+			}
+		}
+		deliveries := delivery.NewWorker(cfg.Pool, mgr.GetClient(), cfg.Delivery)
+		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Delivery: deliveries},
 			worker.Options{Concurrency: cfg.WorkerConcurrency}, cfg.Role.runs(RoleWorker), log)
 		if err != nil {
 			return err
@@ -189,12 +201,6 @@ func Run(ctx context.Context, cfg Config) error {
 // listener, the request-rate limiter, the cursor key shared by replicas, and the informers it reads.
 func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Service, queue *river.Client[pgx.Tx],
 	checks map[string]healthz.Checker, log logr.Logger) error {
-	// Start the informers the API reads before it reports ready, not on its first request.
-	for _, obj := range []client.Object{&v1alpha1.Project{}, &v1alpha1.Sender{}} {
-		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
-			return fmt.Errorf("watch %T: %w", obj, err)
-		}
-	}
 	auth := apikey.NewAuthenticator(keys, cfg.Pool, log.WithName("apikeys"))
 	if err := mgr.Add(auth); err != nil {
 		return fmt.Errorf("add key authenticator: %w", err)

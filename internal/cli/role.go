@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os/signal"
 	"syscall"
 
@@ -17,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/switchboard-io/switchboard/internal/app"
+	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/postgres"
 )
 
@@ -30,6 +32,7 @@ type roleFlags struct {
 	leaderElect       bool
 	leaderElectionNS  string
 	workerConcurrency int
+	webhookAllow      []string
 }
 
 func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) *cobra.Command {
@@ -65,6 +68,8 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 	}
 	if r == app.RoleWorker || r == app.RoleAll {
 		fl.IntVar(&f.workerConcurrency, "worker-concurrency", 50, "jobs one worker process works at once")
+		fl.StringSliceVar(&f.webhookAllow, "webhook-allow-cidr", nil,
+			"address ranges webhook deliveries may reach although private, loopback or link-local (refused by default), e.g. 10.20.0.0/16")
 	}
 	return cmd
 }
@@ -75,6 +80,14 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 	}
 	if f.workerConcurrency < 0 {
 		return &UsageError{Err: errors.New("--worker-concurrency must be positive")}
+	}
+	var allow []netip.Prefix
+	for _, c := range f.webhookAllow {
+		p, err := netip.ParsePrefix(c)
+		if err != nil {
+			return &UsageError{Err: fmt.Errorf("--webhook-allow-cidr %q is not a CIDR range", c)}
+		}
+		allow = append(allow, p)
 	}
 	cfg, err := restConfig(f.kubeconfig)
 	if err != nil {
@@ -116,6 +129,7 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		LeaderElection:          f.leaderElect,
 		LeaderElectionNamespace: f.leaderElectionNS,
 		WorkerConcurrency:       f.workerConcurrency,
+		Delivery:                delivery.WorkerOptions{Client: delivery.ClientOptions{Allow: allow}},
 		Log:                     log,
 	})
 }

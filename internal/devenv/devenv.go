@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/app"
 	"github.com/switchboard-io/switchboard/internal/controlplane"
+	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/localpg"
 	"github.com/switchboard-io/switchboard/internal/postgres"
 )
@@ -137,7 +139,12 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			HealthAddr:        "0",
 			LeaderElection:    false,
 			WorkerConcurrency: 10,
-			Log:               log,
+			// A developer's receiver runs on this machine, often on plain http.
+			Delivery: delivery.WorkerOptions{Client: delivery.ClientOptions{
+				AllowHTTPLoopback: true,
+				Allow:             []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
+			}},
+			Log: log,
 		})
 	}()
 	// Stop the role before the control plane and Postgres go away under it.

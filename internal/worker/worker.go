@@ -16,22 +16,28 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/delivery"
 )
 
-// Deps are the services the workers call.
+// Deps are the workers of every job kind.
 type Deps struct {
-	Keys *apikey.Service
+	Keys     *apikey.Service
+	Delivery *delivery.Worker
 }
 
-// Options tune the queue.
+// Options tune the queues.
 type Options struct {
 	// Concurrency is how many jobs of the default queue one process works at once.
 	Concurrency int
+	// DeliveryConcurrency is how many webhook deliveries one process makes at once; they mostly
+	// wait on receivers, so it is higher.
+	DeliveryConcurrency int
 }
 
 func workers(d Deps) *river.Workers {
 	w := river.NewWorkers()
 	river.AddWorker(w, &apikey.TouchWorker{Keys: d.Keys})
+	river.AddWorker(w, d.Delivery)
 	return w
 }
 
@@ -46,7 +52,13 @@ func NewClient(pool *pgxpool.Pool, d Deps, o Options, work bool, log logr.Logger
 		if o.Concurrency <= 0 {
 			o.Concurrency = 50
 		}
-		cfg.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: o.Concurrency}}
+		if o.DeliveryConcurrency <= 0 {
+			o.DeliveryConcurrency = 200
+		}
+		cfg.Queues = map[string]river.QueueConfig{
+			river.QueueDefault: {MaxWorkers: o.Concurrency},
+			delivery.Queue:     {MaxWorkers: o.DeliveryConcurrency},
+		}
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), cfg)
 	if err != nil {

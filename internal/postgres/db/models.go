@@ -26,3 +26,31 @@ type SwitchboardSetting struct {
 	Value     []byte
 	CreatedAt time.Time
 }
+
+type WebhookDelivery struct {
+	ID           string
+	Project      string
+	Event        string
+	EndpointKind string
+	EndpointName string
+	Data         []byte
+	AddressFrom  string
+	AddressTo    string
+	Transport    string
+	Status       string
+	Attempts     int32
+	CreatedAt    time.Time
+	FinishedAt   *time.Time
+	LastError    *string
+}
+
+type WebhookDeliveryAttempt struct {
+	DeliveryID   string
+	Attempt      int32
+	StartedAt    time.Time
+	Url          string
+	StatusCode   *int32
+	LatencyMs    int32
+	Error        *string
+	ResponseBody *string
+}

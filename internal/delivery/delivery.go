@@ -1,0 +1,123 @@
+// Package delivery delivers webhook events: every event fans out to every subscribed endpoint
+// as a delivery of its own (its own event id), recorded in Postgres and enqueued in the same
+// transaction as the change that caused it, then signed and sent by the workers, with attempts
+// at 0, +1 min, +5 min, +15 min and +1 h (5 in all), each attempt recorded.
+package delivery
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"math/big"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+)
+
+// Event is something that happened, to be delivered to whoever subscribed to it.
+type Event struct {
+	Project string
+	// Name is the event name, e.g. message.delivered.
+	Name string
+	// Sender names the Sender the event is about; empty for project-level events.
+	Sender string
+	// From, To and Transport address the event in the v2 envelope.
+	From, To, Transport string
+	// Data is the v1 event data (with senderId); v2 deliveries drop senderId.
+	Data map[string]any
+}
+
+// Service enqueues deliveries.
+type Service struct {
+	resolver resolver
+	queue    *river.Client[pgx.Tx]
+	now      func() time.Time
+}
+
+// NewService returns a Service reading endpoints through reader and enqueueing through queue.
+func NewService(reader client.Reader, queue *river.Client[pgx.Tx]) *Service {
+	return &Service{resolver: resolver{reader: reader}, queue: queue, now: time.Now}
+}
+
+// Enqueue records one delivery per subscribed endpoint and its job, inside tx: when tx commits
+// the deliveries will happen, and when it rolls back none does. It returns the delivery ids.
+func (s *Service) Enqueue(ctx context.Context, tx pgx.Tx, ev Event) ([]string, error) {
+	data := ev.Data
+	if ev.Sender != "" {
+		data = withSenderID(data, ev.Sender)
+	}
+	payload, err := json.Marshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s data: %w", ev.Name, err)
+	}
+	var targets []struct {
+		kind Kind
+		name string
+	}
+	if ev.Sender != "" {
+		ep, err := s.resolver.senderEndpoint(ctx, ev.Project, ev.Sender, ev.Name)
+		if err != nil {
+			return nil, err
+		}
+		if ep != nil {
+			targets = append(targets, struct {
+				kind Kind
+				name string
+			}{KindSender, ev.Sender})
+		}
+	}
+	if len(targets) == 0 {
+		return nil, nil
+	}
+
+	q := db.New(tx)
+	now := s.now().UTC()
+	ids := make([]string, 0, len(targets))
+	jobs := make([]river.InsertManyParams, 0, len(targets))
+	for _, t := range targets {
+		id, err := newEventID()
+		if err != nil {
+			return nil, err
+		}
+		if err := q.InsertWebhookDelivery(ctx, db.InsertWebhookDeliveryParams{
+			ID: id, Project: ev.Project, Event: ev.Name, EndpointKind: string(t.kind), EndpointName: t.name,
+			Data: payload, AddressFrom: ev.From, AddressTo: ev.To, Transport: ev.Transport, CreatedAt: now,
+		}); err != nil {
+			return nil, fmt.Errorf("record delivery of %s: %w", ev.Name, err)
+		}
+		ids = append(ids, id)
+		jobs = append(jobs, river.InsertManyParams{Args: DeliverArgs{DeliveryID: id}})
+	}
+	if _, err := s.queue.InsertManyTx(ctx, tx, jobs); err != nil {
+		return nil, fmt.Errorf("enqueue deliveries of %s: %w", ev.Name, err)
+	}
+	return ids, nil
+}
+
+func withSenderID(data map[string]any, sender string) map[string]any {
+	out := make(map[string]any, len(data)+1)
+	for k, v := range data {
+		out[k] = v
+	}
+	out["senderId"] = sender
+	return out
+}
+
+// newEventID returns "evt_" and 24 random base62 characters.
+func newEventID() (string, error) {
+	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	b := make([]byte, 24)
+	for i := range b {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		if err != nil {
+			return "", fmt.Errorf("generate event id: %w", err)
+		}
+		b[i] = alphabet[n.Int64()]
+	}
+	return "evt_" + string(b), nil
+}

@@ -1,0 +1,407 @@
+package delivery_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/app"
+	"github.com/switchboard-io/switchboard/internal/controller"
+	"github.com/switchboard-io/switchboard/internal/delivery"
+	"github.com/switchboard-io/switchboard/internal/index"
+	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
+	"github.com/switchboard-io/switchboard/internal/worker"
+	"github.com/switchboard-io/switchboard/pkg/webhook"
+)
+
+// cache reads through the manager's informer cache, as the workers do; k8s writes.
+var cache, k8s client.Client
+
+func TestMain(m *testing.M) {
+	ctrllog.SetLogger(logr.Discard())
+	env := &envtest.Environment{CRDDirectoryPaths: []string{filepath.Join("..", "..", "config", "crd", "bases")}, ErrorIfCRDPathMissing: true}
+	cfg, err := env.Start()
+	if err != nil {
+		panic("start envtest (KUBEBUILDER_ASSETS; `make test` sets it): " + err.Error())
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: app.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0", Cache: controller.CacheOptions()})
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
+		panic(err)
+	}
+	if err := controller.SetupAll(mgr); err != nil {
+		panic(err)
+	}
+	go func() { _ = mgr.Start(ctx) }()
+	mgr.GetCache().WaitForCacheSync(ctx)
+	cache = mgr.GetClient()
+	k8s, _ = client.New(cfg, client.Options{Scheme: app.Scheme()})
+
+	code := pgtest.Run(m)
+	cancel()
+	_ = env.Stop()
+	os.Exit(code)
+}
+
+// receiver is a loopback HTTPS webhook receiver answering with the statuses it is given, then 200.
+type receiver struct {
+	*httptest.Server
+	mu       sync.Mutex
+	answers  []int
+	received []*http.Request
+	bodies   [][]byte
+	times    []time.Time
+}
+
+func newReceiver(t *testing.T, answers ...int) *receiver {
+	r := &receiver{answers: answers}
+	r.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.received = append(r.received, req)
+		r.bodies = append(r.bodies, body)
+		r.times = append(r.times, time.Now())
+		status := http.StatusOK
+		if len(r.answers) > 0 {
+			status, r.answers = r.answers[0], r.answers[1:]
+		}
+		r.mu.Unlock()
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(`{"ok":` + map[bool]string{true: "true", false: "false"}[status < 300] + `}`))
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *receiver) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.received)
+}
+
+func (r *receiver) request(i int) (*http.Request, []byte, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.received[i], r.bodies[i], r.times[i]
+}
+
+// fixture is a project with a webhook-carrying sender, a job queue working deliveries, and the
+// service that enqueues them.
+type fixture struct {
+	pool    *pgxpool.Pool
+	queue   *river.Client[pgx.Tx]
+	service *delivery.Service
+	project string
+	sender  *v1alpha1.Sender
+}
+
+var fast = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 150 * time.Millisecond, 200 * time.Millisecond}
+
+func newFixture(t *testing.T, rcv *receiver, hook v1alpha1.SenderWebhook, opts delivery.ClientOptions, schedule ...time.Duration) *fixture {
+	t.Helper()
+	if schedule == nil {
+		schedule = fast
+	}
+	ctx := context.Background()
+	pool := pgtest.NewPool(t)
+	if opts.RootCAs == nil && rcv != nil {
+		opts.RootCAs = rcv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	}
+	w := delivery.NewWorker(pool, cache, delivery.WorkerOptions{Client: opts, Schedule: schedule})
+	queue, err := worker.NewClient(pool, worker.Deps{Keys: apikey.NewService(pool), Delivery: w}, worker.Options{}, true, testr.New(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := queue.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = queue.Stop(context.Background()) })
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "d-"}}
+	if err := k8s.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	if err := k8s.Create(ctx, &v1alpha1.Project{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "p"}}); err != nil {
+		t.Fatal(err)
+	}
+	s := &v1alpha1.Sender{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "support"},
+		Spec:       v1alpha1.SenderSpec{DisplayName: "Support", Channels: []v1alpha1.Channel{v1alpha1.ChannelSMS}, Webhook: &hook},
+	}
+	if err := k8s.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the sender's webhook secret", func() bool {
+		return cache.Get(ctx, client.ObjectKeyFromObject(s), s) == nil && s.Status.WebhookSecret != nil &&
+			cache.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: s.Status.WebhookSecret.Name}, &corev1.Secret{}) == nil
+	})
+	return &fixture{pool: pool, queue: queue, service: delivery.NewService(cache, queue), project: ns.Name, sender: s}
+}
+
+func (f *fixture) secret(t *testing.T) []byte {
+	var s corev1.Secret
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: f.project, Name: f.sender.Status.WebhookSecret.Name}, &s); err != nil {
+		t.Fatal(err)
+	}
+	return s.Data[f.sender.Status.WebhookSecret.Key]
+}
+
+func (f *fixture) enqueue(t *testing.T, name string, commit bool) []string {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := f.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := f.service.Enqueue(ctx, tx, delivery.Event{
+		Project: f.project, Name: name, Sender: f.sender.Name,
+		Data: map[string]any{"messageId": "msg_1", "status": strings.TrimPrefix(name, "message.")},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if commit {
+		err = tx.Commit(ctx)
+	} else {
+		err = tx.Rollback(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+func (f *fixture) delivery(t *testing.T, id string) (status string, attempts int) {
+	t.Helper()
+	if err := f.pool.QueryRow(context.Background(), "SELECT status, attempts FROM webhook_deliveries WHERE id = $1", id).Scan(&status, &attempts); err != nil {
+		t.Fatal(err)
+	}
+	return status, attempts
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 30s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
+
+func TestDeliveryIsSignedAndRecorded(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	f := newFixture(t, rcv, v1alpha1.SenderWebhook{URL: rcvURL(rcv)}, delivery.ClientOptions{Allow: loopback})
+	ids := f.enqueue(t, "message.delivered", true)
+	if len(ids) != 1 || !strings.HasPrefix(ids[0], "evt_") {
+		t.Fatalf("Enqueue = %v", ids)
+	}
+	waitFor(t, "delivered", func() bool { s, _ := f.delivery(t, ids[0]); return s == "delivered" })
+
+	req, body, _ := rcv.request(0)
+	if err := webhook.Verify(req.Header.Get("X-Service-Signature"), body, f.secret(t), time.Minute, time.Now()); err != nil {
+		t.Errorf("signature: %v (header %q)", err, req.Header.Get("X-Service-Signature"))
+	}
+	if !strings.Contains(req.Header.Get("X-Service-Signature"), ",v2=") || strings.Contains(req.Header.Get("X-Service-Signature"), "v1=") {
+		t.Errorf("a new webhook signs with v2 only: %q", req.Header.Get("X-Service-Signature"))
+	}
+	var env struct {
+		ID, Event, Timestamp string
+		Data                 map[string]any
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		t.Fatal(err)
+	}
+	if env.ID != ids[0] || env.Event != "message.delivered" || req.Header.Get("X-Service-Event") != "message.delivered" ||
+		env.Data["senderId"] != "support" || env.Data["status"] != "delivered" {
+		t.Errorf("body %s, headers %v", body, req.Header)
+	}
+	if _, err := time.Parse(time.RFC3339Nano, env.Timestamp); err != nil {
+		t.Errorf("timestamp %q: %v", env.Timestamp, err)
+	}
+	var code, attempt int
+	var resp string
+	if err := f.pool.QueryRow(context.Background(),
+		"SELECT attempt, status_code, response_body FROM webhook_delivery_attempts WHERE delivery_id = $1", ids[0]).Scan(&attempt, &code, &resp); err != nil {
+		t.Fatal(err)
+	}
+	if attempt != 1 || code != 200 || resp != `{"ok":true}` {
+		t.Errorf("attempt log: %d %d %q", attempt, code, resp)
+	}
+}
+
+func TestRetriesOnScheduleUntilDelivered(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, 500, 503)
+	f := newFixture(t, rcv, v1alpha1.SenderWebhook{URL: rcvURL(rcv)}, delivery.ClientOptions{Allow: loopback})
+	ids := f.enqueue(t, "message.sent", true)
+	waitFor(t, "delivered", func() bool { s, _ := f.delivery(t, ids[0]); return s == "delivered" })
+	if _, attempts := f.delivery(t, ids[0]); attempts != 3 || rcv.count() != 3 {
+		t.Fatalf("attempts %d, receiver got %d, want 3 and 3", attempts, rcv.count())
+	}
+	_, _, first := rcv.request(0)
+	for i, offset := range []time.Duration{fast[0], fast[1]} {
+		_, _, at := rcv.request(i + 1)
+		if at.Sub(first) < offset-10*time.Millisecond {
+			t.Errorf("attempt %d came %v after the first, before its +%v", i+2, at.Sub(first), offset)
+		}
+	}
+	// One delivery, one event id, through every attempt.
+	var seen []string
+	for i := 0; i < 3; i++ {
+		_, body, _ := rcv.request(i)
+		var env struct{ ID string }
+		_ = json.Unmarshal(body, &env)
+		seen = append(seen, env.ID)
+	}
+	if seen[0] != ids[0] || seen[1] != ids[0] || seen[2] != ids[0] {
+		t.Errorf("event ids across attempts %v, want %s each time", seen, ids[0])
+	}
+	var codes []int
+	rows, _ := f.pool.Query(context.Background(), "SELECT status_code FROM webhook_delivery_attempts WHERE delivery_id = $1 ORDER BY attempt", ids[0])
+	codes, _ = pgx.CollectRows(rows, pgx.RowTo[int])
+	if len(codes) != 3 || codes[0] != 500 || codes[1] != 503 || codes[2] != 200 {
+		t.Errorf("attempt log %v", codes)
+	}
+}
+
+func TestGivesUpAfterFiveAttempts(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, 500, 500, 500, 500, 500, 500, 500)
+	f := newFixture(t, rcv, v1alpha1.SenderWebhook{URL: rcvURL(rcv)}, delivery.ClientOptions{Allow: loopback})
+	ids := f.enqueue(t, "message.failed", true)
+	waitFor(t, "failed", func() bool { s, _ := f.delivery(t, ids[0]); return s == "failed" })
+	time.Sleep(300 * time.Millisecond) // a sixth attempt would come by now
+	if _, attempts := f.delivery(t, ids[0]); attempts != 5 || rcv.count() != 5 {
+		t.Fatalf("attempts %d, receiver got %d, want 5 and 5", attempts, rcv.count())
+	}
+}
+
+func TestARolledBackChangeDeliversNothing(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	f := newFixture(t, rcv, v1alpha1.SenderWebhook{URL: rcvURL(rcv)}, delivery.ClientOptions{Allow: loopback})
+	ids := f.enqueue(t, "message.queued", false)
+	time.Sleep(300 * time.Millisecond)
+	var n int
+	_ = f.pool.QueryRow(context.Background(), "SELECT count(*) FROM webhook_deliveries WHERE id = $1", ids[0]).Scan(&n)
+	if n != 0 || rcv.count() != 0 {
+		t.Fatalf("rolled back: %d rows, %d requests", n, rcv.count())
+	}
+}
+
+func TestSignatureVersionChangeAppliesToTheNextAttempt(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t, 500)
+	// The first retry waits two seconds, so the change lands between the attempts.
+	f := newFixture(t, rcv, v1alpha1.SenderWebhook{URL: rcvURL(rcv), SignatureVersion: v1alpha1.SignatureV1},
+		delivery.ClientOptions{Allow: loopback}, 2*time.Second, time.Second, time.Second, time.Second)
+	ids := f.enqueue(t, "message.read", true)
+	waitFor(t, "first attempt", func() bool { return rcv.count() >= 1 })
+	req, _, _ := rcv.request(0)
+	if h := req.Header.Get("X-Service-Signature"); !strings.Contains(h, "v1=") || strings.Contains(h, "v2=") {
+		t.Fatalf("first attempt signed %q, want v1 only", h)
+	}
+
+	ctx := context.Background()
+	s := f.sender.DeepCopy()
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
+		t.Fatal(err)
+	}
+	s.Spec.Webhook.SignatureVersion = v1alpha1.SignatureV1V2
+	if err := k8s.Update(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the cache sees v1+v2", func() bool {
+		return cache.Get(ctx, client.ObjectKeyFromObject(s), s) == nil && s.Spec.Webhook.SignatureVersion == v1alpha1.SignatureV1V2
+	})
+	if rcv.count() != 1 {
+		t.Fatalf("the retry came before the change was seen; the test's schedule is too short")
+	}
+
+	waitFor(t, "delivered", func() bool { st, _ := f.delivery(t, ids[0]); return st == "delivered" })
+	req, body, _ := rcv.request(1)
+	h := req.Header.Get("X-Service-Signature")
+	if !strings.Contains(h, "v1=") || !strings.Contains(h, "v2=") {
+		t.Fatalf("second attempt signed %q, want v1 and v2 with one timestamp", h)
+	}
+	if err := webhook.Verify(h, body, f.secret(t), time.Minute, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestUnsubscribedOrSwitchedOffGetsNothing(t *testing.T) {
+	t.Parallel()
+	off := false
+	for name, hook := range map[string]v1alpha1.SenderWebhook{
+		"unsubscribed": {URL: "https://127.0.0.1:1/hook", Events: []v1alpha1.WebhookEvent{"message.failed"}},
+		"switched off": {URL: "https://127.0.0.1:1/hook", Active: &off},
+	} {
+		f := newFixture(t, nil, hook, delivery.ClientOptions{})
+		if ids := f.enqueue(t, "message.delivered", true); len(ids) != 0 {
+			t.Errorf("%s: enqueued %v", name, ids)
+		}
+	}
+}
+
+func TestForbiddenAddressesAreNeverContacted(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	// No allow-list: loopback is forbidden like every private range.
+	f := newFixture(t, rcv, v1alpha1.SenderWebhook{URL: rcvURL(rcv)}, delivery.ClientOptions{})
+	ids := f.enqueue(t, "message.delivered", true)
+	waitFor(t, "failed", func() bool { s, _ := f.delivery(t, ids[0]); return s == "failed" })
+	var msg string
+	_ = f.pool.QueryRow(context.Background(), "SELECT error FROM webhook_delivery_attempts WHERE delivery_id = $1 AND attempt = 1", ids[0]).Scan(&msg)
+	if rcv.count() != 0 || !strings.Contains(msg, "address not allowed") {
+		t.Fatalf("receiver got %d requests; attempt error %q", rcv.count(), msg)
+	}
+}
+
+func TestPlainHTTPIsRefused(t *testing.T) {
+	t.Parallel()
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { t.Error("plain http receiver contacted") }))
+	defer plain.Close()
+	f := newFixture(t, nil, v1alpha1.SenderWebhook{URL: plain.URL + "/hook"}, delivery.ClientOptions{Allow: loopback})
+	ids := f.enqueue(t, "message.delivered", true)
+	waitFor(t, "failed", func() bool { s, _ := f.delivery(t, ids[0]); return s == "failed" })
+	var msg string
+	_ = f.pool.QueryRow(context.Background(), "SELECT error FROM webhook_delivery_attempts WHERE delivery_id = $1 AND attempt = 1", ids[0]).Scan(&msg)
+	if msg != "webhook URL must be https" {
+		t.Fatalf("attempt error %q", msg)
+	}
+}
+
+func rcvURL(r *receiver) string { return r.URL + "/hook" }

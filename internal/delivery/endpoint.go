@@ -1,0 +1,74 @@
+package delivery
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+)
+
+// Kind is the kind of endpoint a delivery goes to.
+type Kind string
+
+const (
+	// KindSender: a Sender's webhook (v1 envelope).
+	KindSender Kind = "sender"
+	// KindProjectV1: the v1 project webhook for invitation events (v1 envelope).
+	KindProjectV1 Kind = "project_v1"
+	// KindProjectV2: the v2 project webhook (v2 envelope).
+	KindProjectV2 Kind = "project_v2"
+)
+
+// endpoint is where one delivery goes now: resolved at every attempt, so a change of URL,
+// secret or signature version takes effect from the next attempt.
+type endpoint struct {
+	url              string
+	signatureVersion string
+	secret           []byte
+}
+
+// resolver reads endpoints from the informer cache.
+type resolver struct {
+	reader client.Reader
+}
+
+// senderEndpoint returns the Sender's webhook when it is on and subscribed to event; nil when
+// the sender, its webhook or its secret is gone, or the webhook is off or not subscribed.
+func (r resolver) senderEndpoint(ctx context.Context, project, sender, event string) (*endpoint, error) {
+	var s v1alpha1.Sender
+	err := r.reader.Get(ctx, client.ObjectKey{Namespace: project, Name: sender}, &s)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read sender %s/%s: %w", project, sender, err)
+	}
+	wh := s.Spec.Webhook
+	if wh == nil || (wh.Active != nil && !*wh.Active) || !subscribed(wh.Events, event) || s.Status.WebhookSecret == nil {
+		return nil, nil
+	}
+	var secret corev1.Secret
+	ref := s.Status.WebhookSecret
+	err = r.reader.Get(ctx, client.ObjectKey{Namespace: project, Name: ref.Name}, &secret)
+	if apierrors.IsNotFound(err) || (err == nil && len(secret.Data[ref.Key]) == 0) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read webhook secret of sender %s/%s: %w", project, sender, err)
+	}
+	version := string(wh.SignatureVersion)
+	if version == "" {
+		version = string(v1alpha1.SignatureV2)
+	}
+	return &endpoint{url: wh.URL, signatureVersion: version, secret: secret.Data[ref.Key]}, nil
+}
+
+// subscribed tells whether a webhook with these events receives event; none means all.
+func subscribed(events []v1alpha1.WebhookEvent, event string) bool {
+	return len(events) == 0 || slices.Contains(events, v1alpha1.WebhookEvent(event))
+}
