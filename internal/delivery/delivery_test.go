@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/testr"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
@@ -127,39 +126,47 @@ var fast = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 150 * 
 
 func newFixture(t *testing.T, rcv *receiver, hook v1alpha1.SenderWebhook, opts delivery.ClientOptions, schedule ...time.Duration) *fixture {
 	t.Helper()
+	if opts.RootCAs == nil && rcv != nil {
+		opts.RootCAs = rcv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	}
+	f := setup(t, hook, opts, schedule, 0)
+	if err := f.queue.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// setup makes the fixture with its queue not yet started.
+func setup(tb testing.TB, hook v1alpha1.SenderWebhook, opts delivery.ClientOptions, schedule []time.Duration, concurrency int) *fixture {
+	tb.Helper()
 	if schedule == nil {
 		schedule = fast
 	}
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
-	if opts.RootCAs == nil && rcv != nil {
-		opts.RootCAs = rcv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
-	}
+	pool := pgtest.NewPool(tb)
 	w := delivery.NewWorker(pool, cache, delivery.WorkerOptions{Client: opts, Schedule: schedule})
-	queue, err := worker.NewClient(pool, worker.Deps{Keys: apikey.NewService(pool), Delivery: w}, worker.Options{}, true, testr.New(t))
+	queue, err := worker.NewClient(pool, worker.Deps{Keys: apikey.NewService(pool), Delivery: w},
+		worker.Options{DeliveryConcurrency: concurrency}, true, logr.Discard())
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	if err := queue.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = queue.Stop(context.Background()) })
+	tb.Cleanup(func() { _ = queue.Stop(context.Background()) })
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "d-"}}
 	if err := k8s.Create(ctx, ns); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := k8s.Create(ctx, &v1alpha1.Project{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "p"}}); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	s := &v1alpha1.Sender{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "support"},
 		Spec:       v1alpha1.SenderSpec{DisplayName: "Support", Channels: []v1alpha1.Channel{v1alpha1.ChannelSMS}, Webhook: &hook},
 	}
 	if err := k8s.Create(ctx, s); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	waitFor(t, "the sender's webhook secret", func() bool {
+	waitFor(tb, "the sender's webhook secret", func() bool {
 		return cache.Get(ctx, client.ObjectKeyFromObject(s), s) == nil && s.Status.WebhookSecret != nil &&
 			cache.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: s.Status.WebhookSecret.Name}, &corev1.Secret{}) == nil
 	})
@@ -207,7 +214,7 @@ func (f *fixture) delivery(t *testing.T, id string) (status string, attempts int
 	return status, attempts
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
