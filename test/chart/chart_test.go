@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -97,7 +98,8 @@ func TestChartInstallsOnARealAPIServer(t *testing.T) {
 	}{
 		{"small", []string{"--set", "postgres.url=postgres://u:p@db:5432/sb"},
 			map[string]string{"sb-switchboard-all": "all"}},
-		{"split", []string{"--set", "profile=split", "--set", "postgres.existingSecret.name=db", "--set", "redis.url=redis://redis:6379/0"},
+		{"split", []string{"--set", "profile=split", "--set", "postgres.existingSecret.name=db", "--set", "redis.url=redis://redis:6379/0",
+			"--set", "worker.webhookAllowCidrs={10.20.0.0/16}"},
 			map[string]string{"sb-switchboard-manager": "manager", "sb-switchboard-api": "api", "sb-switchboard-worker": "worker"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -124,6 +126,9 @@ func TestChartInstallsOnARealAPIServer(t *testing.T) {
 				args := c["args"].([]any)
 				if args[0] != role {
 					t.Errorf("%s runs %v, want role %s first", d.GetName(), args, role)
+				}
+				if role == "worker" && fmt.Sprint(args[len(args)-1]) != "--webhook-allow-cidr=10.20.0.0/16" {
+					t.Errorf("worker args %v lack the webhook allow-list", args)
 				}
 				envText, _ := yaml.Marshal(c["env"])
 				if !strings.Contains(string(envText), "DATABASE_URL") || strings.Contains(string(envText), "postgres://") {

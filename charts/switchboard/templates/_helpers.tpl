@@ -168,3 +168,12 @@ spec:
         {{- toYaml . | nindent 8 }}
       {{- end }}
 {{- end -}}
+
+{{/* --webhook-allow-cidr flags, as a YAML list. */}}
+{{- define "switchboard.webhookAllowArgs" -}}
+{{- $args := list -}}
+{{- range .Values.worker.webhookAllowCidrs -}}
+{{- $args = append $args (printf "--webhook-allow-cidr=%s" .) -}}
+{{- end -}}
+{{- toYaml $args -}}
+{{- end -}}
