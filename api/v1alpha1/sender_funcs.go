@@ -41,7 +41,52 @@ func (t Transport) Supports(c Channel) bool {
 	return slices.Contains(t.Channels(), c)
 }
 
+// ReceivesEmail tells whether the transport can take inbound mail for a sender without more
+// set-up: the sandbox simulates it.
+func (t Transport) ReceivesEmail() bool {
+	return t == TransportSandbox || t == ""
+}
+
 // IsReady tells whether the sender's Ready condition is True for its current generation.
 func (s *Sender) IsReady() bool {
 	return isReady(s.Status.Conditions, s.Generation)
+}
+
+// ActiveChannels lists the channels that are configured and activated, in the spec's channel
+// order, before the transport and readiness are considered.
+func (s *SenderSpec) ActiveChannels() []Channel {
+	on := map[Channel]bool{
+		ChannelSMS:       s.PhoneNumber != "" && s.SMS != nil && s.SMS.Active,
+		ChannelSMSOneway: s.SMSOneway != nil && s.SMSOneway.Enabled,
+		ChannelVoice:     s.PhoneNumber != "" && s.Voice != nil && s.Voice.Enabled,
+		ChannelWhatsApp:  s.WhatsApp != nil && s.WhatsApp.Active,
+		ChannelTelegram:  s.Telegram != nil && s.Telegram.Active,
+		ChannelInstagram: s.Instagram != nil && s.Instagram.Active,
+		ChannelMessenger: s.Messenger != nil && s.Messenger.Active,
+		ChannelEmail:     s.Email != nil && s.Email.Address != "",
+	}
+	var out []Channel
+	for _, c := range AllChannels {
+		if on[c] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// DefaultSender picks the project's default among the Senders of a namespace: the oldest (then
+// first by name) of those that ask to be it.
+func DefaultSender(items []Sender) *Sender {
+	var chosen *Sender
+	for i := range items {
+		s := &items[i]
+		if !s.Spec.Default || !s.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if chosen == nil || s.CreationTimestamp.Before(&chosen.CreationTimestamp) ||
+			(s.CreationTimestamp.Equal(&chosen.CreationTimestamp) && s.Name < chosen.Name) {
+			chosen = s
+		}
+	}
+	return chosen
 }

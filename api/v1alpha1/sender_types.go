@@ -58,7 +58,11 @@ const (
 // +kubebuilder:validation:Enum=message.queued;message.sent;message.delivered;message.read;message.status;message.failed;message.inbound;message.unsupported;broadcast.status_changed;conversation.new;template.status_changed;invitation.status_changed;call.initiated;call.answered;call.completed;call.failed;domain.verified;domain.failed
 type WebhookEvent string
 
-// SenderSpec is the desired state of a sender: a sending identity inside a project.
+// SenderSpec is the desired state of a sender: a sending identity inside a project. A channel is
+// on (status.channels) when it is configured — its number, account or address is there — and
+// activated. A phone number alone enables neither SMS nor voice; a connected account that is not
+// activated is off.
+// +kubebuilder:validation:XValidation:rule="!has(self.voice) || !self.voice.enabled || has(self.phoneNumber)",message="voice needs a phone number provisioned for calls: set phoneNumber first"
 type SenderSpec struct {
 	// DisplayName is the sender's name (`name` on the REST API).
 	// +kubebuilder:validation:MinLength=1
@@ -74,20 +78,114 @@ type SenderSpec struct {
 	// +optional
 	Transport Transport `json:"transport,omitempty"`
 
-	// PhoneNumber is the sender's number in E.164. A number alone enables no channel.
+	// PhoneNumber is the sender's number in E.164, used by sms and voice once they are activated.
 	// +kubebuilder:validation:Pattern=`^\+[1-9][0-9]{6,14}$`
 	// +optional
 	PhoneNumber string `json:"phoneNumber,omitempty"`
 
-	// Channels lists the channels to switch on. status.channels lists those that are on now.
-	// +listType=set
-	// +kubebuilder:validation:MaxItems=8
+	// SMS is two-way SMS on PhoneNumber.
 	// +optional
-	Channels []Channel `json:"channels,omitempty"`
+	SMS *Activation `json:"sms,omitempty"`
+
+	// SMSOneway is one-way SMS: enabling it needs nothing else and is immediate.
+	// +optional
+	SMSOneway *Enablement `json:"smsOneway,omitempty"`
+
+	// Voice is calls on PhoneNumber.
+	// +optional
+	Voice *Enablement `json:"voice,omitempty"`
+
+	// WhatsApp is a connected WhatsApp business account.
+	// +optional
+	WhatsApp *ConnectedAccount `json:"whatsapp,omitempty"`
+
+	// Telegram is a connected Telegram bot.
+	// +optional
+	Telegram *ConnectedAccount `json:"telegram,omitempty"`
+
+	// Instagram is a connected Instagram account.
+	// +optional
+	Instagram *ConnectedAccount `json:"instagram,omitempty"`
+
+	// Messenger is a connected page's Messenger inbox.
+	// +optional
+	Messenger *ConnectedAccount `json:"messenger,omitempty"`
+
+	// Email is the email channel.
+	// +optional
+	Email *EmailSettings `json:"email,omitempty"`
 
 	// Webhook receives the sender's events.
 	// +optional
 	Webhook *SenderWebhook `json:"webhook,omitempty"`
+}
+
+// Activation switches a configured channel on.
+type Activation struct {
+	// Active switches the channel on.
+	// +optional
+	Active bool `json:"active,omitempty"`
+}
+
+// Enablement switches a channel that needs no connection on.
+type Enablement struct {
+	// Enabled switches the channel on.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+}
+
+// ConnectedAccount is an account at a provider, connected to the sender (through an invitation,
+// or by hand), with its credentials in a Secret.
+type ConnectedAccount struct {
+	// AccountID is the provider's id: the phone number id (WhatsApp), the bot id (Telegram), the
+	// account or page id (Instagram, Messenger).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	AccountID string `json:"accountId"`
+
+	// DisplayName is what the provider shows: the verified name, the bot's username, the page name.
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	DisplayName string `json:"displayName,omitempty"`
+
+	// DisplayPhoneNumber is the WhatsApp number as the provider shows it.
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	DisplayPhoneNumber string `json:"displayPhoneNumber,omitempty"`
+
+	// BusinessAccountID is the WhatsApp business account (WABA) the number belongs to.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	BusinessAccountID string `json:"businessAccountId,omitempty"`
+
+	// CredentialsRef names the Secret key holding the account's token. The sandbox needs none.
+	// +optional
+	CredentialsRef *SecretKeyRef `json:"credentialsRef,omitempty"`
+
+	// Active switches the connected account on; connected but not active, it is off.
+	// +optional
+	Active bool `json:"active,omitempty"`
+}
+
+// EmailSettings is the email channel of a sender.
+type EmailSettings struct {
+	// Address is the from-address; its domain must be a verified email domain of the project.
+	// +kubebuilder:validation:MaxLength=254
+	// +kubebuilder:validation:Pattern=`^[^@\s]+@[^@\s]+\.[^@\s]+$`
+	Address string `json:"address"`
+
+	// FromName is the display name of the from-address.
+	// +kubebuilder:validation:MaxLength=100
+	// +optional
+	FromName string `json:"fromName,omitempty"`
+
+	// ReceivingEnabled asks for inbound mail; it takes effect only with a verified inbound MX.
+	// +optional
+	ReceivingEnabled bool `json:"receivingEnabled,omitempty"`
+
+	// CatchAllEnabled receives mail for any local part at the domain; only with receiving on.
+	// +optional
+	CatchAllEnabled bool `json:"catchAllEnabled,omitempty"`
 }
 
 // SenderWebhook is where a sender's events are delivered.
@@ -151,6 +249,19 @@ type SenderStatus struct {
 	// WebhookSecret is the Secret key deliveries are signed with, once it exists.
 	// +optional
 	WebhookSecret *SecretKeyRef `json:"webhookSecret,omitempty"`
+
+	// EmailReceivingEnabled is whether inbound mail is on: asked for, and possible.
+	// +optional
+	EmailReceivingEnabled bool `json:"emailReceivingEnabled,omitempty"`
+
+	// EmailCatchAllEnabled is whether catch-all is on: asked for, with receiving on.
+	// +optional
+	EmailCatchAllEnabled bool `json:"emailCatchAllEnabled,omitempty"`
+
+	// IsDefault is whether this is the project's default sender: asked for, and the oldest of
+	// those that ask.
+	// +optional
+	IsDefault bool `json:"isDefault,omitempty"`
 }
 
 // Sender is a sending identity inside a project.

@@ -60,7 +60,7 @@ func TestSenderReadiness(t *testing.T) {
 	}}
 	stale := ready.DeepCopy()
 	stale.Generation = 2
-	s := &v1alpha1.Sender{Spec: v1alpha1.SenderSpec{Channels: []v1alpha1.Channel{v1alpha1.ChannelSMS}}}
+	s := &v1alpha1.Sender{Spec: v1alpha1.SenderSpec{PhoneNumber: "+15005550006", SMS: &v1alpha1.Activation{Active: true}}}
 	badTransport := s.DeepCopy()
 	badTransport.Spec.Transport = "carrier-pigeon"
 

@@ -5,7 +5,6 @@ import (
 
 	"fmt"
 	corev1 "k8s.io/api/core/v1"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -41,6 +40,10 @@ func (r *SenderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.List(ctx, &projects, client.InNamespace(sender.Namespace)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("list projects in %s: %w", sender.Namespace, err)
 	}
+	var siblings v1alpha1.SenderList
+	if err := r.List(ctx, &siblings, client.InNamespace(sender.Namespace)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list senders in %s: %w", sender.Namespace, err)
+	}
 
 	before := sender.DeepCopy()
 	result := senderReadiness(&sender, v1alpha1.NamespaceProject(projects.Items))
@@ -55,8 +58,15 @@ func (r *SenderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	sender.Status.ObservedGeneration = sender.Generation
 	sender.Status.Channels = nil
 	if result.ready {
-		sender.Status.Channels = activeChannels(&sender.Spec)
+		sender.Status.Channels = sender.Spec.ActiveChannels()
 	}
+	// One default per project: the oldest of the senders that ask to be it.
+	d := v1alpha1.DefaultSender(siblings.Items)
+	sender.Status.IsDefault = d != nil && d.UID == sender.UID
+	// The sandbox simulates inbound mail; real transports will also need a verified inbound MX.
+	email := sender.Spec.Email
+	sender.Status.EmailReceivingEnabled = email != nil && email.ReceivingEnabled && sender.Spec.Transport.ReceivesEmail()
+	sender.Status.EmailCatchAllEnabled = sender.Status.EmailReceivingEnabled && email.CatchAllEnabled
 	setReady(&sender.Status.Conditions, result, sender.Generation)
 	if err := patchStatus(ctx, r.Client, before, &sender, func(s *v1alpha1.Sender) any { return s.Status }); err != nil {
 		return ctrl.Result{}, fmt.Errorf("patch status of sender %s: %w", req, err)
@@ -76,7 +86,7 @@ func senderReadiness(sender *v1alpha1.Sender, project *v1alpha1.Project) readine
 			fmt.Sprintf("project %s is not ready", project.Name))
 	}
 	var unsupported []string
-	for _, c := range sender.Spec.Channels {
+	for _, c := range sender.Spec.ActiveChannels() {
 		if !sender.Spec.Transport.Supports(c) {
 			unsupported = append(unsupported, string(c))
 		}
@@ -88,22 +98,14 @@ func senderReadiness(sender *v1alpha1.Sender, project *v1alpha1.Project) readine
 	return readyOK("sender is ready")
 }
 
-// activeChannels lists the requested channels the transport carries, in the spec's channel order.
-func activeChannels(spec *v1alpha1.SenderSpec) []v1alpha1.Channel {
-	var out []v1alpha1.Channel
-	for _, c := range v1alpha1.AllChannels {
-		if slices.Contains(spec.Channels, c) && spec.Transport.Supports(c) {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 // SetupWithManager registers the reconciler; a Project's change brings back its namespace's Senders.
 func (r *SenderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Sender{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.Project{}, handler.EnqueueRequestsFromMapFunc(r.sendersOfProject)).
+		// A sender that asks to be the default, or stops asking, changes which one is.
+		Watches(&v1alpha1.Sender{}, handler.EnqueueRequestsFromMapFunc(r.sendersOfProject),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A generated webhook Secret that is deleted is made again; a referenced one that appears
 		// makes its Sender ready. (The cache holds only labelled Secrets: see CacheOptions.)
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.sendersOfProject)).

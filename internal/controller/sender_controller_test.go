@@ -12,10 +12,39 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 )
 
+// sender returns a Sender with the given channels configured and activated.
 func sender(ns, name string, channels ...v1alpha1.Channel) *v1alpha1.Sender {
-	return &v1alpha1.Sender{
+	s := &v1alpha1.Sender{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec:       v1alpha1.SenderSpec{DisplayName: "Support", Channels: channels},
+		Spec:       v1alpha1.SenderSpec{DisplayName: "Support"},
+	}
+	for _, c := range channels {
+		switchOn(&s.Spec, c)
+	}
+	return s
+}
+
+func switchOn(spec *v1alpha1.SenderSpec, c v1alpha1.Channel) {
+	account := func(id string) *v1alpha1.ConnectedAccount {
+		return &v1alpha1.ConnectedAccount{AccountID: id, Active: true}
+	}
+	switch c {
+	case v1alpha1.ChannelSMS:
+		spec.PhoneNumber, spec.SMS = "+15005550006", &v1alpha1.Activation{Active: true}
+	case v1alpha1.ChannelSMSOneway:
+		spec.SMSOneway = &v1alpha1.Enablement{Enabled: true}
+	case v1alpha1.ChannelVoice:
+		spec.PhoneNumber, spec.Voice = "+15005550006", &v1alpha1.Enablement{Enabled: true}
+	case v1alpha1.ChannelWhatsApp:
+		spec.WhatsApp = account("wa-1")
+	case v1alpha1.ChannelTelegram:
+		spec.Telegram = account("tg-1")
+	case v1alpha1.ChannelInstagram:
+		spec.Instagram = account("ig-1")
+	case v1alpha1.ChannelMessenger:
+		spec.Messenger = account("page-1")
+	case v1alpha1.ChannelEmail:
+		spec.Email = &v1alpha1.EmailSettings{Address: "hello@acme.example"}
 	}
 }
 
@@ -47,21 +76,78 @@ var _ = Describe("Sender", func() {
 			return s.Status.Channels
 		}).Should(HaveLen(2))
 
-		Expect(update(ctx, s, func(s *v1alpha1.Sender) { s.Spec.Channels = []v1alpha1.Channel{v1alpha1.ChannelSMS} })).To(Succeed())
+		Expect(update(ctx, s, func(s *v1alpha1.Sender) { s.Spec.SMSOneway.Enabled = false })).To(Succeed())
 		Eventually(func() []v1alpha1.Channel {
 			_ = k8s.Get(ctx, client.ObjectKeyFromObject(s), s)
 			return s.Status.Channels
 		}).Should(Equal([]v1alpha1.Channel{v1alpha1.ChannelSMS}))
 	})
 
-	It("refuses an unknown channel and a malformed phone number", func() {
+	It("refuses voice without a phone number, a malformed number and a malformed email address", func() {
 		ns := newNamespace(ctx)
-		s := sender(ns, "bad", "fax")
-		Expect(apierrors.IsInvalid(k8s.Create(ctx, s))).To(BeTrue())
+		s := sender(ns, "bad")
+		s.Spec.Voice = &v1alpha1.Enablement{Enabled: true}
+		err := k8s.Create(ctx, s)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+		Expect(err.Error()).To(ContainSubstring("voice needs a phone number"))
 
 		s = sender(ns, "bad")
 		s.Spec.PhoneNumber = "555-1234"
 		Expect(apierrors.IsInvalid(k8s.Create(ctx, s))).To(BeTrue())
+
+		s = sender(ns, "bad")
+		s.Spec.Email = &v1alpha1.EmailSettings{Address: "not-an-address"}
+		Expect(apierrors.IsInvalid(k8s.Create(ctx, s))).To(BeTrue())
+
+		// Removing the number from a sender with voice on is refused too.
+		s = sender(ns, "caller", v1alpha1.ChannelVoice)
+		Expect(k8s.Create(ctx, s)).To(Succeed())
+		Expect(apierrors.IsInvalid(update(ctx, s, func(s *v1alpha1.Sender) { s.Spec.PhoneNumber = "" }))).To(BeTrue())
+	})
+
+	It("turns on only what is configured and activated", func() {
+		ns := newNamespace(ctx)
+		Expect(k8s.Create(ctx, project(ns, "acme"))).To(Succeed())
+		s := sender(ns, "partial")
+		s.Spec.PhoneNumber = "+15005550006"                             // a number alone: no sms, no voice
+		s.Spec.WhatsApp = &v1alpha1.ConnectedAccount{AccountID: "wa-1"} // connected, not activated
+		s.Spec.Telegram = &v1alpha1.ConnectedAccount{AccountID: "tg-1", Active: true}
+		s.Spec.Email = &v1alpha1.EmailSettings{Address: "hi@acme.example", CatchAllEnabled: true} // catch-all without receiving
+		Expect(k8s.Create(ctx, s)).To(Succeed())
+		Eventually(readyCondition(ctx, s)).Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))
+		Expect(s.Status.Channels).To(Equal([]v1alpha1.Channel{v1alpha1.ChannelTelegram, v1alpha1.ChannelEmail}))
+		Expect(s.Status.EmailReceivingEnabled).To(BeFalse())
+		Expect(s.Status.EmailCatchAllEnabled).To(BeFalse())
+
+		Expect(update(ctx, s, func(s *v1alpha1.Sender) {
+			s.Spec.SMS = &v1alpha1.Activation{Active: true}
+			s.Spec.WhatsApp.Active = true
+			s.Spec.Email.ReceivingEnabled = true
+		})).To(Succeed())
+		Eventually(func() []v1alpha1.Channel {
+			_ = k8s.Get(ctx, client.ObjectKeyFromObject(s), s)
+			return s.Status.Channels
+		}).Should(Equal([]v1alpha1.Channel{v1alpha1.ChannelSMS, v1alpha1.ChannelWhatsApp, v1alpha1.ChannelTelegram, v1alpha1.ChannelEmail}))
+		Expect(s.Status.EmailReceivingEnabled).To(BeTrue())
+		Expect(s.Status.EmailCatchAllEnabled).To(BeTrue())
+	})
+
+	It("keeps one default per project: the oldest that asks", func() {
+		ns := newNamespace(ctx)
+		Expect(k8s.Create(ctx, project(ns, "acme"))).To(Succeed())
+		first, second := sender(ns, "first", v1alpha1.ChannelSMSOneway), sender(ns, "second", v1alpha1.ChannelSMSOneway)
+		first.Spec.Default, second.Spec.Default = true, true
+		Expect(k8s.Create(ctx, first)).To(Succeed())
+		Expect(k8s.Create(ctx, second)).To(Succeed())
+		isDefault := func(s *v1alpha1.Sender) func() bool {
+			return func() bool { _ = k8s.Get(ctx, client.ObjectKeyFromObject(s), s); return s.Status.IsDefault }
+		}
+		Eventually(isDefault(first)).Should(BeTrue())
+		Consistently(isDefault(second), "300ms").Should(BeFalse())
+
+		Expect(update(ctx, first, func(s *v1alpha1.Sender) { s.Spec.Default = false })).To(Succeed())
+		Eventually(isDefault(second)).Should(BeTrue())
+		Eventually(isDefault(first)).Should(BeFalse())
 	})
 
 	Describe("webhook signature version", func() {

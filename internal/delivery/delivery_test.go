@@ -161,7 +161,7 @@ func setup(tb testing.TB, hook v1alpha1.SenderWebhook, opts delivery.ClientOptio
 	}
 	s := &v1alpha1.Sender{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "support"},
-		Spec:       v1alpha1.SenderSpec{DisplayName: "Support", Channels: []v1alpha1.Channel{v1alpha1.ChannelSMS}, Webhook: &hook},
+		Spec:       v1alpha1.SenderSpec{DisplayName: "Support", SMSOneway: &v1alpha1.Enablement{Enabled: true}, Webhook: &hook},
 	}
 	if err := k8s.Create(ctx, s); err != nil {
 		tb.Fatal(err)

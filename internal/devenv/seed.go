@@ -34,12 +34,20 @@ func seedResources(ctx context.Context, k8s client.Client) error {
 		},
 		&v1alpha1.Sender{
 			ObjectMeta: metav1.ObjectMeta{Namespace: DefaultNamespace, Name: DefaultSender},
+			// Every channel on, through the sandbox: nothing leaves this machine.
 			Spec: v1alpha1.SenderSpec{
 				DisplayName: "Default sender",
 				Default:     true,
 				Transport:   v1alpha1.TransportSandbox,
 				PhoneNumber: "+15005550006",
-				Channels:    v1alpha1.AllChannels,
+				SMS:         &v1alpha1.Activation{Active: true},
+				SMSOneway:   &v1alpha1.Enablement{Enabled: true},
+				Voice:       &v1alpha1.Enablement{Enabled: true},
+				WhatsApp:    &v1alpha1.ConnectedAccount{AccountID: "sandbox-whatsapp", DisplayPhoneNumber: "+1 500-555-0006", DisplayName: "Sandbox", Active: true},
+				Telegram:    &v1alpha1.ConnectedAccount{AccountID: "sandbox-telegram", DisplayName: "sandbox_bot", Active: true},
+				Instagram:   &v1alpha1.ConnectedAccount{AccountID: "sandbox-instagram", DisplayName: "sandbox", Active: true},
+				Messenger:   &v1alpha1.ConnectedAccount{AccountID: "sandbox-messenger", DisplayName: "Sandbox page", Active: true},
+				Email:       &v1alpha1.EmailSettings{Address: "hello@sandbox.switchboard.local", FromName: "Switchboard sandbox", ReceivingEnabled: true},
 			},
 		},
 	}
