@@ -90,3 +90,11 @@ func DefaultSender(items []Sender) *Sender {
 	}
 	return chosen
 }
+
+// EmailInEffect is what is in effect of the email receiving settings: receiving needs a
+// transport that can take mail, catch-all needs receiving.
+func (s *Sender) EmailInEffect() (receiving, catchAll bool) {
+	e := s.Spec.Email
+	receiving = e != nil && e.ReceivingEnabled && s.Spec.Transport.ReceivesEmail()
+	return receiving, receiving && e.CatchAllEnabled
+}

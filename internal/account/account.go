@@ -22,6 +22,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/index"
+	"github.com/switchboard-io/switchboard/internal/optional"
 )
 
 // The API creates a namespace per sub-account.
@@ -54,11 +55,11 @@ type CreateInput struct {
 
 // UpdateInput changes the fields that are set.
 type UpdateInput struct {
-	Name        Optional[string]          `json:"name"`
-	CreditLimit Optional[int64]           `json:"creditLimit"`
-	ExternalID  Optional[string]          `json:"externalId"`
-	Metadata    Optional[json.RawMessage] `json:"metadata"`
-	Status      Optional[string]          `json:"status"`
+	Name        optional.Value[string]          `json:"name"`
+	CreditLimit optional.Value[int64]           `json:"creditLimit"`
+	ExternalID  optional.Value[string]          `json:"externalId"`
+	Metadata    optional.Value[json.RawMessage] `json:"metadata"`
+	Status      optional.Value[string]          `json:"status"`
 }
 
 // Service manages sub-accounts.

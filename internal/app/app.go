@@ -36,6 +36,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/index"
 	"github.com/switchboard-io/switchboard/internal/postgres"
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
+	"github.com/switchboard-io/switchboard/internal/sender"
 	"github.com/switchboard-io/switchboard/internal/worker"
 )
 
@@ -216,6 +217,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	server, err := httpapi.New(httpapi.Options{
 		Auth:        auth,
 		Accounts:    account.NewService(mgr.GetClient(), keys),
+		Senders:     sender.NewService(mgr.GetClient(), mgr.GetAPIReader()),
 		Limiter:     limiter,
 		Reader:      mgr.GetClient(),
 		Usage:       apikey.NewUsageRecorder(queue, log.WithName("usage")),

@@ -64,9 +64,7 @@ func (r *SenderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	d := v1alpha1.DefaultSender(siblings.Items)
 	sender.Status.IsDefault = d != nil && d.UID == sender.UID
 	// The sandbox simulates inbound mail; real transports will also need a verified inbound MX.
-	email := sender.Spec.Email
-	sender.Status.EmailReceivingEnabled = email != nil && email.ReceivingEnabled && sender.Spec.Transport.ReceivesEmail()
-	sender.Status.EmailCatchAllEnabled = sender.Status.EmailReceivingEnabled && email.CatchAllEnabled
+	sender.Status.EmailReceivingEnabled, sender.Status.EmailCatchAllEnabled = sender.EmailInEffect()
 	setReady(&sender.Status.Conditions, result, sender.Generation)
 	if err := patchStatus(ctx, r.Client, before, &sender, func(s *v1alpha1.Sender) any { return s.Status }); err != nil {
 		return ctrl.Result{}, fmt.Errorf("patch status of sender %s: %w", req, err)

@@ -40,6 +40,16 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/v2/openapi.json", access: public, handle: s.openAPI("v2")},
 		{method: "GET", path: "/v1/me", access: anyKey, handle: s.me},
 
+		// Senders are configuration: any key reads them (a sending key needs their ids), a full
+		// key changes them.
+		{method: "POST", path: "/v1/senders", access: permission, permission: apikey.PermissionAll, handle: s.createSender},
+		{method: "GET", path: "/v1/senders", access: anyKey, handle: s.listSenders},
+		{method: "GET", path: "/v1/senders/{senderId}", access: anyKey, handle: s.getSender},
+		{method: "PATCH", path: "/v1/senders/{senderId}", access: permission, permission: apikey.PermissionAll, handle: s.updateSender},
+		{method: "DELETE", path: "/v1/senders/{senderId}", access: permission, permission: apikey.PermissionAll, handle: s.deleteSender},
+		{method: "POST", path: "/v1/senders/{senderId}/webhook/secret", access: permission, permission: apikey.PermissionAll, handle: s.rotateSenderSecret},
+		{method: "POST", path: "/v1/senders/{senderId}/channels/{channel}/activate", access: permission, permission: apikey.PermissionAll, handle: s.activateSenderChannel},
+
 		{method: "POST", path: "/v1/sub-accounts", access: parentOnly, handle: s.createSubAccount},
 		{method: "GET", path: "/v1/sub-accounts", access: parentOnly, handle: s.listSubAccounts},
 		{method: "GET", path: "/v1/sub-accounts/{id}", access: parentOnly, handle: s.getSubAccount},

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/account"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
+	"github.com/switchboard-io/switchboard/internal/sender"
 )
 
 // KeyUsage records that a key was used; it must not block the request.
@@ -34,6 +35,7 @@ type Authenticator interface {
 type Server struct {
 	auth     Authenticator
 	accounts *account.Service
+	senders  *sender.Service
 	limiter  ratelimit.Limiter
 	reader   client.Reader
 	usage    KeyUsage
@@ -49,6 +51,7 @@ type Server struct {
 type Options struct {
 	Auth     Authenticator
 	Accounts *account.Service
+	Senders  *sender.Service
 	// Limiter counts requests per project; nil means in memory.
 	Limiter ratelimit.Limiter
 	// Reader reads Switchboard's custom resources, normally from the informer cache.
@@ -76,7 +79,7 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	return &Server{
-		auth: o.Auth, accounts: o.Accounts, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
+		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs,
 	}, nil

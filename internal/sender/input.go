@@ -1,0 +1,140 @@
+package sender
+
+import (
+	"fmt"
+	"net/netip"
+	"net/url"
+	"slices"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apperror"
+)
+
+// WebhookEvents lists the event names a webhook can subscribe to.
+var WebhookEvents = []string{
+	"message.queued", "message.sent", "message.delivered", "message.read", "message.status", "message.failed",
+	"message.inbound", "message.unsupported", "broadcast.status_changed", "conversation.new",
+	"template.status_changed", "invitation.status_changed", "call.initiated", "call.answered",
+	"call.completed", "call.failed", "domain.verified", "domain.failed",
+}
+
+// apply validates in and writes it into spec; it returns every invalid field.
+func apply(spec *v1alpha1.SenderSpec, in Input) []apperror.FieldError {
+	var errs []apperror.FieldError
+	bad := func(path, msg string) { errs = append(errs, apperror.FieldError{Path: path, Message: msg}) }
+
+	if in.Name != nil {
+		if n := len([]rune(*in.Name)); n < 1 || n > 100 {
+			bad("name", "must be 1 to 100 characters")
+		}
+		spec.DisplayName = *in.Name
+	}
+	if in.PhoneNumber != nil {
+		if !e164.MatchString(*in.PhoneNumber) {
+			bad("phoneNumber", "must be an E.164 number, e.g. +14155550100")
+		}
+		spec.PhoneNumber = *in.PhoneNumber
+	}
+	if in.EnableSmsOneway != nil {
+		spec.SMSOneway = &v1alpha1.Enablement{Enabled: *in.EnableSmsOneway}
+	}
+	if in.EnableVoice != nil {
+		if *in.EnableVoice && spec.PhoneNumber == "" {
+			bad("enableVoice", "voice needs a phone number provisioned for calls")
+		}
+		spec.Voice = &v1alpha1.Enablement{Enabled: *in.EnableVoice}
+	}
+	if in.SetAsDefault != nil {
+		spec.Default = *in.SetAsDefault
+	}
+
+	if in.EmailAddress != nil {
+		if !email.MatchString(*in.EmailAddress) || len(*in.EmailAddress) > 254 {
+			bad("emailAddress", "must be an email address")
+		}
+		if spec.Email == nil {
+			spec.Email = &v1alpha1.EmailSettings{}
+		}
+		spec.Email.Address = *in.EmailAddress
+	}
+	emailFields := in.EmailFromName != nil || in.EmailReceivingEnabled != nil || in.EmailCatchAllEnabled != nil
+	if emailFields && spec.Email == nil {
+		bad("emailAddress", "is required to set the other email fields")
+	}
+	if spec.Email != nil {
+		if in.EmailFromName != nil {
+			if len([]rune(*in.EmailFromName)) > 100 {
+				bad("emailFromName", "must be up to 100 characters")
+			}
+			spec.Email.FromName = *in.EmailFromName
+		}
+		if in.EmailReceivingEnabled != nil {
+			spec.Email.ReceivingEnabled = *in.EmailReceivingEnabled
+		}
+		if in.EmailCatchAllEnabled != nil {
+			spec.Email.CatchAllEnabled = *in.EmailCatchAllEnabled
+		}
+	}
+
+	if in.RemoveWebhook {
+		spec.Webhook = nil
+	}
+	webhookFields := in.WebhookEvents != nil || in.WebhookActive != nil || in.WebhookSignatureVersion != nil
+	if in.WebhookURL != nil {
+		if err := checkWebhookURL(*in.WebhookURL); err != "" {
+			bad("webhookUrl", err)
+		}
+		if spec.Webhook == nil {
+			// New webhooks sign with v2 (spec: Webhook signature version).
+			spec.Webhook = &v1alpha1.SenderWebhook{SignatureVersion: v1alpha1.SignatureV2}
+		}
+		spec.Webhook.URL = *in.WebhookURL
+	} else if webhookFields && spec.Webhook == nil && !in.RemoveWebhook {
+		bad("webhookUrl", "is required to set up a webhook")
+	}
+	if spec.Webhook != nil && !in.RemoveWebhook {
+		if in.WebhookEvents != nil {
+			events := make([]v1alpha1.WebhookEvent, 0, len(*in.WebhookEvents))
+			for i, e := range *in.WebhookEvents {
+				if !slices.Contains(WebhookEvents, e) {
+					bad(fmt.Sprintf("webhookEvents[%d]", i), fmt.Sprintf("unknown event %q", e))
+					continue
+				}
+				if !slices.Contains(events, v1alpha1.WebhookEvent(e)) {
+					events = append(events, v1alpha1.WebhookEvent(e))
+				}
+			}
+			spec.Webhook.Events = events
+		}
+		if in.WebhookActive != nil {
+			active := *in.WebhookActive
+			spec.Webhook.Active = &active
+		}
+		if in.WebhookSignatureVersion != nil {
+			switch v := v1alpha1.SignatureVersion(*in.WebhookSignatureVersion); v {
+			case v1alpha1.SignatureV1, v1alpha1.SignatureV1V2, v1alpha1.SignatureV2:
+				spec.Webhook.SignatureVersion = v
+			default:
+				bad("webhookSignatureVersion", "must be v1, v1+v2 or v2")
+			}
+		}
+	}
+	return errs
+}
+
+// checkWebhookURL accepts absolute https URLs, and plain http to this machine (development).
+func checkWebhookURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || len(raw) > 2048 {
+		return "must be an absolute https URL"
+	}
+	switch u.Scheme {
+	case "https":
+		return ""
+	case "http":
+		if ip, err := netip.ParseAddr(u.Hostname()); (err == nil && ip.IsLoopback()) || u.Hostname() == "localhost" {
+			return ""
+		}
+	}
+	return "must be an https URL"
+}

@@ -1,0 +1,471 @@
+// Package sender manages Senders for the REST API: it validates requests, writes the Sender
+// resources with server-side apply (field manager switchboard-api), so kubectl and the API meet
+// one object and one validation, and manages the webhook signing secret.
+package sender
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math/big"
+	"regexp"
+	"slices"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/controller"
+)
+
+// FieldManager names the API's writes.
+const FieldManager = "switchboard-api"
+
+var (
+	e164  = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
+	email = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[^@\s]+$`)
+)
+
+// Service manages Senders.
+type Service struct {
+	client client.Client // reads from the informer cache, writes to the API server
+	live   client.Reader // reads from the API server, for read-modify-write
+	scheme *runtime.Scheme
+}
+
+// NewService returns a Service; live reads bypass the cache where a change builds on the latest.
+func NewService(c client.Client, live client.Reader) *Service {
+	return &Service{client: c, live: live, scheme: c.Scheme()}
+}
+
+// View is a sender as the API shows it, with what is in effect computed now rather than when
+// the controller next runs.
+type View struct {
+	Sender    *v1alpha1.Sender
+	Channels  []v1alpha1.Channel
+	IsDefault bool
+	// Secret is the webhook secret, only right after it was made or rotated.
+	Secret string
+}
+
+// Input is a create or update request; nil fields are left as they are.
+type Input struct {
+	Name                    *string
+	PhoneNumber             *string
+	EmailAddress            *string
+	EmailFromName           *string
+	EmailReceivingEnabled   *bool
+	EmailCatchAllEnabled    *bool
+	EnableSmsOneway         *bool
+	EnableVoice             *bool
+	SetAsDefault            *bool
+	WebhookURL              *string
+	RemoveWebhook           bool
+	WebhookEvents           *[]string
+	WebhookActive           *bool
+	WebhookSignatureVersion *string
+}
+
+// Create makes a sender in project.
+func (s *Service) Create(ctx context.Context, project string, in Input) (View, error) {
+	if in.Name == nil {
+		return View{}, apperror.InvalidFields(apperror.FieldError{Path: "name", Message: "is required"})
+	}
+	snd := &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: project}}
+	if errs := apply(&snd.Spec, in); len(errs) > 0 {
+		return View{}, apperror.InvalidFields(errs...)
+	}
+	id, err := newID()
+	if err != nil {
+		return View{}, err
+	}
+	snd.Name = id
+	if err := s.write(ctx, snd); err != nil {
+		return View{}, err
+	}
+	view, err := s.view(ctx, snd)
+	if err != nil {
+		return View{}, err
+	}
+	if in.SetAsDefault != nil && *in.SetAsDefault {
+		if err := s.clearOtherDefaults(ctx, snd); err != nil {
+			return View{}, err
+		}
+		view.IsDefault = true
+	}
+	if snd.Spec.Webhook != nil {
+		if view.Secret, err = s.ensureSecret(ctx, snd); err != nil {
+			return View{}, err
+		}
+	}
+	return view, nil
+}
+
+// Get returns the sender id of project.
+func (s *Service) Get(ctx context.Context, project, id string) (View, error) {
+	snd, err := s.get(ctx, project, id)
+	if err != nil {
+		return View{}, err
+	}
+	return s.view(ctx, snd)
+}
+
+// List returns the project's senders, oldest first, then by id.
+func (s *Service) List(ctx context.Context, project string) ([]View, error) {
+	var list v1alpha1.SenderList
+	if err := s.client.List(ctx, &list, client.InNamespace(project)); err != nil {
+		return nil, fmt.Errorf("list senders of %s: %w", project, err)
+	}
+	sort.Slice(list.Items, func(i, j int) bool {
+		a, b := list.Items[i], list.Items[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		return a.Name < b.Name
+	})
+	def := v1alpha1.DefaultSender(list.Items)
+	out := make([]View, 0, len(list.Items))
+	for i := range list.Items {
+		snd := &list.Items[i]
+		if !snd.DeletionTimestamp.IsZero() {
+			continue
+		}
+		out = append(out, View{Sender: snd, Channels: channels(snd), IsDefault: def != nil && def.UID == snd.UID})
+	}
+	return out, nil
+}
+
+// Update changes what in sets.
+func (s *Service) Update(ctx context.Context, project, id string, in Input) (View, error) {
+	var snd *v1alpha1.Sender
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		current, err := s.getLive(ctx, project, id)
+		if err != nil {
+			return err
+		}
+		snd = current.DeepCopy()
+		if errs := apply(&snd.Spec, in); len(errs) > 0 {
+			return apperror.InvalidFields(errs...)
+		}
+		if in.WebhookSignatureVersion != nil && current.Spec.Webhook != nil {
+			if err := checkTransition(current.Spec.Webhook.SignatureVersion, v1alpha1.SignatureVersion(*in.WebhookSignatureVersion)); err != nil {
+				return err
+			}
+		}
+		return s.write(ctx, snd)
+	})
+	if err != nil {
+		return View{}, err
+	}
+	view, err := s.view(ctx, snd)
+	if err != nil {
+		return View{}, err
+	}
+	if in.SetAsDefault != nil && *in.SetAsDefault {
+		if err := s.clearOtherDefaults(ctx, snd); err != nil {
+			return View{}, err
+		}
+		view.IsDefault = true
+	}
+	if snd.Spec.Webhook != nil && snd.Spec.Webhook.SecretRef == nil {
+		// A webhook added by this update gets its secret now, shown once.
+		if secret, created, err := s.ensureSecretCreated(ctx, snd); err != nil {
+			return View{}, err
+		} else if created {
+			view.Secret = secret
+		}
+	}
+	return view, nil
+}
+
+// Delete removes the sender; its generated webhook Secret goes with it (owner reference).
+func (s *Service) Delete(ctx context.Context, project, id string) error {
+	snd, err := s.getLive(ctx, project, id)
+	if err != nil {
+		return err
+	}
+	if err := s.client.Delete(ctx, snd); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete sender %s: %w", id, err)
+	}
+	return nil
+}
+
+// RotateSecret gives the sender's webhook a new signing secret, effective from the next
+// delivery, and returns it (the only time it is shown).
+func (s *Service) RotateSecret(ctx context.Context, project, id string) (string, error) {
+	snd, err := s.getLive(ctx, project, id)
+	if err != nil {
+		return "", err
+	}
+	if snd.Spec.Webhook == nil {
+		return "", apperror.InvalidFields(apperror.FieldError{Path: "", Message: "this sender has no webhook"})
+	}
+	if snd.Spec.Webhook.SecretRef != nil {
+		e := apperror.New(apperror.Conflict, "secret_managed_elsewhere",
+			"This webhook signs with a Secret you manage (spec.webhook.secretRef); rotate it there.")
+		return "", e
+	}
+	value, err := controller.NewWebhookSecret()
+	if err != nil {
+		return "", err
+	}
+	secret := generatedSecret(snd, value)
+	if err := controllerutil.SetControllerReference(snd, secret, s.scheme); err != nil {
+		return "", err
+	}
+	err = s.client.Update(ctx, secret, client.FieldOwner(FieldManager))
+	if apierrors.IsNotFound(err) {
+		err = s.client.Create(ctx, secret, client.FieldOwner(FieldManager))
+	}
+	if err != nil {
+		return "", fmt.Errorf("rotate webhook secret of %s: %w", id, err)
+	}
+	return value, nil
+}
+
+// Activate switches a configured channel on.
+func (s *Service) Activate(ctx context.Context, project, id string, channel v1alpha1.Channel) (View, error) {
+	var snd *v1alpha1.Sender
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		current, err := s.getLive(ctx, project, id)
+		if err != nil {
+			return err
+		}
+		snd = current.DeepCopy()
+		spec := &snd.Spec
+		notConnected := func(what string) error {
+			return apperror.InvalidFields(apperror.FieldError{Path: "channel", Message: fmt.Sprintf("%s is not connected to this sender: %s", channel, what)})
+		}
+		switch channel {
+		case v1alpha1.ChannelSMS:
+			if spec.PhoneNumber == "" {
+				return notConnected("it has no phone number")
+			}
+			spec.SMS = &v1alpha1.Activation{Active: true}
+		case v1alpha1.ChannelSMSOneway:
+			spec.SMSOneway = &v1alpha1.Enablement{Enabled: true}
+		case v1alpha1.ChannelVoice:
+			if spec.PhoneNumber == "" {
+				return notConnected("it has no phone number provisioned for calls")
+			}
+			spec.Voice = &v1alpha1.Enablement{Enabled: true}
+		case v1alpha1.ChannelEmail:
+			if spec.Email == nil {
+				return notConnected("it has no email address")
+			}
+		case v1alpha1.ChannelWhatsApp, v1alpha1.ChannelTelegram, v1alpha1.ChannelInstagram, v1alpha1.ChannelMessenger:
+			acc := account(spec, channel)
+			if acc == nil {
+				return notConnected("connect an account first (an invitation, or the channel's connect endpoint)")
+			}
+			acc.Active = true
+		default:
+			return apperror.InvalidFields(apperror.FieldError{Path: "channel", Message: fmt.Sprintf("unknown channel %q", channel)})
+		}
+		return s.write(ctx, snd)
+	})
+	if err != nil {
+		return View{}, err
+	}
+	return s.view(ctx, snd)
+}
+
+func account(spec *v1alpha1.SenderSpec, c v1alpha1.Channel) *v1alpha1.ConnectedAccount {
+	switch c {
+	case v1alpha1.ChannelWhatsApp:
+		return spec.WhatsApp
+	case v1alpha1.ChannelTelegram:
+		return spec.Telegram
+	case v1alpha1.ChannelInstagram:
+		return spec.Instagram
+	case v1alpha1.ChannelMessenger:
+		return spec.Messenger
+	}
+	return nil
+}
+
+// write server-side applies the sender's whole spec as the API's field manager. The resource
+// version makes it conditional, so a concurrent change is retried rather than overwritten.
+func (s *Service) write(ctx context.Context, snd *v1alpha1.Sender) error {
+	desired := &v1alpha1.Sender{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Sender"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: snd.Namespace, Name: snd.Name, ResourceVersion: snd.ResourceVersion},
+		Spec:       snd.Spec,
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(desired)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: raw}
+	unstructured.RemoveNestedField(u.Object, "status")
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	err = s.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
+	if err != nil {
+		return fromAPIError(err, snd.Name)
+	}
+	// The server's answer (defaults, resource version, creation time) was decoded into u.
+	stored := &v1alpha1.Sender{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, stored); err != nil {
+		return fmt.Errorf("decode applied sender %s: %w", snd.Name, err)
+	}
+	*snd = *stored
+	return nil
+}
+
+// fromAPIError turns the API server's refusal (schema, CEL) into the API's 400 with every field.
+func fromAPIError(err error, id string) error {
+	var status apierrors.APIStatus
+	if apierrors.IsInvalid(err) && errors.As(err, &status) && status.Status().Details != nil {
+		var fields []apperror.FieldError
+		for _, c := range status.Status().Details.Causes {
+			fields = append(fields, apperror.FieldError{Path: c.Field, Message: c.Message})
+		}
+		if len(fields) > 0 {
+			return apperror.InvalidFields(fields...)
+		}
+	}
+	if apierrors.IsConflict(err) {
+		return err // retried by the caller
+	}
+	return fmt.Errorf("write sender %s: %w", id, err)
+}
+
+func (s *Service) get(ctx context.Context, project, id string) (*v1alpha1.Sender, error) {
+	return s.read(ctx, s.client, project, id)
+}
+
+func (s *Service) getLive(ctx context.Context, project, id string) (*v1alpha1.Sender, error) {
+	return s.read(ctx, s.live, project, id)
+}
+
+func (s *Service) read(ctx context.Context, r client.Reader, project, id string) (*v1alpha1.Sender, error) {
+	var snd v1alpha1.Sender
+	err := r.Get(ctx, client.ObjectKey{Namespace: project, Name: id}, &snd)
+	if apierrors.IsNotFound(err) || (err == nil && !snd.DeletionTimestamp.IsZero()) {
+		return nil, apperror.NotFoundf("No sender %s.", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read sender %s: %w", id, err)
+	}
+	return &snd, nil
+}
+
+func (s *Service) view(ctx context.Context, snd *v1alpha1.Sender) (View, error) {
+	var list v1alpha1.SenderList
+	if err := s.client.List(ctx, &list, client.InNamespace(snd.Namespace)); err != nil {
+		return View{}, fmt.Errorf("list senders of %s: %w", snd.Namespace, err)
+	}
+	if !slices.ContainsFunc(list.Items, func(o v1alpha1.Sender) bool { return o.UID == snd.UID }) {
+		list.Items = append(list.Items, *snd) // the cache has not seen it yet
+	}
+	def := v1alpha1.DefaultSender(list.Items)
+	return View{Sender: snd, Channels: channels(snd), IsDefault: def != nil && def.UID == snd.UID}, nil
+}
+
+// channels is what the sender can send on, computed as the controller computes it.
+func channels(snd *v1alpha1.Sender) []v1alpha1.Channel {
+	var out []v1alpha1.Channel
+	for _, c := range snd.Spec.ActiveChannels() {
+		if snd.Spec.Transport.Supports(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// clearOtherDefaults makes snd the project's only sender asking to be the default.
+func (s *Service) clearOtherDefaults(ctx context.Context, snd *v1alpha1.Sender) error {
+	var list v1alpha1.SenderList
+	if err := s.client.List(ctx, &list, client.InNamespace(snd.Namespace)); err != nil {
+		return fmt.Errorf("list senders of %s: %w", snd.Namespace, err)
+	}
+	for i := range list.Items {
+		other := &list.Items[i]
+		if other.UID == snd.UID || !other.Spec.Default {
+			continue
+		}
+		patch := client.MergeFrom(other.DeepCopy())
+		other.Spec.Default = false
+		if err := s.client.Patch(ctx, other, patch, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("clear default of sender %s: %w", other.Name, err)
+		}
+	}
+	return nil
+}
+
+func generatedSecret(snd *v1alpha1.Sender, value string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: snd.Namespace, Name: snd.Name + "-webhook",
+			Labels: map[string]string{v1alpha1.WebhookSecretLabel: "true"},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{v1alpha1.GeneratedWebhookSecretKey: []byte(value)},
+	}
+}
+
+// ensureSecret returns the webhook's signing secret, creating the generated one when needed.
+func (s *Service) ensureSecret(ctx context.Context, snd *v1alpha1.Sender) (string, error) {
+	secret, _, err := s.ensureSecretCreated(ctx, snd)
+	return secret, err
+}
+
+func (s *Service) ensureSecretCreated(ctx context.Context, snd *v1alpha1.Sender) (string, bool, error) {
+	if snd.Spec.Webhook.SecretRef != nil {
+		return "", false, nil
+	}
+	value, err := controller.NewWebhookSecret()
+	if err != nil {
+		return "", false, err
+	}
+	secret := generatedSecret(snd, value)
+	if err := controllerutil.SetControllerReference(snd, secret, s.scheme); err != nil {
+		return "", false, err
+	}
+	err = s.client.Create(ctx, secret, client.FieldOwner(FieldManager))
+	if err == nil {
+		return value, true, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return "", false, fmt.Errorf("create webhook secret of %s: %w", snd.Name, err)
+	}
+	// The controller made it first; read it back (only webhook Secrets are readable).
+	var existing corev1.Secret
+	if err := s.client.Get(ctx, client.ObjectKeyFromObject(secret), &existing); err != nil {
+		return "", false, fmt.Errorf("read webhook secret of %s: %w", snd.Name, err)
+	}
+	return string(existing.Data[v1alpha1.GeneratedWebhookSecretKey]), false, nil
+}
+
+// newID names a sender: "snd-" and 12 random lowercase letters and digits.
+func newID() (string, error) {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 12)
+	for i := range b {
+		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
+		if err != nil {
+			return "", fmt.Errorf("generate sender id: %w", err)
+		}
+		b[i] = alphabet[n.Int64()]
+	}
+	return "snd-" + string(b), nil
+}
+
+// checkTransition refuses signature-version jumps before the API server's CEL rule would, with
+// the spec's wording.
+func checkTransition(from, to v1alpha1.SignatureVersion) error {
+	if (from == v1alpha1.SignatureV1 && to == v1alpha1.SignatureV2) || (from == v1alpha1.SignatureV2 && to == v1alpha1.SignatureV1) {
+		return apperror.InvalidFields(apperror.FieldError{Path: "webhookSignatureVersion",
+			Message: fmt.Sprintf("cannot go from %s straight to %s; go through v1+v2", from, to)})
+	}
+	return nil
+}
