@@ -17,21 +17,32 @@ import (
 
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
 
-// generatedWebhookSecretName is the Secret the controller makes for a webhook without secretRef.
+// generatedWebhookSecretName is the Secret the controller makes for a sender's webhook without secretRef.
 func generatedWebhookSecretName(sender *v1alpha1.Sender) string { return sender.Name + "-webhook" }
 
 // reconcileWebhookSecret makes sure the sender's webhook has a signing secret and returns where it
 // is, or the readiness failure that explains why it has none. Without a webhook, a generated
 // Secret is removed with it.
 func (r *SenderReconciler) reconcileWebhookSecret(ctx context.Context, sender *v1alpha1.Sender) (*v1alpha1.SecretKeyRef, *readiness, error) {
-	wh := sender.Spec.Webhook
-	if wh == nil {
-		return nil, nil, r.deleteGeneratedSecret(ctx, sender)
+	var ref *v1alpha1.SecretKeyRef
+	if sender.Spec.Webhook != nil {
+		ref = sender.Spec.Webhook.SecretRef
 	}
-	if ref := wh.SecretRef; ref != nil {
-		// The cache holds only labelled Secrets, so an unlabelled one reads as missing.
+	return reconcileSigningSecret(ctx, r.Client, sender, sender.Spec.Webhook != nil, ref, generatedWebhookSecretName(sender))
+}
+
+// reconcileSigningSecret gives owner's webhook a signing secret: the one ref names (it must exist
+// and carry the webhook-secret label, or the cache does not see it), else a generated Secret
+// named generated, owned by owner. When owner has no webhook (wanted false), the generated Secret
+// is removed.
+func reconcileSigningSecret(ctx context.Context, c client.Client, owner client.Object, wanted bool, ref *v1alpha1.SecretKeyRef,
+	generated string) (*v1alpha1.SecretKeyRef, *readiness, error) {
+	if !wanted {
+		return nil, nil, deleteGeneratedSecret(ctx, c, owner, generated)
+	}
+	if ref != nil {
 		var s corev1.Secret
-		err := r.Get(ctx, client.ObjectKey{Namespace: sender.Namespace, Name: ref.Name}, &s)
+		err := c.Get(ctx, client.ObjectKey{Namespace: owner.GetNamespace(), Name: ref.Name}, &s)
 		if apierrors.IsNotFound(err) || (err == nil && len(s.Data[ref.Key]) == 0) {
 			failed := notReady(v1alpha1.ReasonWebhookSecretNotFound, fmt.Sprintf(
 				"Secret %s with key %s and label %s=true not found", ref.Name, ref.Key, v1alpha1.WebhookSecretLabel))
@@ -40,23 +51,22 @@ func (r *SenderReconciler) reconcileWebhookSecret(ctx context.Context, sender *v
 		if err != nil {
 			return nil, nil, fmt.Errorf("read webhook secret %s: %w", ref.Name, err)
 		}
-		return ref, nil, r.deleteGeneratedSecret(ctx, sender)
+		return ref, nil, deleteGeneratedSecret(ctx, c, owner, generated)
 	}
 
-	name := generatedWebhookSecretName(sender)
-	ref := &v1alpha1.SecretKeyRef{Name: name, Key: v1alpha1.GeneratedWebhookSecretKey}
+	out := &v1alpha1.SecretKeyRef{Name: generated, Key: v1alpha1.GeneratedWebhookSecretKey}
 	var s corev1.Secret
-	err := r.Get(ctx, client.ObjectKey{Namespace: sender.Namespace, Name: name}, &s)
+	err := c.Get(ctx, client.ObjectKey{Namespace: owner.GetNamespace(), Name: generated}, &s)
 	switch {
 	case err == nil:
-		if !metav1.IsControlledBy(&s, sender) {
+		if !metav1.IsControlledBy(&s, owner) {
 			failed := notReady(v1alpha1.ReasonWebhookSecretNotFound,
-				fmt.Sprintf("Secret %s exists and belongs to something else; set spec.webhook.secretRef", name))
+				fmt.Sprintf("Secret %s exists and belongs to something else; set spec.webhook.secretRef", generated))
 			return nil, &failed, nil
 		}
-		return ref, nil, nil
+		return out, nil, nil
 	case !apierrors.IsNotFound(err):
-		return nil, nil, fmt.Errorf("read webhook secret %s: %w", name, err)
+		return nil, nil, fmt.Errorf("read webhook secret %s: %w", generated, err)
 	}
 	value, err := NewWebhookSecret()
 	if err != nil {
@@ -64,34 +74,34 @@ func (r *SenderReconciler) reconcileWebhookSecret(ctx context.Context, sender *v
 	}
 	s = corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Namespace: sender.Namespace, Name: name,
+			Namespace: owner.GetNamespace(), Name: generated,
 			Labels: map[string]string{v1alpha1.WebhookSecretLabel: "true"},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{v1alpha1.GeneratedWebhookSecretKey: []byte(value)},
 	}
-	if err := controllerutil.SetControllerReference(sender, &s, r.Scheme()); err != nil {
+	if err := controllerutil.SetControllerReference(owner, &s, c.Scheme()); err != nil {
 		return nil, nil, err
 	}
-	if err := r.Create(ctx, &s); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, nil, fmt.Errorf("create webhook secret %s: %w", name, err)
+	if err := c.Create(ctx, &s); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, nil, fmt.Errorf("create webhook secret %s: %w", generated, err)
 	}
-	return ref, nil, nil
+	return out, nil, nil
 }
 
-func (r *SenderReconciler) deleteGeneratedSecret(ctx context.Context, sender *v1alpha1.Sender) error {
+func deleteGeneratedSecret(ctx context.Context, c client.Client, owner client.Object, name string) error {
 	var s corev1.Secret
-	err := r.Get(ctx, client.ObjectKey{Namespace: sender.Namespace, Name: generatedWebhookSecretName(sender)}, &s)
+	err := c.Get(ctx, client.ObjectKey{Namespace: owner.GetNamespace(), Name: name}, &s)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("read webhook secret: %w", err)
 	}
-	if !metav1.IsControlledBy(&s, sender) {
+	if !metav1.IsControlledBy(&s, owner) {
 		return nil
 	}
-	if err := r.Delete(ctx, &s); err != nil && !apierrors.IsNotFound(err) {
+	if err := c.Delete(ctx, &s); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete webhook secret %s: %w", s.Name, err)
 	}
 	return nil

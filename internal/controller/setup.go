@@ -16,7 +16,10 @@ func SetupAll(mgr ctrl.Manager) error {
 	if err := (&ProjectReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&SenderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+	if err := (&SenderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&WebhookReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
 }
 
 // CacheOptions limits what the informer cache holds: of all Secrets, only the webhook secrets.
