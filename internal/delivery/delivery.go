@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
@@ -55,20 +56,23 @@ func (s *Service) Enqueue(ctx context.Context, tx pgx.Tx, ev Event) ([]string, e
 	if err != nil {
 		return nil, fmt.Errorf("encode %s data: %w", ev.Name, err)
 	}
-	var targets []struct {
+	// Every endpoint subscribed to the event gets a delivery of its own.
+	type target struct {
 		kind Kind
 		name string
 	}
+	candidates := []target{{KindProjectV2, string(v1alpha1.WebhookKindV2)}, {KindProjectV1, string(v1alpha1.WebhookKindInvitations)}}
 	if ev.Sender != "" {
-		ep, err := s.resolver.senderEndpoint(ctx, ev.Project, ev.Sender, ev.Name)
+		candidates = append([]target{{KindSender, ev.Sender}}, candidates...)
+	}
+	var targets []target
+	for _, t := range candidates {
+		ep, err := s.resolver.resolve(ctx, t.kind, ev.Project, t.name, ev.Name)
 		if err != nil {
 			return nil, err
 		}
 		if ep != nil {
-			targets = append(targets, struct {
-				kind Kind
-				name string
-			}{KindSender, ev.Sender})
+			targets = append(targets, t)
 		}
 	}
 	if len(targets) == 0 {

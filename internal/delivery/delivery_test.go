@@ -412,3 +412,58 @@ func TestPlainHTTPIsRefused(t *testing.T) {
 }
 
 func rcvURL(r *receiver) string { return r.URL + "/hook" }
+
+func TestEveryEventFansOutToEverySubscribedEndpoint(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	senderRcv, projectRcv := newReceiver(t), newReceiver(t)
+	roots := senderRcv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	roots.AddCert(projectRcv.Certificate())
+	f := newFixture(t, senderRcv, v1alpha1.SenderWebhook{URL: rcvURL(senderRcv)}, delivery.ClientOptions{Allow: loopback, RootCAs: roots})
+
+	v2 := &v1alpha1.Webhook{
+		ObjectMeta: metav1.ObjectMeta{Namespace: f.project, Name: "v2"},
+		Spec:       v1alpha1.WebhookSpec{Kind: v1alpha1.WebhookKindV2, URL: rcvURL(projectRcv), Events: []v1alpha1.WebhookEvent{"message.delivered"}},
+	}
+	if err := k8s.Create(ctx, v2); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the v2 webhook's secret", func() bool {
+		return cache.Get(ctx, client.ObjectKeyFromObject(v2), v2) == nil && v2.Status.WebhookSecret != nil &&
+			cache.Get(ctx, client.ObjectKey{Namespace: f.project, Name: v2.Status.WebhookSecret.Name}, &corev1.Secret{}) == nil
+	})
+	var v2Secret corev1.Secret
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: f.project, Name: v2.Status.WebhookSecret.Name}, &v2Secret); err != nil {
+		t.Fatal(err)
+	}
+
+	ids := f.enqueue(t, "message.delivered", true)
+	if len(ids) != 2 || ids[0] == ids[1] {
+		t.Fatalf("Enqueue = %v, want two deliveries with their own event ids", ids)
+	}
+	waitFor(t, "both delivered", func() bool { return senderRcv.count() == 1 && projectRcv.count() == 1 })
+
+	req, body, _ := projectRcv.request(0)
+	if err := webhook.Verify(req.Header.Get("X-Service-Signature"), body, v2Secret.Data["secret"], time.Minute, time.Now()); err != nil {
+		t.Fatalf("v2 delivery signature: %v", err)
+	}
+	var env map[string]any
+	_ = json.Unmarshal(body, &env)
+	data, _ := env["data"].(map[string]any)
+	if env["projectId"] != f.project || env["event"] != "message.delivered" || data["senderId"] != nil || data["status"] != "delivered" {
+		t.Errorf("v2 envelope %s", body)
+	}
+	if _, isNumber := env["timestamp"].(float64); !isNumber {
+		t.Errorf("v2 timestamp %v is not Unix milliseconds", env["timestamp"])
+	}
+	_, body, _ = senderRcv.request(0)
+	_ = json.Unmarshal(body, &env)
+	if env["data"].(map[string]any)["senderId"] != "support" {
+		t.Errorf("sender envelope %s", body)
+	}
+
+	// The v2 webhook takes only what it subscribed to; the sender webhook takes everything.
+	if ids := f.enqueue(t, "message.failed", true); len(ids) != 1 {
+		t.Errorf("message.failed went to %d endpoints, want the sender's only", len(ids))
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -49,23 +50,61 @@ func (r resolver) senderEndpoint(ctx context.Context, project, sender, event str
 		return nil, fmt.Errorf("read sender %s/%s: %w", project, sender, err)
 	}
 	wh := s.Spec.Webhook
-	if wh == nil || (wh.Active != nil && !*wh.Active) || !subscribed(wh.Events, event) || s.Status.WebhookSecret == nil {
+	if wh == nil || (wh.Active != nil && !*wh.Active) || !subscribed(wh.Events, event) {
+		return nil, nil
+	}
+	return r.withSecret(ctx, project, wh.URL, wh.SignatureVersion, s.Status.WebhookSecret)
+}
+
+// projectEndpoint returns the project webhook name ("v2" or "invitations") when it exists and is
+// subscribed to event; the invitations webhook takes invitation events only.
+func (r resolver) projectEndpoint(ctx context.Context, project, name, event string) (*endpoint, error) {
+	if name == string(v1alpha1.WebhookKindInvitations) && !strings.HasPrefix(event, "invitation.") {
+		return nil, nil
+	}
+	var wh v1alpha1.Webhook
+	err := r.reader.Get(ctx, client.ObjectKey{Namespace: project, Name: name}, &wh)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read webhook %s/%s: %w", project, name, err)
+	}
+	if !wh.DeletionTimestamp.IsZero() || !subscribed(wh.Spec.Events, event) {
+		return nil, nil
+	}
+	return r.withSecret(ctx, project, wh.Spec.URL, wh.Spec.SignatureVersion, wh.Status.WebhookSecret)
+}
+
+// withSecret completes an endpoint with its signing secret; nil while it has none.
+func (r resolver) withSecret(ctx context.Context, project, url string, version v1alpha1.SignatureVersion, ref *v1alpha1.SecretKeyRef) (*endpoint, error) {
+	if ref == nil {
 		return nil, nil
 	}
 	var secret corev1.Secret
-	ref := s.Status.WebhookSecret
-	err = r.reader.Get(ctx, client.ObjectKey{Namespace: project, Name: ref.Name}, &secret)
+	err := r.reader.Get(ctx, client.ObjectKey{Namespace: project, Name: ref.Name}, &secret)
 	if apierrors.IsNotFound(err) || (err == nil && len(secret.Data[ref.Key]) == 0) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read webhook secret of sender %s/%s: %w", project, sender, err)
+		return nil, fmt.Errorf("read webhook secret %s/%s: %w", project, ref.Name, err)
 	}
-	version := string(wh.SignatureVersion)
 	if version == "" {
-		version = string(v1alpha1.SignatureV2)
+		version = v1alpha1.SignatureV2
 	}
-	return &endpoint{url: wh.URL, signatureVersion: version, secret: secret.Data[ref.Key]}, nil
+	return &endpoint{url: url, signatureVersion: string(version), secret: secret.Data[ref.Key]}, nil
+}
+
+// resolve returns the current endpoint of a delivery.
+func (r resolver) resolve(ctx context.Context, kind Kind, project, name, event string) (*endpoint, error) {
+	switch kind {
+	case KindSender:
+		return r.senderEndpoint(ctx, project, name, event)
+	case KindProjectV2, KindProjectV1:
+		return r.projectEndpoint(ctx, project, name, event)
+	default:
+		return nil, fmt.Errorf("unknown endpoint kind %s", kind)
+	}
 }
 
 // subscribed tells whether a webhook with these events receives event; none means all.

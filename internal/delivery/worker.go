@@ -100,13 +100,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	if d.Status != "pending" {
 		return nil
 	}
-	var ep *endpoint
-	switch Kind(d.EndpointKind) {
-	case KindSender:
-		ep, err = w.resolver.senderEndpoint(ctx, d.Project, d.EndpointName, d.Event)
-	default:
-		err = fmt.Errorf("endpoint kind %s has no resolver", d.EndpointKind)
-	}
+	ep, err := w.resolver.resolve(ctx, Kind(d.EndpointKind), d.Project, d.EndpointName, d.Event)
 	if err != nil {
 		return err
 	}
