@@ -6,7 +6,6 @@ package sender
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"math/big"
 	"regexp"
@@ -16,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,10 +23,11 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/controller"
+	"github.com/switchboard-io/switchboard/internal/kubeapply"
 )
 
 // FieldManager names the API's writes.
-const FieldManager = "switchboard-api"
+const FieldManager = kubeapply.FieldManager
 
 var (
 	e164  = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
@@ -293,50 +292,10 @@ func account(spec *v1alpha1.SenderSpec, c v1alpha1.Channel) *v1alpha1.ConnectedA
 	return nil
 }
 
-// write server-side applies the sender's whole spec as the API's field manager. The resource
-// version makes it conditional, so a concurrent change is retried rather than overwritten.
+// write applies the sender's spec as the API's field manager (conditional on its resource version).
 func (s *Service) write(ctx context.Context, snd *v1alpha1.Sender) error {
-	desired := &v1alpha1.Sender{
-		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Sender"},
-		ObjectMeta: metav1.ObjectMeta{Namespace: snd.Namespace, Name: snd.Name, ResourceVersion: snd.ResourceVersion},
-		Spec:       snd.Spec,
-	}
-	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(desired)
-	if err != nil {
-		return err
-	}
-	u := &unstructured.Unstructured{Object: raw}
-	unstructured.RemoveNestedField(u.Object, "status")
-	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
-	err = s.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership)
-	if err != nil {
-		return fromAPIError(err, snd.Name)
-	}
-	// The server's answer (defaults, resource version, creation time) was decoded into u.
-	stored := &v1alpha1.Sender{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, stored); err != nil {
-		return fmt.Errorf("decode applied sender %s: %w", snd.Name, err)
-	}
-	*snd = *stored
-	return nil
-}
-
-// fromAPIError turns the API server's refusal (schema, CEL) into the API's 400 with every field.
-func fromAPIError(err error, id string) error {
-	var status apierrors.APIStatus
-	if apierrors.IsInvalid(err) && errors.As(err, &status) && status.Status().Details != nil {
-		var fields []apperror.FieldError
-		for _, c := range status.Status().Details.Causes {
-			fields = append(fields, apperror.FieldError{Path: c.Field, Message: c.Message})
-		}
-		if len(fields) > 0 {
-			return apperror.InvalidFields(fields...)
-		}
-	}
-	if apierrors.IsConflict(err) {
-		return err // retried by the caller
-	}
-	return fmt.Errorf("write sender %s: %w", id, err)
+	snd.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Sender"}
+	return kubeapply.Apply(ctx, s.client, snd)
 }
 
 func (s *Service) get(ctx context.Context, project, id string) (*v1alpha1.Sender, error) {
