@@ -35,6 +35,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/httpapi"
 	"github.com/switchboard-io/switchboard/internal/index"
 	"github.com/switchboard-io/switchboard/internal/postgres"
+	"github.com/switchboard-io/switchboard/internal/projectwebhook"
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
 	"github.com/switchboard-io/switchboard/internal/sender"
 	"github.com/switchboard-io/switchboard/internal/worker"
@@ -215,16 +216,17 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		return err
 	}
 	server, err := httpapi.New(httpapi.Options{
-		Auth:        auth,
-		Accounts:    account.NewService(mgr.GetClient(), keys),
-		Senders:     sender.NewService(mgr.GetClient(), mgr.GetAPIReader()),
-		Limiter:     limiter,
-		Reader:      mgr.GetClient(),
-		Usage:       apikey.NewUsageRecorder(queue, log.WithName("usage")),
-		CursorKey:   cursorKey,
-		Listener:    cfg.Listener,
-		ReadyChecks: checks,
-		Log:         log.WithName("api"),
+		Auth:            auth,
+		Accounts:        account.NewService(mgr.GetClient(), keys),
+		Senders:         sender.NewService(mgr.GetClient(), mgr.GetAPIReader()),
+		ProjectWebhooks: projectwebhook.NewService(mgr.GetClient(), mgr.GetAPIReader()),
+		Limiter:         limiter,
+		Reader:          mgr.GetClient(),
+		Usage:           apikey.NewUsageRecorder(queue, log.WithName("usage")),
+		CursorKey:       cursorKey,
+		Listener:        cfg.Listener,
+		ReadyChecks:     checks,
+		Log:             log.WithName("api"),
 	})
 	if err != nil {
 		return err

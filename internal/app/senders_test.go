@@ -99,17 +99,25 @@ func TestSenderLifecycle(t *testing.T) {
 	}
 
 	// A second default takes over; the first stops being it.
-	r = in.post("/v1/senders", key, `{"name":"Marketing","setAsDefault":true}`)
+	r = in.post("/v1/senders", key, `{"name":"Marketing","setAsDefault":true,"webhookUrl":"https://hooks.acme.example/m"}`)
 	second := r.body["id"].(string)
 	if r.status != 201 || r.body["isDefault"] != true {
 		t.Fatalf("second default = %d %v", r.status, r.body)
 	}
 	waitFor(t, func() bool { return in.get("/v1/senders/"+id, key).body["isDefault"] == false })
 
-	if r := in.do("DELETE", "/v1/senders/"+second, key, nil); r.status != 204 {
-		t.Fatalf("delete = %d", r.status)
+	for _, gone := range []string{id, second} {
+		if r := in.do("DELETE", "/v1/senders/"+gone, key, nil); r.status != 204 {
+			t.Fatalf("delete = %d", r.status)
+		}
+		waitFor(t, func() bool { return in.get("/v1/senders/"+gone, key).status == 404 })
 	}
-	waitFor(t, func() bool { return in.get("/v1/senders/"+second, key).status == 404 })
+	if r := in.do("DELETE", "/v1/senders/"+id, key, nil); r.status != 404 {
+		t.Errorf("second delete = %d, want 404", r.status)
+	}
+	if err := in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: second + "-webhook"}, &s); err == nil {
+		t.Errorf("the sender's webhook Secret outlived it")
+	}
 }
 
 func TestSenderBadInputChangesNothing(t *testing.T) {

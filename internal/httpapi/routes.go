@@ -50,6 +50,11 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/v1/senders/{senderId}/webhook/secret", access: permission, permission: apikey.PermissionAll, handle: s.rotateSenderSecret},
 		{method: "POST", path: "/v1/senders/{senderId}/channels/{channel}/activate", access: permission, permission: apikey.PermissionAll, handle: s.activateSenderChannel},
 
+		{method: "GET", path: "/v2/webhook", access: permission, permission: apikey.PermissionAll, handle: s.getWebhookV2},
+		{method: "PUT", path: "/v2/webhook", access: permission, permission: apikey.PermissionAll, handle: s.putWebhookV2},
+		{method: "DELETE", path: "/v2/webhook", access: permission, permission: apikey.PermissionAll, handle: s.deleteWebhookV2},
+		{method: "POST", path: "/v2/webhook/secret", access: permission, permission: apikey.PermissionAll, handle: s.rotateWebhookV2Secret},
+
 		{method: "POST", path: "/v1/sub-accounts", access: parentOnly, handle: s.createSubAccount},
 		{method: "GET", path: "/v1/sub-accounts", access: parentOnly, handle: s.listSubAccounts},
 		{method: "GET", path: "/v1/sub-accounts/{id}", access: parentOnly, handle: s.getSubAccount},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/internal/account"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/projectwebhook"
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
 	"github.com/switchboard-io/switchboard/internal/sender"
 )
@@ -36,15 +37,17 @@ type Server struct {
 	auth     Authenticator
 	accounts *account.Service
 	senders  *sender.Service
-	limiter  ratelimit.Limiter
-	reader   client.Reader
-	usage    KeyUsage
-	listener net.Listener
-	checks   map[string]healthz.Checker
-	log      logr.Logger
-	now      func() time.Time
-	cursors  *cursorCodec
-	docs     map[string][]byte
+	// projectHooks manages the v2 project webhook.
+	projectHooks *projectwebhook.Service
+	limiter      ratelimit.Limiter
+	reader       client.Reader
+	usage        KeyUsage
+	listener     net.Listener
+	checks       map[string]healthz.Checker
+	log          logr.Logger
+	now          func() time.Time
+	cursors      *cursorCodec
+	docs         map[string][]byte
 }
 
 // Options are what the server needs.
@@ -52,6 +55,8 @@ type Options struct {
 	Auth     Authenticator
 	Accounts *account.Service
 	Senders  *sender.Service
+	// ProjectWebhooks manages the v2 project webhook.
+	ProjectWebhooks *projectwebhook.Service
 	// Limiter counts requests per project; nil means in memory.
 	Limiter ratelimit.Limiter
 	// Reader reads Switchboard's custom resources, normally from the informer cache.
@@ -79,7 +84,7 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	return &Server{
-		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
+		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs,
 	}, nil

@@ -195,6 +195,14 @@ func (s *Service) Delete(ctx context.Context, project, id string) error {
 	if err := s.client.Delete(ctx, snd); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete sender %s: %w", id, err)
 	}
+	// The generated secret goes at once rather than whenever garbage collection gets to it.
+	var secret corev1.Secret
+	err = s.live.Get(ctx, client.ObjectKey{Namespace: project, Name: snd.Name + "-webhook"}, &secret)
+	if err == nil && metav1.IsControlledBy(&secret, snd) {
+		if err := s.client.Delete(ctx, &secret); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete webhook secret of sender %s: %w", id, err)
+		}
+	}
 	return nil
 }
 

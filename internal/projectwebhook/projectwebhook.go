@@ -1,0 +1,264 @@
+// Package projectwebhook manages the v2 project webhook (`/v2/webhook`): one per project, stored
+// as the Webhook resource "v2", apart from the v1 project (invitations) webhook.
+package projectwebhook
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/controller"
+	"github.com/switchboard-io/switchboard/internal/kubeapply"
+	"github.com/switchboard-io/switchboard/internal/sender"
+)
+
+const name = string(v1alpha1.WebhookKindV2)
+
+// Service manages the v2 project webhook.
+type Service struct {
+	client client.Client
+	live   client.Reader
+}
+
+// NewService returns a Service; live reads bypass the cache for read-modify-write.
+func NewService(c client.Client, live client.Reader) *Service { return &Service{client: c, live: live} }
+
+// PutInput is the body of PUT /v2/webhook.
+type PutInput struct {
+	URL                   *string   `json:"url"`
+	Events                *[]string `json:"events"`
+	DisableSenderWebhooks *bool     `json:"disableSenderWebhooks"`
+	SignatureVersion      *string   `json:"signatureVersion"`
+}
+
+// State is what GET /v2/webhook shows.
+type State struct {
+	Webhook *v1alpha1.Webhook
+	// SenderWebhooks are the project's v1 sender webhooks that are still on.
+	SenderWebhooks []v1alpha1.Sender
+}
+
+// Get returns the project's v2 webhook (nil when none) and its sender webhooks still on.
+func (s *Service) Get(ctx context.Context, project string) (State, error) {
+	var st State
+	var wh v1alpha1.Webhook
+	err := s.client.Get(ctx, client.ObjectKey{Namespace: project, Name: name}, &wh)
+	switch {
+	case err == nil && wh.DeletionTimestamp.IsZero():
+		st.Webhook = &wh
+	case err != nil && !apierrors.IsNotFound(err):
+		return st, fmt.Errorf("read v2 webhook of %s: %w", project, err)
+	}
+	var senders v1alpha1.SenderList
+	if err := s.client.List(ctx, &senders, client.InNamespace(project)); err != nil {
+		return st, fmt.Errorf("list senders of %s: %w", project, err)
+	}
+	for _, snd := range senders.Items {
+		if wh := snd.Spec.Webhook; wh != nil && (wh.Active == nil || *wh.Active) {
+			st.SenderWebhooks = append(st.SenderWebhooks, snd)
+		}
+	}
+	return st, nil
+}
+
+// Put creates the webhook (created true, with its new secret) or replaces it, keeping its secret.
+func (s *Service) Put(ctx context.Context, project string, in PutInput) (wh *v1alpha1.Webhook, created bool, secret string, err error) {
+	var errs []apperror.FieldError
+	var allowedDetail bool
+	if in.URL == nil {
+		errs = append(errs, apperror.FieldError{Path: "url", Message: "is required"})
+	} else if !httpsURL(*in.URL) {
+		errs = append(errs, apperror.FieldError{Path: "url", Message: "must be an absolute https URL"})
+	}
+	var events []v1alpha1.WebhookEvent
+	if in.Events == nil || len(*in.Events) == 0 {
+		errs = append(errs, apperror.FieldError{Path: "events", Message: "is required: the event names to deliver"})
+	} else {
+		for i, e := range *in.Events {
+			if !slices.Contains(sender.WebhookEvents, e) {
+				errs = append(errs, apperror.FieldError{Path: fmt.Sprintf("events[%d]", i), Message: fmt.Sprintf("unknown event %q", e)})
+				allowedDetail = true
+				continue
+			}
+			if !slices.Contains(events, v1alpha1.WebhookEvent(e)) {
+				events = append(events, v1alpha1.WebhookEvent(e))
+			}
+		}
+	}
+	version := v1alpha1.SignatureV2
+	if in.SignatureVersion != nil {
+		version = v1alpha1.SignatureVersion(*in.SignatureVersion)
+		if !slices.Contains([]v1alpha1.SignatureVersion{v1alpha1.SignatureV1, v1alpha1.SignatureV1V2, v1alpha1.SignatureV2}, version) {
+			errs = append(errs, apperror.FieldError{Path: "signatureVersion", Message: "must be v1, v1+v2 or v2"})
+		}
+	}
+	if len(errs) > 0 {
+		e := apperror.InvalidFields(errs...)
+		if allowedDetail {
+			e.Details["allowed"] = sender.WebhookEvents
+		}
+		return nil, false, "", e
+	}
+
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		current := &v1alpha1.Webhook{}
+		getErr := s.live.Get(ctx, client.ObjectKey{Namespace: project, Name: name}, current)
+		if getErr != nil && !apierrors.IsNotFound(getErr) {
+			return fmt.Errorf("read v2 webhook of %s: %w", project, getErr)
+		}
+		created = apierrors.IsNotFound(getErr)
+		desired := &v1alpha1.Webhook{
+			TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Webhook"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: project, Name: name},
+			Spec:       v1alpha1.WebhookSpec{Kind: v1alpha1.WebhookKindV2, URL: *in.URL, Events: events, SignatureVersion: version},
+		}
+		if !created {
+			desired.ResourceVersion = current.ResourceVersion
+			desired.Spec.SecretRef = current.Spec.SecretRef
+			if in.SignatureVersion == nil {
+				desired.Spec.SignatureVersion = current.Spec.SignatureVersion // replacing keeps the scheme
+			} else if from := current.Spec.SignatureVersion; (from == v1alpha1.SignatureV1 && version == v1alpha1.SignatureV2) ||
+				(from == v1alpha1.SignatureV2 && version == v1alpha1.SignatureV1) {
+				return apperror.InvalidFields(apperror.FieldError{Path: "signatureVersion",
+					Message: fmt.Sprintf("cannot go from %s straight to %s; go through v1+v2", from, version)})
+			}
+		}
+		if err := kubeapply.Apply(ctx, s.client, desired); err != nil {
+			return err
+		}
+		wh = desired
+		return nil
+	})
+	if err != nil {
+		return nil, false, "", err
+	}
+	if created {
+		if secret, err = s.writeSecret(ctx, wh, false); err != nil {
+			return nil, false, "", err
+		}
+	}
+	if in.DisableSenderWebhooks != nil && *in.DisableSenderWebhooks {
+		if err := s.disableSenderWebhooks(ctx, project); err != nil {
+			return nil, false, "", err
+		}
+	}
+	return wh, created, secret, nil
+}
+
+// RotateSecret gives the webhook a new secret; the old one stops working at once.
+func (s *Service) RotateSecret(ctx context.Context, project string) (string, error) {
+	var wh v1alpha1.Webhook
+	if err := s.live.Get(ctx, client.ObjectKey{Namespace: project, Name: name}, &wh); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", apperror.NotFoundf("This project has no v2 webhook.")
+		}
+		return "", fmt.Errorf("read v2 webhook of %s: %w", project, err)
+	}
+	if wh.Spec.SecretRef != nil {
+		return "", apperror.New(apperror.Conflict, "secret_managed_elsewhere",
+			"This webhook signs with a Secret you manage (spec.secretRef); rotate it there.")
+	}
+	return s.writeSecret(ctx, &wh, true)
+}
+
+// Delete removes the webhook and its generated secret at once (not waiting for garbage
+// collection); sender webhooks stay as they are.
+func (s *Service) Delete(ctx context.Context, project string) error {
+	var wh v1alpha1.Webhook
+	if err := s.live.Get(ctx, client.ObjectKey{Namespace: project, Name: name}, &wh); err != nil {
+		if apierrors.IsNotFound(err) {
+			return apperror.NotFoundf("This project has no v2 webhook.")
+		}
+		return fmt.Errorf("read v2 webhook of %s: %w", project, err)
+	}
+	if err := s.client.Delete(ctx, &wh); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete v2 webhook of %s: %w", project, err)
+	}
+	var secret corev1.Secret
+	err := s.live.Get(ctx, client.ObjectKey{Namespace: project, Name: controller.GeneratedProjectWebhookSecretName(&wh)}, &secret)
+	if err == nil && metav1.IsControlledBy(&secret, &wh) {
+		if err := s.client.Delete(ctx, &secret); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete v2 webhook secret of %s: %w", project, err)
+		}
+	}
+	return nil
+}
+
+// writeSecret stores a new generated secret for wh (replacing the old one when rotate is true)
+// and returns it.
+func (s *Service) writeSecret(ctx context.Context, wh *v1alpha1.Webhook, rotate bool) (string, error) {
+	value, err := controller.NewWebhookSecret()
+	if err != nil {
+		return "", err
+	}
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: wh.Namespace, Name: controller.GeneratedProjectWebhookSecretName(wh),
+			Labels: map[string]string{v1alpha1.WebhookSecretLabel: "true"}},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{v1alpha1.GeneratedWebhookSecretKey: []byte(value)},
+	}
+	if err := controllerutil.SetControllerReference(wh, secret, s.client.Scheme()); err != nil {
+		return "", err
+	}
+	err = s.client.Create(ctx, secret, client.FieldOwner(kubeapply.FieldManager))
+	if apierrors.IsAlreadyExists(err) {
+		if !rotate {
+			// The controller made it first: show that one.
+			var existing corev1.Secret
+			if err := s.live.Get(ctx, client.ObjectKeyFromObject(secret), &existing); err != nil {
+				return "", fmt.Errorf("read v2 webhook secret: %w", err)
+			}
+			return string(existing.Data[v1alpha1.GeneratedWebhookSecretKey]), nil
+		}
+		err = s.client.Update(ctx, secret, client.FieldOwner(kubeapply.FieldManager))
+	}
+	if err != nil {
+		return "", fmt.Errorf("store v2 webhook secret: %w", err)
+	}
+	return value, nil
+}
+
+// disableSenderWebhooks switches the project's sender webhooks off, keeping url, events and secret.
+func (s *Service) disableSenderWebhooks(ctx context.Context, project string) error {
+	var senders v1alpha1.SenderList
+	if err := s.live.List(ctx, &senders, client.InNamespace(project)); err != nil {
+		return fmt.Errorf("list senders of %s: %w", project, err)
+	}
+	off := false
+	for i := range senders.Items {
+		snd := &senders.Items[i]
+		if snd.Spec.Webhook == nil || (snd.Spec.Webhook.Active != nil && !*snd.Spec.Webhook.Active) {
+			continue
+		}
+		patch := client.MergeFrom(snd.DeepCopy())
+		snd.Spec.Webhook.Active = &off
+		if err := s.client.Patch(ctx, snd, patch, client.FieldOwner(kubeapply.FieldManager)); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("switch off the webhook of sender %s: %w", snd.Name, err)
+		}
+	}
+	return nil
+}
+
+func httpsURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || len(raw) > 2048 {
+		return false
+	}
+	if u.Scheme == "https" {
+		return true
+	}
+	// Plain http only to this machine (development), as for sender webhooks.
+	ip, err := netip.ParseAddr(u.Hostname())
+	return u.Scheme == "http" && ((err == nil && ip.IsLoopback()) || u.Hostname() == "localhost")
+}
