@@ -165,6 +165,37 @@ type ConnectedAccount struct {
 	// Active switches the connected account on; connected but not active, it is off.
 	// +optional
 	Active bool `json:"active,omitempty"`
+
+	// Profile is the WhatsApp business profile shown to contacts (WhatsApp accounts only).
+	// +optional
+	Profile *BusinessProfile `json:"profile,omitempty"`
+}
+
+// BusinessProfile is a WhatsApp business profile (spec: WhatsApp business profile update).
+type BusinessProfile struct {
+	// +kubebuilder:validation:MaxLength=139
+	// +optional
+	About string `json:"about,omitempty"`
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	Address string `json:"address,omitempty"`
+	// +kubebuilder:validation:MaxLength=512
+	// +optional
+	Description string `json:"description,omitempty"`
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Email string `json:"email,omitempty"`
+	// +kubebuilder:validation:MaxItems=2
+	// +kubebuilder:validation:items:MaxLength=256
+	// +optional
+	Websites []string `json:"websites,omitempty"`
+	// +kubebuilder:validation:Enum=UNDEFINED;OTHER;AUTO;BEAUTY;APPAREL;EDU;ENTERTAIN;EVENT_PLAN;FINANCE;GROCERY;GOVT;HOTEL;HEALTH;NONPROFIT;PROF_SERVICES;RETAIL;TRAVEL;RESTAURANT;NOT_A_BIZ
+	// +optional
+	Vertical string `json:"vertical,omitempty"`
+	// ProfilePictureURL is the picture shown to contacts.
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	ProfilePictureURL string `json:"profilePictureUrl,omitempty"`
 }
 
 // EmailSettings is the email channel of a sender.

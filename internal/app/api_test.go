@@ -186,7 +186,7 @@ func TestSubAccounts(t *testing.T) {
 
 	// Every invalid field is listed; nothing changes.
 	r := in.do("PATCH", "/v1/sub-accounts/"+ids[0], key, strings.NewReader(`{"name":"","creditLimit":-1,"status":"paused"}`))
-	errs, _ := r.body["details"].(map[string]any)["errors"].([]any)
+	errs := fieldErrors(r)
 	if r.status != 400 || len(errs) != 3 {
 		t.Errorf("invalid PATCH = %d %v, want 400 listing 3 fields", r.status, r.body)
 	}
@@ -254,7 +254,7 @@ func TestBadBodiesChangeNothing(t *testing.T) {
 			continue
 		}
 		if c.fields > 0 {
-			errs, _ := r.body["details"].(map[string]any)["errors"].([]any)
+			errs := fieldErrors(r)
 			if len(errs) != c.fields {
 				t.Errorf("%s: details.errors %v, want %d entries", name, errs, c.fields)
 			}

@@ -285,3 +285,10 @@ func jsonEqual(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return string(x) == string(y)
 }
+
+// fieldErrors returns details.errors of an error answer (none when there are none).
+func fieldErrors(r response) []any {
+	details, _ := r.body["details"].(map[string]any)
+	errs, _ := details["errors"].([]any)
+	return errs
+}

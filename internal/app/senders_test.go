@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
@@ -155,7 +156,7 @@ func TestSenderBadInputChangesNothing(t *testing.T) {
 		"wrong types":         {"PATCH", `{"name":1,"enableVoice":"yes","webhookEvents":"message.sent"}`, 3},
 	} {
 		r := in.do(c.method, "/v1/senders/"+id, key, strings.NewReader(c.body))
-		errs, _ := r.body["details"].(map[string]any)["errors"].([]any)
+		errs := fieldErrors(r)
 		if r.status != 400 || r.body["code"] != "invalid_request" || len(errs) != c.fields {
 			t.Errorf("%s: %d %v, want 400 with %d field errors", name, r.status, r.body, c.fields)
 		}
@@ -189,5 +190,66 @@ func TestSenderBadInputChangesNothing(t *testing.T) {
 	}
 	if after.Generation != before.Generation || after.Spec.Webhook.SignatureVersion != v1alpha1.SignatureV1 {
 		t.Errorf("bad requests changed the sender: generation %d → %d, spec %+v", before.Generation, after.Generation, after.Spec)
+	}
+}
+
+func TestWhatsAppBusinessProfile(t *testing.T) {
+	in := start(t)
+	ctx := context.Background()
+	acme := newProject(t, in, v1alpha1.ProjectSpec{})
+	rival := newProject(t, in, v1alpha1.ProjectSpec{})
+	key := newKey(t, in, acme, apikey.Live)
+	rivalKey := newKey(t, in, rival, apikey.Live)
+
+	// A sender with a connected business account, as an invitation (or kubectl) makes it.
+	wa := &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "wa"}, Spec: v1alpha1.SenderSpec{
+		DisplayName: "WhatsApp", WhatsApp: &v1alpha1.ConnectedAccount{AccountID: "1234567890", DisplayPhoneNumber: "+1 500-555-0006", Active: true}}}
+	if err := in.k8s.Create(ctx, wa); err != nil {
+		t.Fatal(err)
+	}
+	plain := in.post("/v1/senders", key, `{"name":"No WhatsApp"}`).body["id"].(string)
+	waitFor(t, func() bool {
+		return in.get("/v1/senders/wa", key).status == 200 && in.get("/v1/senders/"+plain, key).status == 200
+	})
+
+	r := in.do("PATCH", "/v1/senders/wa/profile", key, strings.NewReader(
+		`{"about":"We answer fast","websites":["https://acme.example","https://shop.acme.example"],"vertical":"RETAIL","email":"help@acme.example"}`))
+	p, _ := r.body["profile"].(map[string]any)
+	if r.status != 200 || r.body["success"] != true || p["about"] != "We answer fast" || p["vertical"] != "RETAIL" || len(p["websites"].([]any)) != 2 {
+		t.Fatalf("PATCH profile = %d %v", r.status, r.body)
+	}
+	waitFor(t, func() bool {
+		return in.get("/v1/senders/wa/profile", key).body["profile"].(map[string]any)["about"] == "We answer fast"
+	})
+
+	var before v1alpha1.Sender
+	if err := in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: "wa"}, &before); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		path, body string
+		key        string
+		status     int
+		fields     int
+	}{
+		"about of 140":        {"/v1/senders/wa/profile", `{"about":"` + strings.Repeat("a", 140) + `"}`, key, 400, 1},
+		"three websites":      {"/v1/senders/wa/profile", `{"websites":["https://a.example","https://b.example","https://c.example"]}`, key, 400, 1},
+		"unknown vertical":    {"/v1/senders/wa/profile", `{"vertical":"SPACESHIPS"}`, key, 400, 1},
+		"all at once":         {"/v1/senders/wa/profile", `{"about":"` + strings.Repeat("a", 140) + `","address":"` + strings.Repeat("b", 257) + `","description":"` + strings.Repeat("c", 513) + `","email":"nope","websites":["ftp://x"],"vertical":"X"}`, key, 400, 6},
+		"no business account": {"/v1/senders/" + plain + "/profile", `{"about":"hi"}`, key, 400, 1},
+		"another project":     {"/v1/senders/wa/profile", `{"about":"mine"}`, rivalKey, 404, 0},
+	} {
+		r := in.do("PATCH", c.path, c.key, strings.NewReader(c.body))
+		errs := fieldErrors(r)
+		if r.status != c.status || len(errs) != c.fields {
+			t.Errorf("%s: %d %v, want %d with %d field errors", name, r.status, r.body, c.status, c.fields)
+		}
+	}
+	if r := in.get("/v1/senders/"+plain+"/profile", key); r.status != 400 {
+		t.Errorf("GET profile without a business account = %d", r.status)
+	}
+	var after v1alpha1.Sender
+	if err := in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: "wa"}, &after); err != nil || after.Generation != before.Generation {
+		t.Errorf("bad profile updates changed the sender (generation %d → %d)", before.Generation, after.Generation)
 	}
 }

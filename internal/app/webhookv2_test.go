@@ -62,7 +62,7 @@ func TestV2ProjectWebhook(t *testing.T) {
 
 	// Bad input: every field listed, the valid event names given, nothing changed.
 	r = in.do("PUT", "/v2/webhook", key, strings.NewReader(`{"url":"ftp://x","events":["message.delivered","message.exploded"],"signatureVersion":"v9"}`))
-	errs, _ := r.body["details"].(map[string]any)["errors"].([]any)
+	errs := fieldErrors(r)
 	allowed, _ := r.body["details"].(map[string]any)["allowed"].([]any)
 	if r.status != 400 || len(errs) != 3 || len(allowed) != 18 {
 		t.Fatalf("bad PUT = %d %v", r.status, r.body)

@@ -48,6 +48,8 @@ func (s *Server) routes() []route {
 		{method: "PATCH", path: "/v1/senders/{senderId}", access: permission, permission: apikey.PermissionAll, handle: s.updateSender},
 		{method: "DELETE", path: "/v1/senders/{senderId}", access: permission, permission: apikey.PermissionAll, handle: s.deleteSender},
 		{method: "POST", path: "/v1/senders/{senderId}/webhook/secret", access: permission, permission: apikey.PermissionAll, handle: s.rotateSenderSecret},
+		{method: "GET", path: "/v1/senders/{senderId}/profile", access: anyKey, handle: s.getSenderProfile},
+		{method: "PATCH", path: "/v1/senders/{senderId}/profile", access: permission, permission: apikey.PermissionAll, handle: s.updateSenderProfile},
 		{method: "POST", path: "/v1/senders/{senderId}/channels/{channel}/activate", access: permission, permission: apikey.PermissionAll, handle: s.activateSenderChannel},
 
 		{method: "GET", path: "/v2/webhook", access: permission, permission: apikey.PermissionAll, handle: s.getWebhookV2},

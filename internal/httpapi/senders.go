@@ -198,3 +198,49 @@ func (s *Server) activateSenderChannel(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, senderView(v))
 }
+
+// profileJSON is a WhatsApp business profile on the wire.
+type profileJSON struct {
+	About             string   `json:"about"`
+	Address           string   `json:"address"`
+	Description       string   `json:"description"`
+	Email             string   `json:"email"`
+	ProfilePictureURL string   `json:"profilePictureUrl"`
+	Websites          []string `json:"websites"`
+	Vertical          string   `json:"vertical"`
+}
+
+func profileView(p v1alpha1.BusinessProfile) profileJSON {
+	out := profileJSON{About: p.About, Address: p.Address, Description: p.Description, Email: p.Email,
+		ProfilePictureURL: p.ProfilePictureURL, Websites: p.Websites, Vertical: p.Vertical}
+	if out.Websites == nil {
+		out.Websites = []string{}
+	}
+	if out.Vertical == "" {
+		out.Vertical = "UNDEFINED"
+	}
+	return out
+}
+
+func (s *Server) getSenderProfile(w http.ResponseWriter, r *http.Request) {
+	p, err := s.senders.Profile(r.Context(), keyFrom(r.Context()).Project, r.PathValue("senderId"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"profile": profileView(p)})
+}
+
+func (s *Server) updateSenderProfile(w http.ResponseWriter, r *http.Request) {
+	var in sender.ProfileInput
+	if err := decodeJSON(r, &in, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p, err := s.senders.UpdateProfile(r.Context(), keyFrom(r.Context()).Project, r.PathValue("senderId"), in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "profile": profileView(p)})
+}
