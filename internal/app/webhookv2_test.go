@@ -114,3 +114,36 @@ func TestV2ProjectWebhook(t *testing.T) {
 		t.Errorf("delete turned sender webhooks back on: %v %+v", err, snd.Spec.Webhook)
 	}
 }
+
+func TestInvitationsWebhookIsStoredApartFromTheV2Webhook(t *testing.T) {
+	in := start(t)
+	acme := newProject(t, in, v1alpha1.ProjectSpec{})
+	key := newKey(t, in, acme, apikey.Live)
+
+	r := in.post("/v1/invitations/webhook", key, `{"url":"https://hooks.acme.example/invitations"}`)
+	hook, _ := r.body["webhook"].(map[string]any)
+	if r.status != 201 || fmt.Sprint(hook["events"]) != "[invitation.status_changed]" || !strings.HasPrefix(fmt.Sprint(hook["secret"]), "whsec_") {
+		t.Fatalf("create = %d %v", r.status, r.body)
+	}
+	r = in.post("/v1/invitations/webhook", key, `{"url":"https://hooks.acme.example/invitations2"}`)
+	if r.status != 200 || r.body["webhook"].(map[string]any)["secret"] != nil {
+		t.Fatalf("replace = %d %v", r.status, r.body)
+	}
+	for name, body := range map[string]string{
+		"a message event":       `{"url":"https://hooks.acme.example/i","events":["message.sent"]}`,
+		"disableSenderWebhooks": `{"url":"https://hooks.acme.example/i","disableSenderWebhooks":true}`,
+		"no url":                `{}`,
+	} {
+		if r := in.post("/v1/invitations/webhook", key, body); r.status != 400 || len(fieldErrors(r)) == 0 {
+			t.Errorf("%s: %d %v", name, r.status, r.body)
+		}
+	}
+	// The v2 API neither reads nor writes it.
+	waitFor(t, func() bool { return in.get("/v2/webhook", key).status == 200 })
+	if r := in.get("/v2/webhook", key); r.body["webhook"] != nil {
+		t.Errorf("GET /v2/webhook shows the invitations webhook: %v", r.body)
+	}
+	if r := in.do("DELETE", "/v2/webhook", key, nil); r.status != 404 {
+		t.Errorf("DELETE /v2/webhook with only an invitations webhook = %d, want 404", r.status)
+	}
+}

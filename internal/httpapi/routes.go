@@ -52,6 +52,7 @@ func (s *Server) routes() []route {
 		{method: "PATCH", path: "/v1/senders/{senderId}/profile", access: permission, permission: apikey.PermissionAll, handle: s.updateSenderProfile},
 		{method: "POST", path: "/v1/senders/{senderId}/channels/{channel}/activate", access: permission, permission: apikey.PermissionAll, handle: s.activateSenderChannel},
 
+		{method: "POST", path: "/v1/invitations/webhook", access: permission, permission: apikey.PermissionAll, handle: s.putInvitationsWebhook},
 		{method: "GET", path: "/v2/webhook", access: permission, permission: apikey.PermissionAll, handle: s.getWebhookV2},
 		{method: "PUT", path: "/v2/webhook", access: permission, permission: apikey.PermissionAll, handle: s.putWebhookV2},
 		{method: "DELETE", path: "/v2/webhook", access: permission, permission: apikey.PermissionAll, handle: s.deleteWebhookV2},

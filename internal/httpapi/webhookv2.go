@@ -58,7 +58,7 @@ func (s *Server) putWebhookV2(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	wh, created, secret, err := s.projectHooks.Put(r.Context(), keyFrom(r.Context()).Project, in)
+	wh, created, secret, err := s.projectHooks.Put(r.Context(), keyFrom(r.Context()).Project, v1alpha1.WebhookKindV2, in)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -85,4 +85,24 @@ func (s *Server) deleteWebhookV2(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// putInvitationsWebhook is POST /v1/invitations/webhook: the v1 project webhook for invitation
+// events, created (201, its secret shown once) or replaced (200, the secret kept).
+func (s *Server) putInvitationsWebhook(w http.ResponseWriter, r *http.Request) {
+	var in projectwebhook.PutInput
+	if err := decodeJSON(r, &in, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	wh, created, secret, err := s.projectHooks.Put(r.Context(), keyFrom(r.Context()).Project, v1alpha1.WebhookKindInvitations, in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, map[string]any{"webhook": webhookV2View(wh, secret)})
 }

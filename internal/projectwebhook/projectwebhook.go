@@ -1,5 +1,6 @@
-// Package projectwebhook manages the v2 project webhook (`/v2/webhook`): one per project, stored
-// as the Webhook resource "v2", apart from the v1 project (invitations) webhook.
+// Package projectwebhook manages the project webhooks: the v2 webhook (`/v2/webhook`) and the v1
+// invitations webhook (`/v1/invitations/webhook`), one of each per project, stored apart as the
+// Webhook resources "v2" and "invitations".
 package projectwebhook
 
 import (
@@ -24,6 +25,9 @@ import (
 )
 
 const name = string(v1alpha1.WebhookKindV2)
+
+// invitationEvents are the events the invitations webhook can take.
+var invitationEvents = []string{"invitation.status_changed"}
 
 // Service manages the v2 project webhook.
 type Service struct {
@@ -72,8 +76,21 @@ func (s *Service) Get(ctx context.Context, project string) (State, error) {
 	return st, nil
 }
 
-// Put creates the webhook (created true, with its new secret) or replaces it, keeping its secret.
-func (s *Service) Put(ctx context.Context, project string, in PutInput) (wh *v1alpha1.Webhook, created bool, secret string, err error) {
+// Put creates the project's webhook of kind (created true, with its new secret) or replaces it,
+// keeping its secret. The invitations webhook takes invitation events only, all of them when
+// none are named.
+func (s *Service) Put(ctx context.Context, project string, kind v1alpha1.WebhookKind, in PutInput) (wh *v1alpha1.Webhook, created bool, secret string, err error) {
+	name := string(kind)
+	known := sender.WebhookEvents
+	if kind == v1alpha1.WebhookKindInvitations {
+		known = invitationEvents
+		if in.Events == nil || len(*in.Events) == 0 {
+			in.Events = &invitationEvents
+		}
+		if in.DisableSenderWebhooks != nil {
+			return nil, false, "", apperror.InvalidFields(apperror.FieldError{Path: "disableSenderWebhooks", Message: "applies to the v2 webhook only"})
+		}
+	}
 	var errs []apperror.FieldError
 	var allowedDetail bool
 	if in.URL == nil {
@@ -86,7 +103,7 @@ func (s *Service) Put(ctx context.Context, project string, in PutInput) (wh *v1a
 		errs = append(errs, apperror.FieldError{Path: "events", Message: "is required: the event names to deliver"})
 	} else {
 		for i, e := range *in.Events {
-			if !slices.Contains(sender.WebhookEvents, e) {
+			if !slices.Contains(known, e) {
 				errs = append(errs, apperror.FieldError{Path: fmt.Sprintf("events[%d]", i), Message: fmt.Sprintf("unknown event %q", e)})
 				allowedDetail = true
 				continue
@@ -106,7 +123,7 @@ func (s *Service) Put(ctx context.Context, project string, in PutInput) (wh *v1a
 	if len(errs) > 0 {
 		e := apperror.InvalidFields(errs...)
 		if allowedDetail {
-			e.Details["allowed"] = sender.WebhookEvents
+			e.Details["allowed"] = known
 		}
 		return nil, false, "", e
 	}
@@ -121,7 +138,7 @@ func (s *Service) Put(ctx context.Context, project string, in PutInput) (wh *v1a
 		desired := &v1alpha1.Webhook{
 			TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Webhook"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: project, Name: name},
-			Spec:       v1alpha1.WebhookSpec{Kind: v1alpha1.WebhookKindV2, URL: *in.URL, Events: events, SignatureVersion: version},
+			Spec:       v1alpha1.WebhookSpec{Kind: kind, URL: *in.URL, Events: events, SignatureVersion: version},
 		}
 		if !created {
 			desired.ResourceVersion = current.ResourceVersion
