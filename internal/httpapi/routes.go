@@ -53,6 +53,12 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/v1/senders/{senderId}/channels/{channel}/activate", access: permission, permission: apikey.PermissionAll, handle: s.activateSenderChannel},
 
 		{method: "POST", path: "/v1/invitations/webhook", access: permission, permission: apikey.PermissionAll, handle: s.putInvitationsWebhook},
+		{method: "GET", path: "/v2/channels", access: anyKey, handle: s.listChannels},
+		{method: "POST", path: "/v2/channels", access: permission, permission: apikey.PermissionAll, handle: s.createChannel},
+		{method: "GET", path: "/v2/channels/{address}", access: anyKey, handle: s.getChannel},
+		{method: "POST", path: "/v2/channels/{address}/{type}/activate", access: permission, permission: apikey.PermissionAll, handle: s.setChannelActive(true)},
+		{method: "POST", path: "/v2/channels/{address}/{type}/deactivate", access: permission, permission: apikey.PermissionAll, handle: s.setChannelActive(false)},
+		{method: "DELETE", path: "/v2/channels/{address}/{type}", access: permission, permission: apikey.PermissionAll, handle: s.deleteChannel},
 		{method: "GET", path: "/v2/webhook", access: permission, permission: apikey.PermissionAll, handle: s.getWebhookV2},
 		{method: "PUT", path: "/v2/webhook", access: permission, permission: apikey.PermissionAll, handle: s.putWebhookV2},
 		{method: "DELETE", path: "/v2/webhook", access: permission, permission: apikey.PermissionAll, handle: s.deleteWebhookV2},

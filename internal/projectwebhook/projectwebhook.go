@@ -20,7 +20,7 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/controller"
-	"github.com/switchboard-io/switchboard/internal/kubeapply"
+	"github.com/switchboard-io/switchboard/internal/kubewrite"
 	"github.com/switchboard-io/switchboard/internal/sender"
 )
 
@@ -136,12 +136,11 @@ func (s *Service) Put(ctx context.Context, project string, kind v1alpha1.Webhook
 		}
 		created = apierrors.IsNotFound(getErr)
 		desired := &v1alpha1.Webhook{
-			TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Webhook"},
 			ObjectMeta: metav1.ObjectMeta{Namespace: project, Name: name},
 			Spec:       v1alpha1.WebhookSpec{Kind: kind, URL: *in.URL, Events: events, SignatureVersion: version},
 		}
 		if !created {
-			desired.ResourceVersion = current.ResourceVersion
+			desired.ObjectMeta = current.ObjectMeta
 			desired.Spec.SecretRef = current.Spec.SecretRef
 			if in.SignatureVersion == nil {
 				desired.Spec.SignatureVersion = current.Spec.SignatureVersion // replacing keeps the scheme
@@ -151,7 +150,7 @@ func (s *Service) Put(ctx context.Context, project string, kind v1alpha1.Webhook
 					Message: fmt.Sprintf("cannot go from %s straight to %s; go through v1+v2", from, version)})
 			}
 		}
-		if err := kubeapply.Apply(ctx, s.client, desired); err != nil {
+		if err := kubewrite.Write(ctx, s.client, desired); err != nil {
 			return err
 		}
 		wh = desired
@@ -228,7 +227,7 @@ func (s *Service) writeSecret(ctx context.Context, wh *v1alpha1.Webhook, rotate 
 	if err := controllerutil.SetControllerReference(wh, secret, s.client.Scheme()); err != nil {
 		return "", err
 	}
-	err = s.client.Create(ctx, secret, client.FieldOwner(kubeapply.FieldManager))
+	err = s.client.Create(ctx, secret, client.FieldOwner(kubewrite.FieldManager))
 	if apierrors.IsAlreadyExists(err) {
 		if !rotate {
 			// The controller made it first: show that one.
@@ -238,7 +237,7 @@ func (s *Service) writeSecret(ctx context.Context, wh *v1alpha1.Webhook, rotate 
 			}
 			return string(existing.Data[v1alpha1.GeneratedWebhookSecretKey]), nil
 		}
-		err = s.client.Update(ctx, secret, client.FieldOwner(kubeapply.FieldManager))
+		err = s.client.Update(ctx, secret, client.FieldOwner(kubewrite.FieldManager))
 	}
 	if err != nil {
 		return "", fmt.Errorf("store v2 webhook secret: %w", err)
@@ -260,7 +259,7 @@ func (s *Service) disableSenderWebhooks(ctx context.Context, project string) err
 		}
 		patch := client.MergeFrom(snd.DeepCopy())
 		snd.Spec.Webhook.Active = &off
-		if err := s.client.Patch(ctx, snd, patch, client.FieldOwner(kubeapply.FieldManager)); err != nil && !apierrors.IsNotFound(err) {
+		if err := s.client.Patch(ctx, snd, patch, client.FieldOwner(kubewrite.FieldManager)); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("switch off the webhook of sender %s: %w", snd.Name, err)
 		}
 	}

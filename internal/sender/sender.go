@@ -1,6 +1,6 @@
 // Package sender manages Senders for the REST API: it validates requests, writes the Sender
-// resources with server-side apply (field manager switchboard-api), so kubectl and the API meet
-// one object and one validation, and manages the webhook signing secret.
+// resources as field manager switchboard-api (see kubewrite), so kubectl and the API meet one
+// object and one validation, and manages the webhook signing secret.
 package sender
 
 import (
@@ -23,11 +23,11 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/controller"
-	"github.com/switchboard-io/switchboard/internal/kubeapply"
+	"github.com/switchboard-io/switchboard/internal/kubewrite"
 )
 
 // FieldManager names the API's writes.
-const FieldManager = kubeapply.FieldManager
+const FieldManager = kubewrite.FieldManager
 
 var (
 	e164  = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
@@ -300,10 +300,9 @@ func account(spec *v1alpha1.SenderSpec, c v1alpha1.Channel) *v1alpha1.ConnectedA
 	return nil
 }
 
-// write applies the sender's spec as the API's field manager (conditional on its resource version).
+// write stores the sender as the API's field manager, conditional on the version it was read at.
 func (s *Service) write(ctx context.Context, snd *v1alpha1.Sender) error {
-	snd.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "Sender"}
-	return kubeapply.Apply(ctx, s.client, snd)
+	return kubewrite.Write(ctx, s.client, snd)
 }
 
 func (s *Service) get(ctx context.Context, project, id string) (*v1alpha1.Sender, error) {

@@ -1,0 +1,275 @@
+package sender
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/client-go/util/retry"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apperror"
+)
+
+// Address is one v2 channel entry: a sender's channel of one type, at the address contacts see.
+type Address struct {
+	Address string
+	Type    v1alpha1.Channel
+	Active  bool
+	Sender  *v1alpha1.Sender
+}
+
+// addresses lists the channel entries of one sender: every configured channel, on or off.
+func addresses(snd *v1alpha1.Sender, on []v1alpha1.Channel) []Address {
+	spec := &snd.Spec
+	phoneOr := func(fallback string) string {
+		if spec.PhoneNumber != "" {
+			return spec.PhoneNumber
+		}
+		return fallback
+	}
+	configured := map[v1alpha1.Channel]string{}
+	if spec.PhoneNumber != "" && spec.SMS != nil {
+		configured[v1alpha1.ChannelSMS] = spec.PhoneNumber
+	}
+	if spec.SMSOneway != nil {
+		configured[v1alpha1.ChannelSMSOneway] = phoneOr(snd.Name)
+	}
+	if spec.PhoneNumber != "" && spec.Voice != nil {
+		configured[v1alpha1.ChannelVoice] = spec.PhoneNumber
+	}
+	if a := spec.WhatsApp; a != nil {
+		configured[v1alpha1.ChannelWhatsApp] = e164Of(a.DisplayPhoneNumber, a.AccountID)
+	}
+	if a := spec.Telegram; a != nil {
+		configured[v1alpha1.ChannelTelegram] = a.AccountID
+		if a.DisplayName != "" {
+			configured[v1alpha1.ChannelTelegram] = "@" + strings.TrimPrefix(a.DisplayName, "@")
+		}
+	}
+	if a := spec.Instagram; a != nil {
+		configured[v1alpha1.ChannelInstagram] = a.AccountID
+	}
+	if a := spec.Messenger; a != nil {
+		configured[v1alpha1.ChannelMessenger] = a.AccountID
+	}
+	if spec.Email != nil {
+		configured[v1alpha1.ChannelEmail] = spec.Email.Address
+	}
+	var out []Address
+	for _, c := range v1alpha1.AllChannels {
+		if addr, ok := configured[c]; ok {
+			out = append(out, Address{Address: addr, Type: c, Active: slices.Contains(on, c), Sender: snd})
+		}
+	}
+	return out
+}
+
+// e164Of turns a displayed number ("+1 500-555-0006") into E.164, or falls back.
+func e164Of(display, fallback string) string {
+	var b strings.Builder
+	for _, r := range display {
+		if r == '+' || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		}
+	}
+	if e164.MatchString(b.String()) {
+		return b.String()
+	}
+	return fallback
+}
+
+// Addresses lists the project's channel entries, sender by sender (oldest first).
+func (s *Service) Addresses(ctx context.Context, project string) ([]Address, error) {
+	views, err := s.List(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	var out []Address
+	for _, v := range views {
+		out = append(out, addresses(v.Sender, v.Channels)...)
+	}
+	return out, nil
+}
+
+// AddressEntries returns the entries at one address; none is 404.
+func (s *Service) AddressEntries(ctx context.Context, project, address string) ([]Address, error) {
+	all, err := s.Addresses(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	var out []Address
+	for _, a := range all {
+		if a.Address == address {
+			out = append(out, a)
+		}
+	}
+	if len(out) == 0 {
+		return nil, apperror.NotFoundf("No channel at %s.", address)
+	}
+	return out, nil
+}
+
+// SetActive switches the channel of type at address on or off.
+func (s *Service) SetActive(ctx context.Context, project, address string, typ v1alpha1.Channel, active bool) (Address, error) {
+	entry, err := s.entry(ctx, project, address, typ)
+	if err != nil {
+		return Address{}, err
+	}
+	return s.changeEntry(ctx, entry, func(spec *v1alpha1.SenderSpec) error {
+		switch typ {
+		case v1alpha1.ChannelSMS:
+			spec.SMS = &v1alpha1.Activation{Active: active}
+		case v1alpha1.ChannelSMSOneway:
+			spec.SMSOneway = &v1alpha1.Enablement{Enabled: active}
+		case v1alpha1.ChannelVoice:
+			spec.Voice = &v1alpha1.Enablement{Enabled: active}
+		case v1alpha1.ChannelEmail:
+			if !active {
+				return apperror.InvalidFields(apperror.FieldError{Path: "type", Message: "email is on while the sender has an address; DELETE is not offered for email, change the sender instead"})
+			}
+		default:
+			account(spec, typ).Active = active
+		}
+		return nil
+	})
+}
+
+// Remove takes a channel off its sender: a Telegram bot is detached, one-way SMS and voice are
+// disabled. Other types are removed where they were connected (invitations, the sender).
+func (s *Service) Remove(ctx context.Context, project, address string, typ v1alpha1.Channel) error {
+	entry, err := s.entry(ctx, project, address, typ)
+	if err != nil {
+		return err
+	}
+	_, err = s.changeEntry(ctx, entry, func(spec *v1alpha1.SenderSpec) error {
+		switch typ {
+		case v1alpha1.ChannelTelegram:
+			spec.Telegram = nil
+		case v1alpha1.ChannelSMSOneway:
+			spec.SMSOneway = nil
+		case v1alpha1.ChannelVoice:
+			spec.Voice = nil
+		default:
+			return apperror.InvalidFields(apperror.FieldError{Path: "type",
+				Message: "only telegram, sms_oneway and voice are removed here; deactivate the others"})
+		}
+		return nil
+	})
+	return err
+}
+
+// CreateInput is POST /v2/channels: a new address of a type that needs no connection.
+type CreateInput struct {
+	Type    *string `json:"type"`
+	Address *string `json:"address"`
+	Name    *string `json:"name"`
+}
+
+// creatable are the types POST /v2/channels makes; whatsapp, instagram and messenger are
+// connected through invitations, telegram by attaching a bot.
+var creatable = []v1alpha1.Channel{v1alpha1.ChannelEmail, v1alpha1.ChannelSMSOneway, v1alpha1.ChannelSMS, v1alpha1.ChannelVoice}
+
+// CreateAddress makes a sender for a new address with the channel on.
+func (s *Service) CreateAddress(ctx context.Context, project string, in CreateInput) (Address, error) {
+	var errs []apperror.FieldError
+	typ := v1alpha1.Channel("")
+	if in.Type == nil {
+		errs = append(errs, apperror.FieldError{Path: "type", Message: "is required"})
+	} else if typ = v1alpha1.Channel(*in.Type); !slices.Contains(creatable, typ) {
+		errs = append(errs, apperror.FieldError{Path: "type", Message: fmt.Sprintf(
+			"must be one of %v; whatsapp, instagram and messenger connect through invitations", creatable)})
+	}
+	address := ""
+	if in.Address != nil {
+		address = *in.Address
+	}
+	switch {
+	case typ == v1alpha1.ChannelEmail && !email.MatchString(address):
+		errs = append(errs, apperror.FieldError{Path: "address", Message: "must be an email address for email"})
+	case (typ == v1alpha1.ChannelSMS || typ == v1alpha1.ChannelVoice) && !e164.MatchString(address):
+		errs = append(errs, apperror.FieldError{Path: "address", Message: "must be an E.164 number for " + string(typ)})
+	case typ == v1alpha1.ChannelSMSOneway && address != "" && !e164.MatchString(address):
+		errs = append(errs, apperror.FieldError{Path: "address", Message: "must be an E.164 number, or left out for one-way SMS"})
+	}
+	if len(errs) > 0 {
+		return Address{}, apperror.InvalidFields(errs...)
+	}
+	name := address
+	if in.Name != nil {
+		name = *in.Name
+	}
+	if name == "" {
+		name = "One-way SMS"
+	}
+	t := true
+	input := Input{Name: &name}
+	switch typ {
+	case v1alpha1.ChannelEmail:
+		input.EmailAddress = &address
+	case v1alpha1.ChannelSMSOneway:
+		input.EnableSmsOneway = &t
+		if address != "" {
+			input.PhoneNumber = &address
+		}
+	case v1alpha1.ChannelSMS, v1alpha1.ChannelVoice:
+		input.PhoneNumber = &address
+		if typ == v1alpha1.ChannelVoice {
+			input.EnableVoice = &t
+		}
+	}
+	view, err := s.Create(ctx, project, input)
+	if err != nil {
+		return Address{}, err
+	}
+	if typ == v1alpha1.ChannelSMS {
+		if view, err = s.Activate(ctx, project, view.Sender.Name, v1alpha1.ChannelSMS); err != nil {
+			return Address{}, err
+		}
+	}
+	for _, a := range addresses(view.Sender, view.Channels) {
+		if a.Type == typ {
+			return a, nil
+		}
+	}
+	return Address{}, fmt.Errorf("created sender %s has no %s channel", view.Sender.Name, typ)
+}
+
+func (s *Service) entry(ctx context.Context, project, address string, typ v1alpha1.Channel) (Address, error) {
+	entries, err := s.AddressEntries(ctx, project, address)
+	if err != nil {
+		return Address{}, err
+	}
+	for _, e := range entries {
+		if e.Type == typ {
+			return e, nil
+		}
+	}
+	return Address{}, apperror.NotFoundf("No %s channel at %s.", typ, address)
+}
+
+// changeEntry changes the entry's sender and returns the entry as it is after.
+func (s *Service) changeEntry(ctx context.Context, entry Address, mutate func(*v1alpha1.SenderSpec) error) (Address, error) {
+	var snd *v1alpha1.Sender
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		current, err := s.getLive(ctx, entry.Sender.Namespace, entry.Sender.Name)
+		if err != nil {
+			return err
+		}
+		snd = current.DeepCopy()
+		if err := mutate(&snd.Spec); err != nil {
+			return err
+		}
+		return s.write(ctx, snd)
+	})
+	if err != nil {
+		return Address{}, err
+	}
+	for _, a := range addresses(snd, channels(snd)) {
+		if a.Type == entry.Type {
+			return a, nil
+		}
+	}
+	return Address{Address: entry.Address, Type: entry.Type, Sender: snd}, nil
+}
