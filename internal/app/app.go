@@ -34,10 +34,12 @@ import (
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/httpapi"
 	"github.com/switchboard-io/switchboard/internal/index"
+	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/postgres"
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
 	"github.com/switchboard-io/switchboard/internal/sender"
+	"github.com/switchboard-io/switchboard/internal/transport"
 	"github.com/switchboard-io/switchboard/internal/worker"
 )
 
@@ -76,7 +78,9 @@ type Config struct {
 	WorkerConcurrency       int
 	// Delivery configures webhook deliveries: the address allow-list, plain http to loopback (dev).
 	Delivery delivery.WorkerOptions
-	Log      logr.Logger
+	// Sandbox sets the sandbox transport's simulated delays.
+	Sandbox SandboxOptions
+	Log     logr.Logger
 	// SkipControllerNameValidation lets one test binary run several managers; controller names
 	// must otherwise be unique per process, as they name the controllers' metrics.
 	SkipControllerNameValidation bool
@@ -177,19 +181,26 @@ func Run(ctx context.Context, cfg Config) error {
 				return fmt.Errorf("watch %T: %w", obj, err)
 			}
 		}
-		deliveries := delivery.NewWorker(cfg.Pool, mgr.GetClient(), cfg.Delivery)
-		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Delivery: deliveries},
-			worker.Options{Concurrency: cfg.WorkerConcurrency}, cfg.Role.runs(RoleWorker), log)
+		if cfg.Sandbox == (SandboxOptions{}) {
+			cfg.Sandbox = DefaultSandbox
+		}
+		// The workers need the services, and the services the queue: wire the workers in after.
+		dispatch := &message.DispatchWorker{Transport: transport.Sandbox{DeliverAfter: cfg.Sandbox.DeliverAfter, ReadAfter: cfg.Sandbox.ReadAfter}}
+		status := &message.StatusWorker{}
+		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Delivery: delivery.NewWorker(cfg.Pool, mgr.GetClient(), cfg.Delivery),
+			Dispatch: dispatch, Status: status}, worker.Options{Concurrency: cfg.WorkerConcurrency}, cfg.Role.runs(RoleWorker), log)
 		if err != nil {
 			return err
 		}
+		messages := message.NewService(cfg.Pool, mgr.GetClient(), delivery.NewService(mgr.GetClient(), queue), queue)
+		dispatch.Service, status.Service = messages, messages
 		if cfg.Role.runs(RoleWorker) {
 			if err := mgr.Add(&worker.Runner{Client: queue}); err != nil {
 				return fmt.Errorf("add worker: %w", err)
 			}
 		}
 		if cfg.Role.runs(RoleAPI) {
-			if err := addAPI(ctx, mgr, cfg, keys, queue, checks, log); err != nil {
+			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, checks, log); err != nil {
 				return err
 			}
 		}
@@ -202,7 +213,7 @@ func Run(ctx context.Context, cfg Config) error {
 // addAPI adds the API server and what it needs: the key authenticator with its revocation
 // listener, the request-rate limiter, the cursor key shared by replicas, and the informers it reads.
 func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Service, queue *river.Client[pgx.Tx],
-	checks map[string]healthz.Checker, log logr.Logger) error {
+	messages *message.Service, checks map[string]healthz.Checker, log logr.Logger) error {
 	auth := apikey.NewAuthenticator(keys, cfg.Pool, log.WithName("apikeys"))
 	if err := mgr.Add(auth); err != nil {
 		return fmt.Errorf("add key authenticator: %w", err)
@@ -220,6 +231,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Accounts:        account.NewService(mgr.GetClient(), keys),
 		Senders:         sender.NewService(mgr.GetClient(), mgr.GetAPIReader()),
 		ProjectWebhooks: projectwebhook.NewService(mgr.GetClient(), mgr.GetAPIReader()),
+		Messages:        messages,
 		Limiter:         limiter,
 		Reader:          mgr.GetClient(),
 		Usage:           apikey.NewUsageRecorder(queue, log.WithName("usage")),
@@ -236,5 +248,15 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	}
 	return nil
 }
+
+// SandboxOptions are the sandbox transport's delays: sent at once, delivered after DeliverAfter,
+// read (whatsapp) after ReadAfter more.
+type SandboxOptions struct {
+	DeliverAfter time.Duration
+	ReadAfter    time.Duration
+}
+
+// DefaultSandbox is how the sandbox paces a message unless told otherwise.
+var DefaultSandbox = SandboxOptions{DeliverAfter: 2 * time.Second, ReadAfter: 3 * time.Second}
 
 func ptr[T any](v T) *T { return &v }

@@ -3,10 +3,12 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/app"
+	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/httpapi"
 	"github.com/switchboard-io/switchboard/internal/postgres"
 	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
@@ -37,6 +40,19 @@ type instance struct {
 }
 
 type option func(*app.Config)
+
+// fastSandbox paces the sandbox in milliseconds.
+func fastSandbox(c *app.Config) {
+	c.Sandbox = app.SandboxOptions{DeliverAfter: 50 * time.Millisecond, ReadAfter: 50 * time.Millisecond}
+}
+
+// deliveringTo lets webhook deliveries reach a loopback TLS receiver.
+func deliveringTo(rootCAs *x509.CertPool) option {
+	return func(c *app.Config) {
+		c.Delivery = delivery.WorkerOptions{Client: delivery.ClientOptions{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}, RootCAs: rootCAs},
+			Schedule: []time.Duration{50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond, 50 * time.Millisecond}}
+	}
+}
 
 // onDatabase makes the instance use an existing database, as a second replica would.
 func onDatabase(url string) option {
@@ -152,6 +168,13 @@ func (in *instance) do(method, path, auth string, body io.Reader) response {
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	return in.doRequest(req)
+}
+
+// doRequest sends req as do does.
+func (in *instance) doRequest(req *http.Request) response {
+	in.t.Helper()
+	method, path := req.Method, req.URL.Path
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		in.t.Fatal(err)

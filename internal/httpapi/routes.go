@@ -40,6 +40,10 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/v2/openapi.json", access: public, handle: s.openAPI("v2")},
 		{method: "GET", path: "/v1/me", access: anyKey, handle: s.me},
 
+		{method: "POST", path: "/v1/messages", access: permission, permission: apikey.PermissionMessagesSend, handle: s.sendMessage},
+		{method: "GET", path: "/v1/messages", access: permission, permission: apikey.PermissionMessagesRead, handle: s.listMessages},
+		{method: "GET", path: "/v1/messages/{messageId}", access: permission, permission: apikey.PermissionMessagesRead, handle: s.getMessage},
+
 		// Senders are configuration: any key reads them (a sending key needs their ids), a full
 		// key changes them.
 		{method: "POST", path: "/v1/senders", access: permission, permission: apikey.PermissionAll, handle: s.createSender},

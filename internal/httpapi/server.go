@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/internal/account"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
 	"github.com/switchboard-io/switchboard/internal/sender"
@@ -37,6 +38,7 @@ type Server struct {
 	auth     Authenticator
 	accounts *account.Service
 	senders  *sender.Service
+	messages *message.Service
 	// projectHooks manages the v2 project webhook.
 	projectHooks *projectwebhook.Service
 	limiter      ratelimit.Limiter
@@ -55,6 +57,7 @@ type Options struct {
 	Auth     Authenticator
 	Accounts *account.Service
 	Senders  *sender.Service
+	Messages *message.Service
 	// ProjectWebhooks manages the v2 project webhook.
 	ProjectWebhooks *projectwebhook.Service
 	// Limiter counts requests per project; nil means in memory.
@@ -84,7 +87,7 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	return &Server{
-		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
+		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs,
 	}, nil

@@ -17,12 +17,15 @@ import (
 
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/delivery"
+	"github.com/switchboard-io/switchboard/internal/message"
 )
 
 // Deps are the workers of every job kind.
 type Deps struct {
 	Keys     *apikey.Service
 	Delivery *delivery.Worker
+	Dispatch *message.DispatchWorker
+	Status   *message.StatusWorker
 }
 
 // Options tune the queues.
@@ -38,6 +41,10 @@ func workers(d Deps) *river.Workers {
 	w := river.NewWorkers()
 	river.AddWorker(w, &apikey.TouchWorker{Keys: d.Keys})
 	river.AddWorker(w, d.Delivery)
+	if d.Dispatch != nil {
+		river.AddWorker(w, d.Dispatch)
+		river.AddWorker(w, d.Status)
+	}
 	return w
 }
 

@@ -21,6 +21,36 @@ type APIKey struct {
 	RevokedAt   *time.Time
 }
 
+type Message struct {
+	ID                string
+	Project           string
+	TestMode          bool
+	Sender            string
+	Direction         string
+	Channel           string
+	MessageType       string
+	Status            string
+	Recipient         string
+	Originator        string
+	Body              *string
+	Content           []byte
+	Subject           *string
+	Metadata          []byte
+	ProviderMessageID *string
+	ErrorCode         *string
+	ErrorMessage      *string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+}
+
+type MessageIdempotencyKey struct {
+	Project   string
+	TestMode  bool
+	Key       string
+	MessageID string
+	CreatedAt time.Time
+}
+
 type SwitchboardSetting struct {
 	Name      string
 	Value     []byte

@@ -1,0 +1,257 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apikey"
+)
+
+// hookReceiver is a loopback HTTPS webhook receiver that keeps the events it gets.
+type hookReceiver struct {
+	*httptest.Server
+	mu     sync.Mutex
+	events []map[string]any
+}
+
+func newHookReceiver(t *testing.T) *hookReceiver {
+	h := &hookReceiver{}
+	h.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var ev map[string]any
+		_ = json.Unmarshal(b, &ev)
+		h.mu.Lock()
+		h.events = append(h.events, ev)
+		h.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(h.Close)
+	return h
+}
+
+func (h *hookReceiver) names(messageID string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, ev := range h.events {
+		if data, _ := ev["data"].(map[string]any); data["messageId"] == messageID {
+			out = append(out, ev["event"].(string))
+		}
+	}
+	return out
+}
+
+// sendingProject makes a project with a default sandbox sender (sms, email, whatsapp on) whose
+// webhook goes to rcv, and a key of env.
+func sendingProject(t *testing.T, in *instance, rcv *hookReceiver, env apikey.Environment) (string, string) {
+	t.Helper()
+	acme := newProject(t, in, v1alpha1.ProjectSpec{})
+	snd := &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "main"}, Spec: v1alpha1.SenderSpec{
+		DisplayName: "Main", Default: true, PhoneNumber: "+15005550006", SMS: &v1alpha1.Activation{Active: true},
+		Email:    &v1alpha1.EmailSettings{Address: "hello@acme.example"},
+		WhatsApp: &v1alpha1.ConnectedAccount{AccountID: "wa-1", DisplayPhoneNumber: "+15005550006", Active: true},
+	}}
+	if rcv != nil {
+		snd.Spec.Webhook = &v1alpha1.SenderWebhook{URL: rcv.URL + "/hook"}
+	}
+	if err := in.k8s.Create(context.Background(), snd); err != nil {
+		t.Fatal(err)
+	}
+	key := newKey(t, in, acme, env)
+	waitFor(t, func() bool {
+		r := in.get("/v1/senders/main", key)
+		chans, _ := r.body["channels"].([]any)
+		return r.status == 200 && len(chans) == 3
+	})
+	return acme, key
+}
+
+func TestSendTextThroughTheSandbox(t *testing.T) {
+	rcv := newHookReceiver(t)
+	in := start(t, fastSandbox, deliveringTo(rcv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs))
+	acme, key := sendingProject(t, in, rcv, apikey.Test)
+	waitFor(t, func() bool { // events are delivered once the webhook has its signing secret
+		var snd v1alpha1.Sender
+		return in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: "main"}, &snd) == nil && snd.Status.WebhookSecret != nil
+	})
+
+	r := in.post("/v1/messages", key, `{"to":"+15005550100","text":"Hello","metadata":{"order":"42"}}`)
+	msg, _ := r.body["message"].(map[string]any)
+	if r.status != 200 || msg["status"] != "queued" || msg["channel"] != "sms" || msg["senderId"] != "main" || msg["from"] != "+15005550006" {
+		t.Fatalf("send = %d %v", r.status, r.body)
+	}
+	id := msg["id"].(string)
+	waitFor(t, func() bool {
+		return in.get("/v1/messages/"+id, key).body["message"].(map[string]any)["status"] == "delivered"
+	})
+	got := in.get("/v1/messages/"+id, key).body["message"].(map[string]any)
+	if !strings.HasPrefix(fmt.Sprint(got["providerMessageId"]), "sbx_") || got["metadata"].(map[string]any)["order"] != "42" {
+		t.Errorf("delivered message %v", got)
+	}
+	// Each step's event reaches the webhook (deliveries are separate jobs, so in any order).
+	waitFor(t, func() bool { return len(rcv.names(id)) == 3 })
+	names := rcv.names(id)
+	sort.Strings(names)
+	if strings.Join(names, ",") != "message.delivered,message.queued,message.sent" {
+		t.Errorf("events %v", names)
+	}
+
+	// Email routes by the recipient; whatsapp is read after delivered.
+	r = in.post("/v1/messages", key, `{"to":"someone@example.com","text":"Hi","subject":"Hello"}`)
+	if m := r.body["message"].(map[string]any); r.status != 200 || m["channel"] != "email" || m["from"] != "hello@acme.example" {
+		t.Fatalf("email = %d %v", r.status, r.body)
+	}
+	r = in.post("/v1/messages", key, `{"to":"+15005550100","text":"Hi","channel":"whatsapp"}`)
+	wa := r.body["message"].(map[string]any)["id"].(string)
+	waitFor(t, func() bool {
+		return in.get("/v1/messages/"+wa, key).body["message"].(map[string]any)["status"] == "read"
+	})
+
+	// A magic recipient fails with its error code, and says so in message.failed.
+	r = in.post("/v1/messages", key, `{"to":"+15005550001","text":"Hi"}`)
+	failed := r.body["message"].(map[string]any)["id"].(string)
+	waitFor(t, func() bool {
+		return in.get("/v1/messages/"+failed, key).body["message"].(map[string]any)["status"] == "failed"
+	})
+	if m := in.get("/v1/messages/"+failed, key).body["message"].(map[string]any); m["errorCode"] != "RISK_BLOCKED" {
+		t.Errorf("failed message %v", m)
+	}
+	waitFor(t, func() bool { n := rcv.names(failed); sort.Strings(n); return len(n) == 2 && n[0] == "message.failed" })
+}
+
+func TestIdempotentSends(t *testing.T) {
+	in := start(t, fastSandbox)
+	_, key := sendingProject(t, in, nil, apikey.Test)
+
+	first := in.post("/v1/messages", key, `{"to":"+15005550100","text":"Once","idempotencyKey":"order-1"}`)
+	again := in.post("/v1/messages", key, `{"to":"+15005550100","text":"Once","idempotencyKey":"order-1"}`)
+	if first.status != 200 {
+		t.Fatalf("first send = %d %v", first.status, first.body)
+	}
+	original := first.body["message"].(map[string]any)["id"]
+	if again.status != 409 || again.header.Get("X-Should-Retry") != "false" ||
+		again.body["details"].(map[string]any)["message"].(map[string]any)["id"] != original {
+		t.Fatalf("retry = %d %v", again.status, again.body)
+	}
+	// The header works as the body field does.
+	req, _ := http.NewRequest("POST", in.url+"/v1/messages", strings.NewReader(`{"to":"+15005550100","text":"Once"}`))
+	req.Header.Set("Authorization", key)
+	req.Header.Set("Idempotency-Key", "order-1")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 409 {
+		t.Fatalf("header retry = %v %v", resp, err)
+	}
+
+	// 50 at once with one key: one message.
+	var wg sync.WaitGroup
+	statuses := make(chan int, 50)
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("POST", in.url+"/v1/messages", strings.NewReader(`{"to":"+15005550100","text":"Race","idempotencyKey":"race"}`))
+			req.Header.Set("Authorization", key)
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				statuses <- resp.StatusCode
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	close(statuses)
+	count := map[int]int{}
+	for s := range statuses {
+		count[s]++
+	}
+	if count[200] != 1 || count[409] != 49 {
+		t.Fatalf("50 concurrent sends with one key: %v", count)
+	}
+	if n := in.count("SELECT count(*) FROM messages WHERE body = 'Race'"); n != 1 {
+		t.Fatalf("%d messages for one key", n)
+	}
+}
+
+func TestBadSendsChangeNothing(t *testing.T) {
+	in := start(t, fastSandbox)
+	acme, key := sendingProject(t, in, nil, apikey.Test)
+	readOnly := newKey(t, in, acme, apikey.Test, "messages:read")
+	for name, c := range map[string]struct {
+		body   string
+		status int
+		fields int
+	}{
+		"missing to":            {`{"text":"x"}`, 400, 1},
+		"16 digits":             {`{"to":"+1234567890123456","text":"x"}`, 400, 1},
+		"email without subject": {`{"to":"a@example.com","text":"x"}`, 400, 1},
+		"subject of 999":        {`{"to":"a@example.com","text":"x","subject":"` + strings.Repeat("s", 999) + `"}`, 400, 1},
+		"unknown channel":       {`{"to":"+15005550100","text":"x","channel":"pigeon"}`, 400, 1},
+		"unknown type":          {`{"to":"+15005550100","text":"x","messageType":"hologram"}`, 400, 1},
+		"no text":               {`{"to":"+15005550100"}`, 400, 1},
+		"email to sms":          {`{"to":"a@example.com","text":"x","subject":"s","channel":"sms"}`, 400, 1},
+		"inactive channel":      {`{"to":"+15005550100","text":"x","channel":"voice"}`, 400, 1},
+		"everything at once":    {`{"to":"nope","text":"` + strings.Repeat("t", 4097) + `","channel":"pigeon","messageType":"hologram"}`, 400, 4},
+		"wrong types":           {`{"to":5,"text":true,"metadata":{"a":1}}`, 400, 3},
+		"unknown sender":        {`{"to":"+15005550100","text":"x"}`, 400, 1},
+	} {
+		req, _ := http.NewRequest("POST", in.url+"/v1/messages", strings.NewReader(c.body))
+		req.Header.Set("Authorization", key)
+		if name == "unknown sender" {
+			req.Header.Set("Service-Sender", "nobody")
+		}
+		r := in.doRequest(req)
+		if r.status != c.status || len(fieldErrors(r)) != c.fields {
+			t.Errorf("%s: %d %v, want %d with %d field errors", name, r.status, r.body, c.status, c.fields)
+		}
+	}
+	if r := in.post("/v1/messages", readOnly, `{"to":"+15005550100","text":"x"}`); r.status != 403 {
+		t.Errorf("a read-only key sends: %d", r.status)
+	}
+	if n := in.count("SELECT count(*) FROM messages"); n != 0 {
+		t.Errorf("bad sends stored %d messages", n)
+	}
+	if n := in.count("SELECT count(*) FROM river_job WHERE kind = 'message.dispatch'"); n != 0 {
+		t.Errorf("bad sends enqueued %d dispatches", n)
+	}
+}
+
+func TestTestAndLiveTrafficAreApart(t *testing.T) {
+	in := start(t, fastSandbox)
+	acme, testKey := sendingProject(t, in, nil, apikey.Test)
+	liveKey := newKey(t, in, acme, apikey.Live)
+	id := in.post("/v1/messages", testKey, `{"to":"+15005550100","text":"sandbox"}`).body["message"].(map[string]any)["id"].(string)
+	if r := in.get("/v1/messages/"+id, liveKey); r.status != 404 {
+		t.Errorf("a live key reads a test message: %d", r.status)
+	}
+	if r := in.get("/v1/messages", liveKey); len(r.body["items"].([]any)) != 0 {
+		t.Errorf("a live key lists test messages: %v", r.body["items"])
+	}
+	for i := 0; i < 4; i++ {
+		in.post("/v1/messages", testKey, fmt.Sprintf(`{"to":"+1500555010%d","text":"n%d"}`, i, i))
+	}
+	seen, cursor := 0, ""
+	for page := 0; page < 10; page++ {
+		r := in.get("/v1/messages?limit=2&cursor="+cursor, testKey)
+		seen += len(r.body["items"].([]any))
+		if cursor, _ = r.body["nextCursor"].(string); cursor == "" {
+			break
+		}
+	}
+	if seen != 5 {
+		t.Errorf("pages held %d messages, want 5", seen)
+	}
+	if r := in.get("/v1/messages?to=%2B15005550102", testKey); len(r.body["items"].([]any)) != 1 {
+		t.Errorf("filter by to: %v", r.body)
+	}
+}

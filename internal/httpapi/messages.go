@@ -1,0 +1,111 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+)
+
+// messageJSON is a Message (WIRE.md §2).
+type messageJSON struct {
+	ID                string          `json:"id"`
+	To                string          `json:"to"`
+	From              string          `json:"from,omitempty"`
+	Channel           string          `json:"channel"`
+	Direction         string          `json:"direction"`
+	MessageType       string          `json:"messageType"`
+	Status            string          `json:"status"`
+	SenderID          string          `json:"senderId,omitempty"`
+	Text              *string         `json:"text,omitempty"`
+	ProviderMessageID *string         `json:"providerMessageId,omitempty"`
+	ErrorCode         *string         `json:"errorCode,omitempty"`
+	ErrorMessage      *string         `json:"errorMessage,omitempty"`
+	Metadata          json.RawMessage `json:"metadata,omitempty"`
+	CreatedAt         time.Time       `json:"createdAt"`
+	UpdatedAt         time.Time       `json:"updatedAt"`
+}
+
+func messageView(m db.Message) messageJSON {
+	return messageJSON{ID: m.ID, To: m.Recipient, From: m.Originator, Channel: m.Channel, Direction: m.Direction,
+		MessageType: m.MessageType, Status: m.Status, SenderID: m.Sender, Text: m.Body, ProviderMessageID: m.ProviderMessageID,
+		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, Metadata: m.Metadata, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
+}
+
+func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
+	var in message.SendInput
+	if err := decodeJSON(r, &in, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// The idempotency key travels in the body (existing clients) or the Idempotency-Key header.
+	if in.IdempotencyKey == nil {
+		if h := r.Header.Get("Idempotency-Key"); h != "" {
+			in.IdempotencyKey = &h
+		}
+	}
+	m, err := s.messages.Send(r.Context(), keyFrom(r.Context()), r.Header.Get("Service-Sender"), in)
+	var dup *message.ErrDuplicate
+	if errors.As(err, &dup) {
+		e := apperror.New(apperror.Conflict, "idempotent_replay",
+			"A message was already sent with this idempotency key; it is in details.message, and nothing was sent again.")
+		e.Details = map[string]any{"message": messageView(dup.Original)}
+		s.writeError(w, r, e)
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"message": messageView(m)})
+}
+
+func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
+	m, err := s.messages.Get(r.Context(), keyFrom(r.Context()), r.PathValue("messageId"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"message": messageView(m)})
+}
+
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
+	key := keyFrom(r.Context())
+	limit, after, err := s.pageRequest(r, key.Project, "messages")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	f := message.ListFilter{Limit: limit + 1}
+	opt := func(name string) *string {
+		if v := q.Get(name); v != "" {
+			return &v
+		}
+		return nil
+	}
+	f.Channel, f.Status, f.To = opt("channel"), opt("status"), opt("to")
+	if after != nil {
+		t := time.UnixMicro(after.Time)
+		f.BeforeTime, f.BeforeID = &t, &after.ID
+	}
+	rows, err := s.messages.List(r.Context(), key, f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := page[messageJSON]{Items: []messageJSON{}}
+	for i, m := range rows {
+		if i == limit {
+			last := rows[i-1]
+			out.NextCursor = s.cursors.encode(position{Project: key.Project, List: "messages", Time: last.CreatedAt.UnixMicro(), ID: last.ID})
+			break
+		}
+		out.Items = append(out.Items, messageView(m))
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,40 @@
+package transport
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
+	"time"
+)
+
+// Sandbox simulates every channel for svc_test_ keys: nothing leaves the machine. A message is
+// sent at once, delivered after DeliverAfter and, on whatsapp, read after ReadAfter more. Magic
+// recipients produce each failure (docs/sandbox.md).
+type Sandbox struct {
+	DeliverAfter time.Duration
+	ReadAfter    time.Duration
+}
+
+// MagicRecipients make the sandbox fail a send with the given error code.
+var MagicRecipients = map[string]Failure{
+	"+15005550001":                       {Code: "RISK_BLOCKED", Message: "The content was refused by risk review."},
+	"+15005550002":                       {Code: "SENDING_SUSPENDED", Message: "Sending is suspended for this account."},
+	"+15005550003":                       {Code: "TEN_DLC_REQUIRED", Message: "This +1 destination needs a registered 10DLC brand and campaign."},
+	"suppressed@sandbox.switchboard.io":  {Code: "EMAIL_RECIPIENT_SUPPRESSED", Message: "The address is on the suppression list after a bounce or complaint."},
+	"nobody@nomx.sandbox.switchboard.io": {Code: "EMAIL_DOMAIN_NOT_FOUND", Message: "The recipient's domain has no MX or A records."},
+}
+
+// Send implements Transport.
+func (s Sandbox) Send(_ context.Context, m Outbound) (Result, error) {
+	if f, ok := MagicRecipients[strings.ToLower(m.To)]; ok {
+		return Result{Failure: &f}, nil
+	}
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	r := Result{ProviderMessageID: "sbx_" + hex.EncodeToString(b), Steps: []Step{{After: s.DeliverAfter, Status: "delivered"}}}
+	if m.Channel == "whatsapp" {
+		r.Steps = append(r.Steps, Step{After: s.ReadAfter, Status: "read"})
+	}
+	return r, nil
+}
