@@ -293,6 +293,24 @@ type SenderStatus struct {
 	// those that ask.
 	// +optional
 	IsDefault bool `json:"isDefault,omitempty"`
+
+	// Activity is the sender's traffic, from Postgres, refreshed by the controller.
+	// +optional
+	Activity *SenderActivity `json:"activity,omitempty"`
+}
+
+// SenderActivity summarises what lives in Postgres for a sender.
+type SenderActivity struct {
+	// Outbound24h and Inbound24h count the messages of the last 24 hours.
+	Outbound24h int64 `json:"outbound24h"`
+	Inbound24h  int64 `json:"inbound24h"`
+	// LastMessageID and LastMessageAt name the sender's latest message.
+	// +optional
+	LastMessageID string `json:"lastMessageId,omitempty"`
+	// +optional
+	LastMessageAt *metav1.Time `json:"lastMessageAt,omitempty"`
+	// RefreshedAt is when these figures were read.
+	RefreshedAt metav1.Time `json:"refreshedAt"`
 }
 
 // Sender is a sending identity inside a project.
@@ -303,6 +321,8 @@ type SenderStatus struct {
 // +kubebuilder:printcolumn:name="Transport",type=string,JSONPath=`.spec.transport`
 // +kubebuilder:printcolumn:name="Default",type=boolean,JSONPath=`.spec.default`
 // +kubebuilder:printcolumn:name="Channels",type=string,JSONPath=`.status.channels`,priority=1
+// +kubebuilder:printcolumn:name="Sent 24h",type=integer,JSONPath=`.status.activity.outbound24h`,priority=1
+// +kubebuilder:printcolumn:name="Last Message",type=date,JSONPath=`.status.activity.lastMessageAt`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -80,7 +80,9 @@ type Config struct {
 	Delivery delivery.WorkerOptions
 	// Sandbox sets the sandbox transport's simulated delays.
 	Sandbox SandboxOptions
-	Log     logr.Logger
+	// SenderActivityEvery is how often Sender status reads its traffic from Postgres (a minute).
+	SenderActivityEvery time.Duration
+	Log                 logr.Logger
 	// SkipControllerNameValidation lets one test binary run several managers; controller names
 	// must otherwise be unique per process, as they name the controllers' metrics.
 	SkipControllerNameValidation bool
@@ -169,7 +171,11 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	if cfg.Role.runs(RoleManager) {
-		if err := controller.SetupAll(mgr); err != nil {
+		every := cfg.SenderActivityEvery
+		if every == 0 {
+			every = time.Minute
+		}
+		if err := controller.SetupAll(mgr, &controller.ActivitySource{Pool: cfg.Pool, Every: every}); err != nil {
 			return fmt.Errorf("set up controllers: %w", err)
 		}
 	}

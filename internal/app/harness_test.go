@@ -41,9 +41,10 @@ type instance struct {
 
 type option func(*app.Config)
 
-// fastSandbox paces the sandbox in milliseconds.
+// fastSandbox paces the sandbox in milliseconds, and refreshes Sender activity as often.
 func fastSandbox(c *app.Config) {
 	c.Sandbox = app.SandboxOptions{DeliverAfter: 50 * time.Millisecond, ReadAfter: 50 * time.Millisecond}
+	c.SenderActivityEvery = 200 * time.Millisecond
 }
 
 // deliveringTo lets webhook deliveries reach a loopback TLS receiver.

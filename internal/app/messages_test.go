@@ -100,6 +100,14 @@ func TestSendTextThroughTheSandbox(t *testing.T) {
 	if !strings.HasPrefix(fmt.Sprint(got["providerMessageId"]), "sbx_") || got["metadata"].(map[string]any)["order"] != "42" {
 		t.Errorf("delivered message %v", got)
 	}
+	// The sender's status carries its traffic from Postgres.
+	waitFor(t, func() bool {
+		var snd v1alpha1.Sender
+		_ = in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: "main"}, &snd)
+		a := snd.Status.Activity
+		return a != nil && a.LastMessageID == id && a.Outbound24h == 1 && a.LastMessageAt != nil
+	})
+
 	// Each step's event reaches the webhook (deliveries are separate jobs, so in any order).
 	waitFor(t, func() bool { return len(rcv.names(id)) == 3 })
 	names := rcv.names(id)

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"time"
 
 	"fmt"
 	corev1 "k8s.io/api/core/v1"
@@ -18,9 +19,12 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 )
 
-// SenderReconciler keeps the Ready condition and the active channels of Senders.
+// SenderReconciler keeps the Ready condition, the active channels and the activity of Senders.
 type SenderReconciler struct {
 	client.Client
+	// Activity, when set, puts the sender's traffic from Postgres in its status, refreshed every
+	// Activity.Every.
+	Activity *ActivitySource
 }
 
 // +kubebuilder:rbac:groups=messaging.switchboard.io,resources=senders,verbs=get;list;watch;create;update;patch;delete
@@ -46,18 +50,18 @@ func (r *SenderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 
 	before := sender.DeepCopy()
-	result := senderReadiness(&sender, v1alpha1.NamespaceProject(projects.Items))
+	readyResult := senderReadiness(&sender, v1alpha1.NamespaceProject(projects.Items))
 	secret, secretFailure, err := r.reconcileWebhookSecret(ctx, &sender)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if result.ready && secretFailure != nil {
-		result = *secretFailure
+	if readyResult.ready && secretFailure != nil {
+		readyResult = *secretFailure
 	}
 	sender.Status.WebhookSecret = secret
 	sender.Status.ObservedGeneration = sender.Generation
 	sender.Status.Channels = nil
-	if result.ready {
+	if readyResult.ready {
 		sender.Status.Channels = sender.Spec.ActiveChannels()
 	}
 	// One default per project: the oldest of the senders that ask to be it.
@@ -65,11 +69,20 @@ func (r *SenderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	sender.Status.IsDefault = d != nil && d.UID == sender.UID
 	// The sandbox simulates inbound mail; real transports will also need a verified inbound MX.
 	sender.Status.EmailReceivingEnabled, sender.Status.EmailCatchAllEnabled = sender.EmailInEffect()
-	setReady(&sender.Status.Conditions, result, sender.Generation)
+	setReady(&sender.Status.Conditions, readyResult, sender.Generation)
+	var result ctrl.Result
+	if r.Activity != nil {
+		activity, err := r.Activity.activity(ctx, &sender, time.Now())
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		sender.Status.Activity = activity
+		result.RequeueAfter = r.Activity.Every
+	}
 	if err := patchStatus(ctx, r.Client, before, &sender, func(s *v1alpha1.Sender) any { return s.Status }); err != nil {
 		return ctrl.Result{}, fmt.Errorf("patch status of sender %s: %w", req, err)
 	}
-	return ctrl.Result{}, nil
+	return result, nil
 }
 
 // senderReadiness is the chain of checks of a Sender: its namespace has a ready project, and its

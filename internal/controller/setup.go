@@ -11,12 +11,12 @@ import (
 )
 
 // SetupAll registers every reconciler with the manager. The field indexes (index.Register) must
-// be registered first.
-func SetupAll(mgr ctrl.Manager) error {
+// be registered first. activity, when not nil, adds Postgres figures to Sender status.
+func SetupAll(mgr ctrl.Manager, activity *ActivitySource) error {
 	if err := (&ProjectReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&SenderReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+	if err := (&SenderReconciler{Client: mgr.GetClient(), Activity: activity}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	return (&WebhookReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)

@@ -61,7 +61,7 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(index.Register(context.Background(), mgr.GetFieldIndexer())).To(Succeed())
-	Expect(controller.SetupAll(mgr)).To(Succeed())
+	Expect(controller.SetupAll(mgr, nil)).To(Succeed())
 
 	var ctx context.Context
 	ctx, cancel = context.WithCancel(context.Background())

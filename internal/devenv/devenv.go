@@ -214,13 +214,15 @@ Switchboard is running.
 
   Try it:
     curl -H "Authorization: Bearer %s" %s/v1/me
+    curl -H "Authorization: Bearer %s" -H "Content-Type: application/json" \
+         -d '{"to":"+15005550100","text":"Hello from Switchboard"}' %s/v1/messages
 
   The control plane:
     KUBECONFIG=%s %s get senders -n default
 
   These settings are in %s. Press Ctrl-C to stop everything.
 
-`, url, key, key, url, kubeconfig, kubectl, envFile)
+`, url, key, key, url, key, url, kubeconfig, kubectl, envFile)
 }
 
 // displayAddr turns a wildcard listen address into one a client can dial.

@@ -230,6 +230,57 @@ func (q *Queries) ListMessages(ctx context.Context, arg ListMessagesParams) ([]M
 	return items, nil
 }
 
+const senderActivity = `-- name: SenderActivity :one
+SELECT
+    count(*) FILTER (WHERE m.direction = 'outbound')::bigint AS outbound,
+    count(*) FILTER (WHERE m.direction = 'inbound')::bigint AS inbound
+FROM messages m
+WHERE m.project = $1 AND m.sender = $2 AND m.created_at > $3
+`
+
+type SenderActivityParams struct {
+	Project string
+	Sender  string
+	Since   time.Time
+}
+
+type SenderActivityRow struct {
+	Outbound int64
+	Inbound  int64
+}
+
+// The sender's traffic of the last 24 hours: one index range per sender.
+func (q *Queries) SenderActivity(ctx context.Context, arg SenderActivityParams) (SenderActivityRow, error) {
+	row := q.db.QueryRow(ctx, senderActivity, arg.Project, arg.Sender, arg.Since)
+	var i SenderActivityRow
+	err := row.Scan(&i.Outbound, &i.Inbound)
+	return i, err
+}
+
+const senderLastMessage = `-- name: SenderLastMessage :one
+SELECT id, created_at FROM messages
+WHERE project = $1 AND sender = $2
+ORDER BY created_at DESC
+LIMIT 1
+`
+
+type SenderLastMessageParams struct {
+	Project string
+	Sender  string
+}
+
+type SenderLastMessageRow struct {
+	ID        string
+	CreatedAt time.Time
+}
+
+func (q *Queries) SenderLastMessage(ctx context.Context, arg SenderLastMessageParams) (SenderLastMessageRow, error) {
+	row := q.db.QueryRow(ctx, senderLastMessage, arg.Project, arg.Sender)
+	var i SenderLastMessageRow
+	err := row.Scan(&i.ID, &i.CreatedAt)
+	return i, err
+}
+
 const setMessageStatus = `-- name: SetMessageStatus :one
 UPDATE messages
 SET status = $1, provider_message_id = coalesce($2, provider_message_id),

@@ -40,3 +40,17 @@ SET status = @status, provider_message_id = coalesce(sqlc.narg(provider_message_
     error_code = sqlc.narg(error_code), error_message = sqlc.narg(error_message), updated_at = @updated_at
 WHERE id = @id AND status = ANY(@from_statuses::text[])
 RETURNING *;
+
+-- name: SenderActivity :one
+-- The sender's traffic of the last 24 hours: one index range per sender.
+SELECT
+    count(*) FILTER (WHERE m.direction = 'outbound')::bigint AS outbound,
+    count(*) FILTER (WHERE m.direction = 'inbound')::bigint AS inbound
+FROM messages m
+WHERE m.project = @project AND m.sender = @sender AND m.created_at > @since;
+
+-- name: SenderLastMessage :one
+SELECT id, created_at FROM messages
+WHERE project = @project AND sender = @sender
+ORDER BY created_at DESC
+LIMIT 1;
