@@ -159,6 +159,44 @@ func TestDevRunsSeedsAndStopsCleanly(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !me.IsTestMode || me.Project.ID != "default" {
 		t.Errorf("GET /v1/me = %d %+v", resp.StatusCode, me)
 	}
+	// So does the send it prints, through the seeded sender and the sandbox.
+	send, _ := http.NewRequest(http.MethodPost, url+"/v1/messages", strings.NewReader(`{"to":"+15005550100","text":"Hello from Switchboard"}`))
+	send.Header.Set("Authorization", "Bearer "+key)
+	send.Header.Set("Content-Type", "application/json")
+	resp, err = http.DefaultClient.Do(send)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent struct {
+		Message struct{ ID, Status, Channel string } `json:"message"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&sent)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || sent.Message.Status != "queued" || sent.Message.Channel != "sms" {
+		t.Fatalf("POST /v1/messages = %d %+v", resp.StatusCode, sent)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		get, _ := http.NewRequest(http.MethodGet, url+"/v1/messages/"+sent.Message.ID, nil)
+		get.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(get)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Message struct{ Status string } `json:"message"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if got.Message.Status == "delivered" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sandbox did not deliver the message within 30s (status %q)", got.Message.Status)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+
 	for _, path := range []string{"/healthz", "/readyz"} {
 		resp, err := http.Get(url + path)
 		if err != nil || resp.StatusCode != http.StatusOK {
