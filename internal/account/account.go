@@ -4,10 +4,8 @@ package account
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"sort"
 	"time"
 
@@ -23,6 +21,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/index"
 	"github.com/switchboard-io/switchboard/internal/optional"
+	"github.com/switchboard-io/switchboard/internal/randid"
 )
 
 // The API creates a namespace per sub-account.
@@ -326,15 +325,4 @@ func validMetadata(m json.RawMessage) []apperror.FieldError {
 }
 
 // newID names a sub-account's namespace: "sa-" and 12 random lowercase letters and digits.
-func newID() (string, error) {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, 12)
-	for i := range b {
-		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
-		if err != nil {
-			return "", fmt.Errorf("generate sub-account id: %w", err)
-		}
-		b[i] = alphabet[n.Int64()]
-	}
-	return "sa-" + string(b), nil
-}
+func newID() (string, error) { return randid.Name("sa-", 12) }

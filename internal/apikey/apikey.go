@@ -5,12 +5,10 @@ package apikey
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/big"
 	"strings"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/randid"
 )
 
 // Environment says whether a key sends for real (live) or through the sandbox (test).
@@ -32,7 +31,7 @@ const (
 const (
 	secretLen = 32 // base62 characters after the prefix: 32·log2(62) ≈ 190 bits
 	idLen     = 20
-	alphabet  = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	alphabet  = randid.Base62
 	// shownPrefixLen is how much of a key lists may show to tell keys apart.
 	shownPrefixLen = 4
 )
@@ -209,18 +208,7 @@ func WellFormed(secret string) bool {
 	return true
 }
 
-func randomString(n int) (string, error) {
-	b := make([]byte, n)
-	max := big.NewInt(int64(len(alphabet)))
-	for i := range b {
-		v, err := rand.Int(rand.Reader, max)
-		if err != nil {
-			return "", fmt.Errorf("read random bytes: %w", err)
-		}
-		b[i] = alphabet[v.Int64()]
-	}
-	return string(b), nil
-}
+func randomString(n int) (string, error) { return randid.String(alphabet, n) }
 
 func fromRow(r db.APIKey) Key {
 	return Key{

@@ -2,9 +2,7 @@ package controller
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
-	"math/big"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/randid"
 )
 
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
@@ -108,15 +107,4 @@ func deleteGeneratedSecret(ctx context.Context, c client.Client, owner client.Ob
 }
 
 // NewWebhookSecret returns a new signing secret: "whsec_" and 32 base62 characters (~190 bits).
-func NewWebhookSecret() (string, error) {
-	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	b := make([]byte, 32)
-	for i := range b {
-		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
-		if err != nil {
-			return "", fmt.Errorf("generate webhook secret: %w", err)
-		}
-		b[i] = alphabet[n.Int64()]
-	}
-	return "whsec_" + string(b), nil
-}
+func NewWebhookSecret() (string, error) { return randid.Prefixed("whsec_", 32) }

@@ -6,10 +6,8 @@ package delivery
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/randid"
 )
 
 // Event is something that happened, to be delivered to whoever subscribed to it.
@@ -113,15 +112,4 @@ func withSenderID(data map[string]any, sender string) map[string]any {
 }
 
 // newEventID returns "evt_" and 24 random base62 characters.
-func newEventID() (string, error) {
-	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	b := make([]byte, 24)
-	for i := range b {
-		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
-		if err != nil {
-			return "", fmt.Errorf("generate event id: %w", err)
-		}
-		b[i] = alphabet[n.Int64()]
-	}
-	return "evt_" + string(b), nil
-}
+func newEventID() (string, error) { return randid.Prefixed("evt_", 24) }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 )
 
@@ -56,7 +57,7 @@ func (s *Server) routes() []route {
 		{method: "PATCH", path: "/v1/senders/{senderId}/profile", access: permission, permission: apikey.PermissionAll, handle: s.updateSenderProfile},
 		{method: "POST", path: "/v1/senders/{senderId}/channels/{channel}/activate", access: permission, permission: apikey.PermissionAll, handle: s.activateSenderChannel},
 
-		{method: "POST", path: "/v1/invitations/webhook", access: permission, permission: apikey.PermissionAll, handle: s.putInvitationsWebhook},
+		{method: "POST", path: "/v1/invitations/webhook", access: permission, permission: apikey.PermissionAll, handle: s.putProjectWebhook(v1alpha1.WebhookKindInvitations)},
 		{method: "GET", path: "/v2/channels", access: anyKey, handle: s.listChannels},
 		{method: "POST", path: "/v2/channels", access: permission, permission: apikey.PermissionAll, handle: s.createChannel},
 		{method: "GET", path: "/v2/channels/{address}", access: anyKey, handle: s.getChannel},
@@ -64,7 +65,7 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/v2/channels/{address}/{type}/deactivate", access: permission, permission: apikey.PermissionAll, handle: s.setChannelActive(false)},
 		{method: "DELETE", path: "/v2/channels/{address}/{type}", access: permission, permission: apikey.PermissionAll, handle: s.deleteChannel},
 		{method: "GET", path: "/v2/webhook", access: permission, permission: apikey.PermissionAll, handle: s.getWebhookV2},
-		{method: "PUT", path: "/v2/webhook", access: permission, permission: apikey.PermissionAll, handle: s.putWebhookV2},
+		{method: "PUT", path: "/v2/webhook", access: permission, permission: apikey.PermissionAll, handle: s.putProjectWebhook(v1alpha1.WebhookKindV2)},
 		{method: "DELETE", path: "/v2/webhook", access: permission, permission: apikey.PermissionAll, handle: s.deleteWebhookV2},
 		{method: "POST", path: "/v2/webhook/secret", access: permission, permission: apikey.PermissionAll, handle: s.rotateWebhookV2Secret},
 

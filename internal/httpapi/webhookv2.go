@@ -52,22 +52,26 @@ func (s *Server) getWebhookV2(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"webhook": webhookV2View(st.Webhook, ""), "senderWebhooks": senders})
 }
 
-func (s *Server) putWebhookV2(w http.ResponseWriter, r *http.Request) {
-	var in projectwebhook.PutInput
-	if err := decodeJSON(r, &in, false); err != nil {
-		s.writeError(w, r, err)
-		return
+// putProjectWebhook creates (201, its secret shown once) or replaces (200, the secret kept) the
+// project webhook of kind: PUT /v2/webhook and POST /v1/invitations/webhook.
+func (s *Server) putProjectWebhook(kind v1alpha1.WebhookKind) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var in projectwebhook.PutInput
+		if err := decodeJSON(r, &in, false); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		wh, created, secret, err := s.projectHooks.Put(r.Context(), keyFrom(r.Context()).Project, kind, in)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		status := http.StatusOK
+		if created {
+			status = http.StatusCreated
+		}
+		writeJSON(w, status, map[string]any{"webhook": webhookV2View(wh, secret)})
 	}
-	wh, created, secret, err := s.projectHooks.Put(r.Context(), keyFrom(r.Context()).Project, v1alpha1.WebhookKindV2, in)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	writeJSON(w, status, map[string]any{"webhook": webhookV2View(wh, secret)})
 }
 
 func (s *Server) rotateWebhookV2Secret(w http.ResponseWriter, r *http.Request) {
@@ -85,24 +89,4 @@ func (s *Server) deleteWebhookV2(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// putInvitationsWebhook is POST /v1/invitations/webhook: the v1 project webhook for invitation
-// events, created (201, its secret shown once) or replaced (200, the secret kept).
-func (s *Server) putInvitationsWebhook(w http.ResponseWriter, r *http.Request) {
-	var in projectwebhook.PutInput
-	if err := decodeJSON(r, &in, false); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	wh, created, secret, err := s.projectHooks.Put(r.Context(), keyFrom(r.Context()).Project, v1alpha1.WebhookKindInvitations, in)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	status := http.StatusOK
-	if created {
-		status = http.StatusCreated
-	}
-	writeJSON(w, status, map[string]any{"webhook": webhookV2View(wh, secret)})
 }

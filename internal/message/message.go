@@ -7,11 +7,9 @@ package message
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math/big"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -25,6 +23,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/randid"
 )
 
 // Limits of a send's fields.
@@ -311,15 +310,4 @@ func deref(s *string) string {
 }
 
 // newID returns prefix and 24 random base62 characters.
-func newID(prefix string) (string, error) {
-	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-	b := make([]byte, 24)
-	for i := range b {
-		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
-		if err != nil {
-			return "", fmt.Errorf("generate id: %w", err)
-		}
-		b[i] = alphabet[n.Int64()]
-	}
-	return prefix + string(b), nil
-}
+func newID(prefix string) (string, error) { return randid.Prefixed(prefix, 24) }

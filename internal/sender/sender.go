@@ -5,9 +5,7 @@ package sender
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
-	"math/big"
 	"regexp"
 	"slices"
 	"sort"
@@ -24,6 +22,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/controller"
 	"github.com/switchboard-io/switchboard/internal/kubewrite"
+	"github.com/switchboard-io/switchboard/internal/randid"
 )
 
 // FieldManager names the API's writes.
@@ -413,18 +412,7 @@ func (s *Service) ensureSecretCreated(ctx context.Context, snd *v1alpha1.Sender)
 }
 
 // newID names a sender: "snd-" and 12 random lowercase letters and digits.
-func newID() (string, error) {
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, 12)
-	for i := range b {
-		n, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
-		if err != nil {
-			return "", fmt.Errorf("generate sender id: %w", err)
-		}
-		b[i] = alphabet[n.Int64()]
-	}
-	return "snd-" + string(b), nil
-}
+func newID() (string, error) { return randid.Name("snd-", 12) }
 
 // checkTransition refuses signature-version jumps before the API server's CEL rule would, with
 // the spec's wording.
