@@ -38,8 +38,9 @@ const (
 	ReasonWebhookSecretNotFound = "WebhookSecretNotFound"
 )
 
-// WebhookSecretLabel marks the Secrets that hold webhook signing secrets; only these are read.
-const WebhookSecretLabel = "messaging.switchboard.io/webhook-secret"
+// SecretLabel marks the Secrets Switchboard reads: webhook signing secrets and provider
+// credentials (bot tokens, access tokens). Its informer cache holds no other Secret.
+const SecretLabel = "messaging.switchboard.io/secret"
 
 // GeneratedWebhookSecretKey is the key of a generated webhook Secret.
 const GeneratedWebhookSecretKey = "secret"

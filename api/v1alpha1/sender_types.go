@@ -244,7 +244,7 @@ type SenderWebhook struct {
 	SignatureVersion SignatureVersion `json:"signatureVersion,omitempty"`
 
 	// SecretRef names a Secret key holding the signing secret. The Secret must carry the label
-	// messaging.switchboard.io/webhook-secret: "true". Without it the controller generates a
+	// messaging.switchboard.io/secret: "true". Without it the controller generates a
 	// Secret "<sender>-webhook", owned by the Sender.
 	// +optional
 	SecretRef *SecretKeyRef `json:"secretRef,omitempty"`

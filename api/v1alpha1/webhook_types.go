@@ -56,7 +56,7 @@ type WebhookSpec struct {
 	SignatureVersion SignatureVersion `json:"signatureVersion,omitempty"`
 
 	// SecretRef names a Secret key with the signing secret (labelled
-	// messaging.switchboard.io/webhook-secret: "true"); without it the controller generates one.
+	// messaging.switchboard.io/secret: "true"); without it the controller generates one.
 	// +optional
 	SecretRef *SecretKeyRef `json:"secretRef,omitempty"`
 }

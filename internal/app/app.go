@@ -40,6 +40,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
 	"github.com/switchboard-io/switchboard/internal/sender"
 	"github.com/switchboard-io/switchboard/internal/transport"
+	"github.com/switchboard-io/switchboard/internal/transport/telegram"
 	"github.com/switchboard-io/switchboard/internal/worker"
 )
 
@@ -80,6 +81,8 @@ type Config struct {
 	Delivery delivery.WorkerOptions
 	// Sandbox sets the sandbox transport's simulated delays.
 	Sandbox SandboxOptions
+	// TelegramAPI is the Telegram Bot API's address; empty is Telegram's own.
+	TelegramAPI string
 	// SenderActivityEvery is how often Sender status reads its traffic from Postgres (a minute).
 	SenderActivityEvery time.Duration
 	Log                 logr.Logger
@@ -235,7 +238,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	server, err := httpapi.New(httpapi.Options{
 		Auth:            auth,
 		Accounts:        account.NewService(mgr.GetClient(), keys),
-		Senders:         sender.NewService(mgr.GetClient(), mgr.GetAPIReader()),
+		Senders:         sender.NewService(mgr.GetClient(), mgr.GetAPIReader(), telegram.Client{API: cfg.TelegramAPI}),
 		ProjectWebhooks: projectwebhook.NewService(mgr.GetClient(), mgr.GetAPIReader()),
 		Messages:        messages,
 		Limiter:         limiter,

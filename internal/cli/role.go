@@ -33,6 +33,7 @@ type roleFlags struct {
 	leaderElectionNS  string
 	workerConcurrency int
 	webhookAllow      []string
+	telegramAPI       string
 }
 
 func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) *cobra.Command {
@@ -60,6 +61,7 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 	fl.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes; 0 turns it off")
 	if r == app.RoleAPI || r == app.RoleAll {
 		fl.StringVar(&f.listen, "listen", ":8080", "address the REST API listens on")
+		fl.StringVar(&f.telegramAPI, "telegram-api-url", "https://api.telegram.org", "the Telegram Bot API's address (a proxy or a local Bot API server)")
 		fl.StringVar(&f.redisURL, "redis-url", envOr("REDIS_URL", ""), "Redis URL shared by api replicas, e.g. redis://redis:6379/0 (env REDIS_URL); empty keeps state in memory, for one replica")
 	}
 	if r == app.RoleManager || r == app.RoleAll {
@@ -130,6 +132,7 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		LeaderElectionNamespace: f.leaderElectionNS,
 		WorkerConcurrency:       f.workerConcurrency,
 		Delivery:                delivery.WorkerOptions{Client: delivery.ClientOptions{Allow: allow}},
+		TelegramAPI:             f.telegramAPI,
 		Log:                     log,
 	})
 }

@@ -44,7 +44,7 @@ func reconcileSigningSecret(ctx context.Context, c client.Client, owner client.O
 		err := c.Get(ctx, client.ObjectKey{Namespace: owner.GetNamespace(), Name: ref.Name}, &s)
 		if apierrors.IsNotFound(err) || (err == nil && len(s.Data[ref.Key]) == 0) {
 			failed := notReady(v1alpha1.ReasonWebhookSecretNotFound, fmt.Sprintf(
-				"Secret %s with key %s and label %s=true not found", ref.Name, ref.Key, v1alpha1.WebhookSecretLabel))
+				"Secret %s with key %s and label %s=true not found", ref.Name, ref.Key, v1alpha1.SecretLabel))
 			return nil, &failed, nil
 		}
 		if err != nil {
@@ -74,7 +74,7 @@ func reconcileSigningSecret(ctx context.Context, c client.Client, owner client.O
 	s = corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: owner.GetNamespace(), Name: generated,
-			Labels: map[string]string{v1alpha1.WebhookSecretLabel: "true"},
+			Labels: map[string]string{v1alpha1.SecretLabel: "true"},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{v1alpha1.GeneratedWebhookSecretKey: []byte(value)},

@@ -39,7 +39,7 @@ var _ = Describe("Sender webhook secret", func() {
 		}, BeTrue()))
 		var generated corev1.Secret
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hooked-webhook"}, &generated)).To(Succeed())
-		Expect(generated.Labels).To(HaveKeyWithValue(v1alpha1.WebhookSecretLabel, "true"))
+		Expect(generated.Labels).To(HaveKeyWithValue(v1alpha1.SecretLabel, "true"))
 		Expect(metav1.IsControlledBy(&generated, s)).To(BeTrue())
 		Eventually(func() *v1alpha1.SecretKeyRef {
 			_ = k8s.Get(ctx, client.ObjectKeyFromObject(s), s)
@@ -77,7 +77,7 @@ var _ = Describe("Sender webhook secret", func() {
 		Eventually(readyCondition(ctx, s)).Should(haveReady(metav1.ConditionFalse, v1alpha1.ReasonWebhookSecretNotFound))
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hooked-webhook"}, &corev1.Secret{})).NotTo(Succeed())
 
-		own.Labels = map[string]string{v1alpha1.WebhookSecretLabel: "true"}
+		own.Labels = map[string]string{v1alpha1.SecretLabel: "true"}
 		Expect(k8s.Update(ctx, own)).To(Succeed())
 		Eventually(readyCondition(ctx, s)).Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))
 		Expect(s.Status.WebhookSecret).To(Equal(&v1alpha1.SecretKeyRef{Name: "from-vault", Key: "signing"}))

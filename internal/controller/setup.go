@@ -25,6 +25,6 @@ func SetupAll(mgr ctrl.Manager, activity *ActivitySource) error {
 // CacheOptions limits what the informer cache holds: of all Secrets, only the webhook secrets.
 func CacheOptions() cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{v1alpha1.WebhookSecretLabel: "true"})},
+		&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{v1alpha1.SecretLabel: "true"})},
 	}}
 }

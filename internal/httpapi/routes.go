@@ -53,6 +53,8 @@ func (s *Server) routes() []route {
 		{method: "PATCH", path: "/v1/senders/{senderId}", access: permission, permission: apikey.PermissionAll, handle: s.updateSender},
 		{method: "DELETE", path: "/v1/senders/{senderId}", access: permission, permission: apikey.PermissionAll, handle: s.deleteSender},
 		{method: "POST", path: "/v1/senders/{senderId}/webhook/secret", access: permission, permission: apikey.PermissionAll, handle: s.rotateSenderSecret},
+		{method: "POST", path: "/v1/senders/{senderId}/telegram", access: permission, permission: apikey.PermissionAll, handle: s.attachTelegram},
+		{method: "DELETE", path: "/v1/senders/{senderId}/telegram", access: permission, permission: apikey.PermissionAll, handle: s.detachTelegram},
 		{method: "GET", path: "/v1/senders/{senderId}/profile", access: anyKey, handle: s.getSenderProfile},
 		{method: "PATCH", path: "/v1/senders/{senderId}/profile", access: permission, permission: apikey.PermissionAll, handle: s.updateSenderProfile},
 		{method: "POST", path: "/v1/senders/{senderId}/channels/{channel}/activate", access: permission, permission: apikey.PermissionAll, handle: s.activateSenderChannel},

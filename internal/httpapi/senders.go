@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/optional"
 	"github.com/switchboard-io/switchboard/internal/sender"
 )
@@ -243,4 +245,40 @@ func (s *Server) updateSenderProfile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "profile": profileView(p)})
+}
+
+func (s *Server) attachTelegram(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		BotToken *string `json:"botToken"`
+	}
+	if err := decodeJSON(r, &in, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if in.BotToken == nil || *in.BotToken == "" {
+		s.writeError(w, r, apperror.InvalidFields(apperror.FieldError{Path: "botToken", Message: "is required"}))
+		return
+	}
+	_, bot, err := s.senders.AttachTelegram(r.Context(), keyFrom(r.Context()).Project, r.PathValue("senderId"), *in.BotToken)
+	if e := apperror.As(err); e != nil && e.Code == "invalid_bot_token" {
+		// invalid_bot_token is v2's code; v1 answers a plain invalid_request.
+		e2 := *e
+		e2.Code = "invalid_request"
+		err = &e2
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"telegram": map[string]any{
+		"connected": true, "botId": strconv.FormatInt(bot.ID, 10), "botUsername": bot.Username,
+	}})
+}
+
+func (s *Server) detachTelegram(w http.ResponseWriter, r *http.Request) {
+	if err := s.senders.DetachTelegram(r.Context(), keyFrom(r.Context()).Project, r.PathValue("senderId")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -220,7 +220,7 @@ func (s *Service) writeSecret(ctx context.Context, wh *v1alpha1.Webhook, rotate 
 	}
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: wh.Namespace, Name: controller.GeneratedProjectWebhookSecretName(wh),
-			Labels: map[string]string{v1alpha1.WebhookSecretLabel: "true"}},
+			Labels: map[string]string{v1alpha1.SecretLabel: "true"}},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{v1alpha1.GeneratedWebhookSecretKey: []byte(value)},
 	}

@@ -2,6 +2,7 @@ package sender
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/transport/telegram"
 )
 
 // Address is one v2 channel entry: a sender's channel of one type, at the address contacts see.
@@ -160,16 +162,17 @@ func (s *Service) Remove(ctx context.Context, project, address string, typ v1alp
 	return err
 }
 
-// CreateInput is POST /v2/channels: a new address of a type that needs no connection.
+// CreateInput is POST /v2/channels: a new address, or a Telegram bot to attach.
 type CreateInput struct {
-	Type    *string `json:"type"`
-	Address *string `json:"address"`
-	Name    *string `json:"name"`
+	Type     *string `json:"type"`
+	Address  *string `json:"address"`
+	Name     *string `json:"name"`
+	BotToken *string `json:"botToken"`
 }
 
 // creatable are the types POST /v2/channels makes; whatsapp, instagram and messenger are
-// connected through invitations, telegram by attaching a bot.
-var creatable = []v1alpha1.Channel{v1alpha1.ChannelEmail, v1alpha1.ChannelSMSOneway, v1alpha1.ChannelSMS, v1alpha1.ChannelVoice}
+// connected through invitations.
+var creatable = []v1alpha1.Channel{v1alpha1.ChannelEmail, v1alpha1.ChannelSMSOneway, v1alpha1.ChannelSMS, v1alpha1.ChannelVoice, v1alpha1.ChannelTelegram}
 
 // CreateAddress makes a sender for a new address with the channel on.
 func (s *Service) CreateAddress(ctx context.Context, project string, in CreateInput) (Address, error) {
@@ -192,9 +195,14 @@ func (s *Service) CreateAddress(ctx context.Context, project string, in CreateIn
 		errs = append(errs, apperror.FieldError{Path: "address", Message: "must be an E.164 number for " + string(typ)})
 	case typ == v1alpha1.ChannelSMSOneway && address != "" && !e164.MatchString(address):
 		errs = append(errs, apperror.FieldError{Path: "address", Message: "must be an E.164 number, or left out for one-way SMS"})
+	case typ == v1alpha1.ChannelTelegram && (in.BotToken == nil || *in.BotToken == ""):
+		errs = append(errs, apperror.FieldError{Path: "botToken", Message: "is required to attach a Telegram bot"})
 	}
 	if len(errs) > 0 {
 		return Address{}, apperror.InvalidFields(errs...)
+	}
+	if typ == v1alpha1.ChannelTelegram {
+		return s.createTelegram(ctx, project, in)
 	}
 	name := address
 	if in.Name != nil {
@@ -272,4 +280,33 @@ func (s *Service) changeEntry(ctx context.Context, entry Address, mutate func(*v
 		}
 	}
 	return Address{Address: entry.Address, Type: entry.Type, Sender: snd}, nil
+}
+
+// createTelegram makes a sender for a Telegram bot: the token is checked with Telegram first, so
+// a rejected token creates nothing.
+func (s *Service) createTelegram(ctx context.Context, project string, in CreateInput) (Address, error) {
+	bot, err := s.telegram.GetMe(ctx, *in.BotToken)
+	if errors.Is(err, telegram.ErrInvalidToken) {
+		return Address{}, invalidBotToken()
+	}
+	if err != nil {
+		return Address{}, err
+	}
+	name := "@" + bot.Username
+	if in.Name != nil && *in.Name != "" {
+		name = *in.Name
+	}
+	view, err := s.Create(ctx, project, Input{Name: &name})
+	if err != nil {
+		return Address{}, err
+	}
+	if view, _, err = s.AttachTelegram(ctx, project, view.Sender.Name, *in.BotToken); err != nil {
+		return Address{}, err
+	}
+	for _, a := range addresses(view.Sender, view.Channels) {
+		if a.Type == v1alpha1.ChannelTelegram {
+			return a, nil
+		}
+	}
+	return Address{}, fmt.Errorf("sender %s has no telegram channel after attaching the bot", view.Sender.Name)
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/controller"
 	"github.com/switchboard-io/switchboard/internal/kubewrite"
 	"github.com/switchboard-io/switchboard/internal/randid"
+	"github.com/switchboard-io/switchboard/internal/transport/telegram"
 )
 
 // FieldManager names the API's writes.
@@ -35,14 +36,16 @@ var (
 
 // Service manages Senders.
 type Service struct {
-	client client.Client // reads from the informer cache, writes to the API server
-	live   client.Reader // reads from the API server, for read-modify-write
-	scheme *runtime.Scheme
+	client   client.Client // reads from the informer cache, writes to the API server
+	live     client.Reader // reads from the API server, for read-modify-write
+	scheme   *runtime.Scheme
+	telegram telegram.Client
 }
 
-// NewService returns a Service; live reads bypass the cache where a change builds on the latest.
-func NewService(c client.Client, live client.Reader) *Service {
-	return &Service{client: c, live: live, scheme: c.Scheme()}
+// NewService returns a Service; live reads bypass the cache where a change builds on the latest;
+// tg checks Telegram bot tokens.
+func NewService(c client.Client, live client.Reader, tg telegram.Client) *Service {
+	return &Service{client: c, live: live, scheme: c.Scheme(), telegram: tg}
 }
 
 // View is a sender as the API shows it, with what is in effect computed now rather than when
@@ -194,12 +197,14 @@ func (s *Service) Delete(ctx context.Context, project, id string) error {
 	if err := s.client.Delete(ctx, snd); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete sender %s: %w", id, err)
 	}
-	// The generated secret goes at once rather than whenever garbage collection gets to it.
-	var secret corev1.Secret
-	err = s.live.Get(ctx, client.ObjectKey{Namespace: project, Name: snd.Name + "-webhook"}, &secret)
-	if err == nil && metav1.IsControlledBy(&secret, snd) {
-		if err := s.client.Delete(ctx, &secret); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete webhook secret of sender %s: %w", id, err)
+	// Its Secrets go at once rather than whenever garbage collection gets to them.
+	for _, name := range []string{snd.Name + "-webhook", telegramSecretName(snd)} {
+		var secret corev1.Secret
+		err = s.live.Get(ctx, client.ObjectKey{Namespace: project, Name: name}, &secret)
+		if err == nil && metav1.IsControlledBy(&secret, snd) {
+			if err := s.client.Delete(ctx, &secret); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete secret %s of sender %s: %w", name, id, err)
+			}
 		}
 	}
 	return nil
@@ -371,7 +376,7 @@ func generatedSecret(snd *v1alpha1.Sender, value string) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: snd.Namespace, Name: snd.Name + "-webhook",
-			Labels: map[string]string{v1alpha1.WebhookSecretLabel: "true"},
+			Labels: map[string]string{v1alpha1.SecretLabel: "true"},
 		},
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{v1alpha1.GeneratedWebhookSecretKey: []byte(value)},
