@@ -63,48 +63,51 @@ type ErrDuplicate struct{ Original db.Message }
 
 func (e *ErrDuplicate) Error() string { return "duplicate send of message " + e.Original.ID }
 
-// Send accepts a message from the key's project, through senderID or the project's default
-// sender. A retry with an idempotency key already used returns *ErrDuplicate with the original.
-func (s *Service) Send(ctx context.Context, key apikey.Key, senderID string, in SendInput) (db.Message, error) {
+// checked is a send whose fields are valid, before its sender and channel are chosen.
+type checked struct {
+	to          string
+	kind        recipientKind
+	messageType string
+	requested   string
+	text        string
+}
+
+// check validates the fields every generation shares and lists every invalid one.
+func check(in SendInput) (checked, []apperror.FieldError) {
 	var errs []apperror.FieldError
 	bad := func(path, msg string) { errs = append(errs, apperror.FieldError{Path: path, Message: msg}) }
-
-	to, kind := "", invalidRecipient
+	c := checked{messageType: "text"}
 	if in.To == nil || *in.To == "" {
 		bad("to", "is required")
-	} else if to = *in.To; classify(to) == invalidRecipient {
+	} else if c.to = *in.To; classify(c.to) == invalidRecipient {
 		bad("to", "must be an E.164 number, an email address, a business-scoped user id or a numeric chat id")
 	} else {
-		kind = classify(to)
+		c.kind = classify(c.to)
 	}
-	messageType := "text"
 	if in.MessageType != nil {
-		messageType = *in.MessageType
-		if !contains(MessageTypes, messageType) {
+		c.messageType = *in.MessageType
+		if !contains(MessageTypes, c.messageType) {
 			bad("messageType", fmt.Sprintf("must be one of %v", MessageTypes))
+		} else if c.messageType != "text" {
+			bad("messageType", "only text messages are sent in this version")
 		}
 	}
-	if messageType != "text" && contains(MessageTypes, messageType) {
-		bad("messageType", "only text messages are sent in this version")
-	}
-	requested := ""
 	if in.Channel != nil {
-		requested = *in.Channel
-		if !contains(Channels, requested) {
+		c.requested = *in.Channel
+		if !contains(Channels, c.requested) {
 			bad("channel", fmt.Sprintf("must be one of %v", Channels))
 		}
 	}
-	text := ""
 	if in.Text != nil {
-		text = *in.Text
+		c.text = *in.Text
 	}
-	if messageType == "text" && text == "" {
+	if c.messageType == "text" && c.text == "" {
 		bad("text", "is required for a text message")
 	}
-	if len([]rune(text)) > maxTextLength {
+	if len([]rune(c.text)) > maxTextLength {
 		bad("text", fmt.Sprintf("must be up to %d characters", maxTextLength))
 	}
-	email := kind == emailRecipient || requested == string(v1alpha1.ChannelEmail)
+	email := c.kind == emailRecipient || c.requested == string(v1alpha1.ChannelEmail)
 	if email && (in.Subject == nil || *in.Subject == "") {
 		bad("subject", "is required for email")
 	}
@@ -114,23 +117,34 @@ func (s *Service) Send(ctx context.Context, key apikey.Key, senderID string, in 
 	if in.IdempotencyKey != nil && (len(*in.IdempotencyKey) == 0 || len(*in.IdempotencyKey) > maxKeyLength) {
 		bad("idempotencyKey", fmt.Sprintf("must be 1 to %d characters", maxKeyLength))
 	}
-	if len(errs) > 0 {
-		return db.Message{}, apperror.InvalidFields(errs...)
-	}
+	return c, errs
+}
 
-	snd, err := s.pickSender(ctx, key.Project, senderID)
-	if err != nil {
-		return db.Message{}, err
-	}
-	// What the sender can send on, computed from its spec as the controller and GET /v1/senders
-	// compute it, so a sender changed a moment ago sends as its answer said.
+// activeChannels is what the sender can send on, computed from its spec as the controller and
+// GET /v1/senders compute it, so a sender changed a moment ago sends as its answer said.
+func activeChannels(snd *v1alpha1.Sender) []v1alpha1.Channel {
 	var active []v1alpha1.Channel
 	for _, c := range snd.Spec.ActiveChannels() {
 		if snd.Spec.Transport.Supports(c) {
 			active = append(active, c)
 		}
 	}
-	channel, ferr := route(requested, kind, messageType, active)
+	return active
+}
+
+// Send accepts a message from the key's project, through senderID or the project's default
+// sender. A retry with an idempotency key already used returns *ErrDuplicate with the original.
+func (s *Service) Send(ctx context.Context, key apikey.Key, senderID string, in SendInput) (db.Message, error) {
+	c, errs := check(in)
+	if len(errs) > 0 {
+		return db.Message{}, apperror.InvalidFields(errs...)
+	}
+	snd, err := s.pickSender(ctx, key.Project, senderID)
+	if err != nil {
+		return db.Message{}, err
+	}
+	active := activeChannels(snd)
+	channel, ferr := route(c.requested, c.kind, c.messageType, active)
 	if ferr != nil {
 		return db.Message{}, apperror.InvalidFields(*ferr)
 	}
@@ -138,7 +152,12 @@ func (s *Service) Send(ctx context.Context, key apikey.Key, senderID string, in 
 		return db.Message{}, apperror.InvalidFields(apperror.FieldError{Path: "channel", Message: fmt.Sprintf(
 			"sender %s cannot send on %s; its channels: %s", snd.Name, channel, joinChannels(active))})
 	}
+	return s.accept(ctx, key, snd, channel, c, in)
+}
 
+// accept stores the message with its idempotency key, its message.queued event and its
+// dispatch job in one transaction.
+func (s *Service) accept(ctx context.Context, key apikey.Key, snd *v1alpha1.Sender, channel v1alpha1.Channel, c checked, in SendInput) (db.Message, error) {
 	id, err := newID("msg_")
 	if err != nil {
 		return db.Message{}, err
@@ -148,8 +167,9 @@ func (s *Service) Send(ctx context.Context, key apikey.Key, senderID string, in 
 	if len(in.Metadata) > 0 {
 		metadata, _ = json.Marshal(in.Metadata)
 	}
+	text := c.text
 	msg := db.Message{ID: id, Project: key.Project, TestMode: key.TestMode(), Sender: snd.Name, Direction: "outbound",
-		Channel: string(channel), MessageType: messageType, Status: "queued", Recipient: to, Originator: originator(snd, channel),
+		Channel: string(channel), MessageType: c.messageType, Status: "queued", Recipient: c.to, Originator: originator(snd, channel),
 		Body: &text, Subject: in.Subject, Metadata: metadata, CreatedAt: now, UpdatedAt: now}
 
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
