@@ -74,6 +74,11 @@ func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
+	s.listMessagesAs(w, r, func(m db.Message) any { return messageView(m) })
+}
+
+// listMessagesAs answers a message list, each message in the generation's shape.
+func (s *Server) listMessagesAs(w http.ResponseWriter, r *http.Request, view func(db.Message) any) {
 	key := keyFrom(r.Context())
 	limit, after, err := s.pageRequest(r, key.Project, "messages")
 	if err != nil {
@@ -98,14 +103,14 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := page[messageJSON]{Items: []messageJSON{}}
+	out := page[any]{Items: []any{}}
 	for i, m := range rows {
 		if i == limit {
 			last := rows[i-1]
 			out.NextCursor = s.cursors.encode(position{Project: key.Project, List: "messages", Time: last.CreatedAt.UnixMicro(), ID: last.ID})
 			break
 		}
-		out.Items = append(out.Items, messageView(m))
+		out.Items = append(out.Items, view(m))
 	}
 	writeJSON(w, http.StatusOK, out)
 }

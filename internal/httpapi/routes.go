@@ -44,6 +44,9 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/v1/messages", access: permission, permission: apikey.PermissionMessagesSend, handle: s.sendMessage},
 		{method: "GET", path: "/v1/messages", access: permission, permission: apikey.PermissionMessagesRead, handle: s.listMessages},
 		{method: "GET", path: "/v1/messages/{messageId}", access: permission, permission: apikey.PermissionMessagesRead, handle: s.getMessage},
+		{method: "POST", path: "/v2/messages", access: permission, permission: apikey.PermissionMessagesSend, handle: s.sendMessageV2},
+		{method: "GET", path: "/v2/messages", access: permission, permission: apikey.PermissionMessagesRead, handle: s.listMessagesV2},
+		{method: "GET", path: "/v2/messages/{messageId}", access: permission, permission: apikey.PermissionMessagesRead, handle: s.getMessageV2},
 
 		// Senders are configuration: any key reads them (a sending key needs their ids), a full
 		// key changes them.

@@ -310,3 +310,18 @@ func (s *Service) createTelegram(ctx context.Context, project string, in CreateI
 	}
 	return Address{}, fmt.Errorf("sender %s has no telegram channel after attaching the bot", view.Sender.Name)
 }
+
+// SendersAt returns the senders with a channel at address (the v2 send's from).
+func (s *Service) SendersAt(ctx context.Context, project, address string) ([]*v1alpha1.Sender, error) {
+	all, err := s.Addresses(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	var out []*v1alpha1.Sender
+	for _, a := range all {
+		if a.Address == address && !slices.Contains(out, a.Sender) {
+			out = append(out, a.Sender)
+		}
+	}
+	return out, nil
+}

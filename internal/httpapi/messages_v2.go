@@ -1,0 +1,86 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+)
+
+// messageV2JSON is a v2 message: from and to are addresses, there is no senderId.
+type messageV2JSON struct {
+	ID                string            `json:"id"`
+	From              string            `json:"from"`
+	To                string            `json:"to"`
+	Channel           string            `json:"channel"`
+	Direction         string            `json:"direction"`
+	MessageType       string            `json:"messageType"`
+	Status            string            `json:"status"`
+	Text              *string           `json:"text,omitempty"`
+	ProviderMessageID *string           `json:"providerMessageId,omitempty"`
+	ErrorCode         *string           `json:"errorCode,omitempty"`
+	ErrorMessage      *string           `json:"errorMessage,omitempty"`
+	AttemptedChannels []string          `json:"attemptedChannels"`
+	RiskHold          bool              `json:"riskHold"`
+	Metadata          map[string]string `json:"metadata,omitempty"`
+	CreatedAt         time.Time         `json:"createdAt"`
+	UpdatedAt         time.Time         `json:"updatedAt"`
+}
+
+func messageV2View(m db.Message) messageV2JSON {
+	v := messageV2JSON{ID: m.ID, From: m.Originator, To: m.Recipient, Channel: m.Channel, Direction: m.Direction,
+		MessageType: m.MessageType, Status: m.Status, Text: m.Body, ProviderMessageID: m.ProviderMessageID,
+		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, AttemptedChannels: []string{m.Channel},
+		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
+	if len(m.Metadata) > 0 {
+		_ = json.Unmarshal(m.Metadata, &v.Metadata)
+	}
+	return v
+}
+
+func (s *Server) sendMessageV2(w http.ResponseWriter, r *http.Request) {
+	var in message.SendV2Input
+	if err := decodeJSON(r, &in, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if in.IdempotencyKey == nil {
+		if h := r.Header.Get("Idempotency-Key"); h != "" {
+			in.IdempotencyKey = &h
+		}
+	}
+	m, routing, err := s.messages.SendV2(r.Context(), keyFrom(r.Context()), s.senders, in)
+	var dup *message.ErrDuplicate
+	if errors.As(err, &dup) {
+		e := apperror.New(apperror.Conflict, "idempotent_replay",
+			"A message was already sent with this idempotency key; it is in details.message, and nothing was sent again.")
+		e.Details = map[string]any{"message": messageV2View(dup.Original)}
+		s.writeError(w, r, e)
+		return
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{
+		"message": messageV2View(m),
+		"routing": map[string]string{"channel": routing.Channel, "from": routing.From, "reason": routing.Reason},
+	})
+}
+
+func (s *Server) getMessageV2(w http.ResponseWriter, r *http.Request) {
+	m, err := s.messages.Get(r.Context(), keyFrom(r.Context()), r.PathValue("messageId"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"message": messageV2View(m)})
+}
+
+func (s *Server) listMessagesV2(w http.ResponseWriter, r *http.Request) {
+	s.listMessagesAs(w, r, func(m db.Message) any { return messageV2View(m) })
+}
