@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 }
 
 // newProject creates a namespace with a Project and returns the namespace (the project id).
-func newProject(t *testing.T, in *instance, spec v1alpha1.ProjectSpec) string {
+func newProject(t testing.TB, in *instance, spec v1alpha1.ProjectSpec) string {
 	t.Helper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "p-"}}
@@ -63,7 +63,7 @@ func newProject(t *testing.T, in *instance, spec v1alpha1.ProjectSpec) string {
 }
 
 // newKey creates a key of project and waits until the API sees the project.
-func newKey(t *testing.T, in *instance, project string, env apikey.Environment, permissions ...string) string {
+func newKey(t testing.TB, in *instance, project string, env apikey.Environment, permissions ...string) string {
 	t.Helper()
 	secret, _, err := in.keys.Create(context.Background(), project, "test", env, permissions)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
@@ -32,7 +33,7 @@ import (
 
 // instance is one `all` process on real Postgres and a real kube-apiserver.
 type instance struct {
-	t     *testing.T
+	t     testing.TB
 	url   string
 	k8s   client.Client
 	keys  *apikey.Service
@@ -79,7 +80,7 @@ func withRedis(url string) option {
 	}
 }
 
-func start(t *testing.T, opts ...option) *instance {
+func start(t testing.TB, opts ...option) *instance {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	listener, err := net.Listen("tcp", "127.0.0.1:0")
@@ -92,7 +93,7 @@ func start(t *testing.T, opts ...option) *instance {
 	}
 	cfg := app.Config{
 		Role: app.RoleAll, RestConfig: testEnv.Config, Listener: listener,
-		MetricsAddr: "0", HealthAddr: "0", WorkerConcurrency: 2, Log: testr.New(t),
+		MetricsAddr: "0", HealthAddr: "0", WorkerConcurrency: 2, Log: logFor(t),
 		SkipControllerNameValidation: true,
 	}
 	for _, o := range opts {
@@ -136,7 +137,7 @@ func start(t *testing.T, opts ...option) *instance {
 	return in
 }
 
-func waitFor(t *testing.T, cond func() bool) {
+func waitFor(t testing.TB, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for !cond() {
@@ -214,7 +215,7 @@ var (
 
 // checkOpenAPI checks a response against the operation and status its document describes: the
 // status must be documented, and a JSON body must match the documented schema.
-func checkOpenAPI(t *testing.T, req *http.Request, resp *http.Response, raw []byte) {
+func checkOpenAPI(t testing.TB, req *http.Request, resp *http.Response, raw []byte) {
 	t.Helper()
 	docsOnce.Do(func() {
 		docs = map[string]*openAPIDoc{}
@@ -315,4 +316,12 @@ func fieldErrors(r response) []any {
 	details, _ := r.body["details"].(map[string]any)
 	errs, _ := details["errors"].([]any)
 	return errs
+}
+
+// logFor logs through the test, and not at all under a benchmark, whose output is its figures.
+func logFor(t testing.TB) logr.Logger {
+	if tt, ok := t.(*testing.T); ok {
+		return testr.New(tt)
+	}
+	return logr.Discard()
 }

@@ -55,7 +55,7 @@ func (h *hookReceiver) names(messageID string) []string {
 
 // sendingProject makes a project with a default sandbox sender (sms, email, whatsapp on) whose
 // webhook goes to rcv, and a key of env.
-func sendingProject(t *testing.T, in *instance, rcv *hookReceiver, env apikey.Environment) (string, string) {
+func sendingProject(t testing.TB, in *instance, rcv *hookReceiver, env apikey.Environment) (string, string) {
 	t.Helper()
 	acme := newProject(t, in, v1alpha1.ProjectSpec{})
 	snd := &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "main"}, Spec: v1alpha1.SenderSpec{

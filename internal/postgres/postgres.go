@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"syscall"
 	"time"
 
@@ -20,6 +21,12 @@ func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	if err != nil {
 		// pgx's parse errors can echo the URL, password included: say only what is wrong.
 		return nil, errors.New("parse database URL: not a valid postgres:// URL or key=value string")
+	}
+	// pgxpool's default (4 connections on small machines) queues concurrent requests behind each
+	// other; Postgres handles a few dozen connections per process well. pool_max_conns in the
+	// URL still wins.
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = 20
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
