@@ -266,6 +266,6 @@ type SandboxOptions struct {
 }
 
 // DefaultSandbox is how the sandbox paces a message unless told otherwise.
-var DefaultSandbox = SandboxOptions{DeliverAfter: 2 * time.Second, ReadAfter: 3 * time.Second}
+var DefaultSandbox = SandboxOptions{DeliverAfter: 500 * time.Millisecond, ReadAfter: time.Second}
 
 func ptr[T any](v T) *T { return &v }

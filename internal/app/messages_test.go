@@ -24,14 +24,21 @@ type hookReceiver struct {
 	*httptest.Server
 	mu     sync.Mutex
 	events []map[string]any
+	// onEvent, when set, sees every event as it arrives.
+	onEvent func(map[string]any)
 }
 
-func newHookReceiver(t *testing.T) *hookReceiver {
+func newHookReceiver(t testing.TB) *hookReceiver {
 	h := &hookReceiver{}
 	h.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		var ev map[string]any
 		_ = json.Unmarshal(b, &ev)
+		if h.onEvent != nil {
+			h.onEvent(ev)
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
 		h.mu.Lock()
 		h.events = append(h.events, ev)
 		h.mu.Unlock()

@@ -23,7 +23,9 @@ func TestSendV2(t *testing.T) {
 	if r := in.get("/v1/messages/"+id, key); r.body["message"].(map[string]any)["senderId"] != "main" {
 		t.Errorf("v1 read of a v2 send: %v", r.body)
 	}
-	waitFor(t, func() bool { return in.get("/v2/messages/"+id, key).body["message"].(map[string]any)["status"] == "delivered" })
+	waitFor(t, func() bool {
+		return in.get("/v2/messages/"+id, key).body["message"].(map[string]any)["status"] == "delivered"
+	})
 
 	// Without from, the default sender; an email recipient goes to email.
 	r = in.post("/v2/messages", key, `{"to":"a@example.com","text":"Hi","subject":"Hello"}`)

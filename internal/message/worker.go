@@ -83,9 +83,12 @@ func (w *StatusWorker) Work(ctx context.Context, job *river.Job[StatusArgs]) err
 }
 
 // move changes a message's status with its event, and schedules the next step, in one
-// transaction.
+// transaction. The next step is a durable job; since the queue promotes future jobs only every
+// few seconds, this process also fires the step on time in memory. Whichever comes second finds
+// the status already moved and does nothing (statuses only move forward).
 func (s *Service) move(ctx context.Context, id, status string, providerID *string, failure *transport.Failure, next []transport.Step) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	moved := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		p := db.SetMessageStatusParams{ID: id, Status: status, ProviderMessageID: providerID, UpdatedAt: s.now().UTC(),
 			FromStatuses: statusFrom[status]}
 		if failure != nil {
@@ -108,6 +111,17 @@ func (s *Service) move(ctx context.Context, id, status string, providerID *strin
 				return fmt.Errorf("schedule %s of message %s: %w", step.Status, id, err)
 			}
 		}
+		moved = true
 		return nil
 	})
+	if err == nil && moved && len(next) > 0 {
+		step := next[0]
+		time.AfterFunc(step.After, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			// A failure here is not lost: the durable job makes the same step later.
+			_ = s.move(ctx, id, step.Status, nil, nil, next[1:])
+		})
+	}
+	return err
 }
