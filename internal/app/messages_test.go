@@ -270,3 +270,41 @@ func TestTestAndLiveTrafficAreApart(t *testing.T) {
 		t.Errorf("filter by to: %v", r.body)
 	}
 }
+
+func TestMessageStatusEventCarriesEveryChange(t *testing.T) {
+	rcv := newHookReceiver(t)
+	in := start(t, fastSandbox, deliveringTo(rcv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs))
+	acme, key := sendingProject(t, in, nil, apikey.Test)
+	// A webhook that asks for message.status only.
+	var snd v1alpha1.Sender
+	if err := in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: "main"}, &snd); err != nil {
+		t.Fatal(err)
+	}
+	snd.Spec.Webhook = &v1alpha1.SenderWebhook{URL: rcv.URL + "/hook", Events: []v1alpha1.WebhookEvent{"message.status"}}
+	if err := in.k8s.Update(context.Background(), &snd); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		var s v1alpha1.Sender
+		return in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: "main"}, &s) == nil && s.Status.WebhookSecret != nil
+	})
+	id := in.post("/v1/messages", key, `{"to":"+15005550100","text":"Hi"}`).body["message"].(map[string]any)["id"].(string)
+	waitFor(t, func() bool { return len(rcv.names(id)) == 3 })
+	for _, n := range rcv.names(id) {
+		if n != "message.status" {
+			t.Errorf("a message.status-only webhook got %s", n)
+		}
+	}
+	rcv.mu.Lock()
+	var statuses []string
+	for _, ev := range rcv.events {
+		if data, _ := ev["data"].(map[string]any); data["messageId"] == id {
+			statuses = append(statuses, data["status"].(string))
+		}
+	}
+	rcv.mu.Unlock()
+	sort.Strings(statuses)
+	if strings.Join(statuses, ",") != "delivered,queued,sent" {
+		t.Errorf("message.status carried %v, want queued, sent and delivered", statuses)
+	}
+}

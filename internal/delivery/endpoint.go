@@ -107,7 +107,15 @@ func (r resolver) resolve(ctx context.Context, kind Kind, project, name, event s
 	}
 }
 
-// subscribed tells whether a webhook with these events receives event; none means all.
+// StatusEvent is sent on every status change of a message, beside the change's own event.
+const StatusEvent = "message.status"
+
+// subscribed tells whether a webhook with these events receives event; none means all — but
+// message.status only goes to webhooks that name it, since "all" already has every change as
+// its own message.<status> event.
 func subscribed(events []v1alpha1.WebhookEvent, event string) bool {
+	if event == StatusEvent {
+		return slices.Contains(events, v1alpha1.WebhookEvent(event))
+	}
 	return len(events) == 0 || slices.Contains(events, v1alpha1.WebhookEvent(event))
 }

@@ -230,15 +230,20 @@ func claim(ctx context.Context, tx pgx.Tx, msg db.Message, key string) (string, 
 	return "", errors.New("claim idempotency key: the key's owner could not be read")
 }
 
-// event enqueues message.<status> for msg in tx.
+// event enqueues message.<status> for msg in tx, and message.status for the webhooks that ask
+// for every change under one name.
 func (s *Service) event(ctx context.Context, tx pgx.Tx, msg db.Message) error {
 	data := map[string]any{"messageId": msg.ID, "status": msg.Status, "channel": msg.Channel, "to": msg.Recipient}
 	if msg.ErrorCode != nil {
 		data["errorCode"], data["errorMessage"] = *msg.ErrorCode, deref(msg.ErrorMessage)
 	}
-	_, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: msg.Project, Name: "message." + msg.Status,
-		Sender: msg.Sender, From: msg.Originator, To: msg.Recipient, Transport: msg.Channel, Data: data})
-	return err
+	for _, name := range []string{"message." + msg.Status, delivery.StatusEvent} {
+		if _, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: msg.Project, Name: name,
+			Sender: msg.Sender, From: msg.Originator, To: msg.Recipient, Transport: msg.Channel, Data: data}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Get returns the key's message id; another project's, or another mode's, is not found.
