@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +16,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/switchboard-io/switchboard/internal/localpg"
 )
 
 func buildBinary(t *testing.T) string {
@@ -94,8 +99,23 @@ func TestDevRunsSeedsAndStopsCleanly(t *testing.T) {
 	state := t.TempDir()
 	envFile := filepath.Join(state, "dev.env")
 
+	// A database of the test's own, so a developer's dev database keeps only their traffic.
+	ctx := context.Background()
+	pg, err := localpg.Start(ctx, logr.Discard(), os.Getenv("TEST_DATABASE_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Stop()
+	dbName := fmt.Sprintf("switchboard_e2e_%d", time.Now().UnixNano())
+	dbURL, err := localpg.EnsureDatabase(ctx, pg.AdminURL, dbName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = localpg.DropDatabase(context.Background(), pg.AdminURL, dbName) }()
+
 	var stdout, stderr strings.Builder
-	dev := exec.Command(bin, "dev", "--listen", "127.0.0.1:0", "--state-dir", state, "--control-plane-assets", assets)
+	dev := exec.Command(bin, "dev", "--listen", "127.0.0.1:0", "--state-dir", state, "--control-plane-assets", assets,
+		"--database-url", dbURL)
 	dev.Stdout, dev.Stderr = &stdout, &stderr
 	if err := dev.Start(); err != nil {
 		t.Fatal(err)
@@ -240,10 +260,10 @@ func TestDevRunsSeedsAndStopsCleanly(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("dev did not stop within 60s of Ctrl-C")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	waitCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, pid := range children {
-		for alive(pid) && ctx.Err() == nil {
+		for alive(pid) && waitCtx.Err() == nil {
 			time.Sleep(100 * time.Millisecond)
 		}
 		if alive(pid) {
