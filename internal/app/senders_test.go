@@ -98,6 +98,19 @@ func TestSenderLifecycle(t *testing.T) {
 	if r.status != 200 || r.body["webhook"] != nil {
 		t.Fatalf("remove webhook = %d %v", r.status, r.body)
 	}
+	// A webhook added by a PATCH shows its secret in that answer only.
+	r = in.do("PATCH", "/v1/senders/"+id, key, strings.NewReader(`{"webhookUrl":"https://hooks.acme.example/again"}`))
+	if wh, _ := r.body["webhook"].(map[string]any); r.status != 200 || !strings.HasPrefix(fmt.Sprint(wh["secret"]), "whsec_") {
+		t.Fatalf("add webhook = %d %v", r.status, r.body)
+	}
+	r = in.do("PATCH", "/v1/senders/"+id, key, strings.NewReader(`{"webhookActive":false}`))
+	if wh, _ := r.body["webhook"].(map[string]any); r.status != 200 || wh["secret"] != nil || wh["active"] != false {
+		t.Fatalf("later PATCH = %d %v", r.status, r.body)
+	}
+	r = in.do("PATCH", "/v1/senders/"+id, key, strings.NewReader(`{"webhookUrl":null}`))
+	if r.status != 200 || r.body["webhook"] != nil {
+		t.Fatalf("remove webhook again = %d %v", r.status, r.body)
+	}
 
 	// A second default takes over; the first stops being it.
 	r = in.post("/v1/senders", key, `{"name":"Marketing","setAsDefault":true,"webhookUrl":"https://hooks.acme.example/m"}`)

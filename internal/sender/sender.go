@@ -148,12 +148,14 @@ func (s *Service) List(ctx context.Context, project string) ([]View, error) {
 // Update changes what in sets.
 func (s *Service) Update(ctx context.Context, project, id string, in Input) (View, error) {
 	var snd *v1alpha1.Sender
+	var addedWebhook bool
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		current, err := s.getLive(ctx, project, id)
 		if err != nil {
 			return err
 		}
 		snd = current.DeepCopy()
+		addedWebhook = current.Spec.Webhook == nil
 		if errs := apply(&snd.Spec, in); len(errs) > 0 {
 			return apperror.InvalidFields(errs...)
 		}
@@ -177,7 +179,7 @@ func (s *Service) Update(ctx context.Context, project, id string, in Input) (Vie
 		}
 		view.IsDefault = true
 	}
-	if snd.Spec.Webhook != nil && snd.Spec.Webhook.SecretRef == nil {
+	if addedWebhook && snd.Spec.Webhook != nil && snd.Spec.Webhook.SecretRef == nil {
 		// A webhook added by this update gets its secret now, shown once.
 		if secret, created, err := s.ensureSecretCreated(ctx, snd); err != nil {
 			return View{}, err
