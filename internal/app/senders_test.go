@@ -93,15 +93,20 @@ func TestSenderLifecycle(t *testing.T) {
 		t.Fatalf("rotated Secret: %v", err)
 	}
 
-	// null removes the webhook (and the controller removes its Secret).
+	// null removes the webhook, and its Secret at once.
 	r = in.do("PATCH", "/v1/senders/"+id, key, strings.NewReader(`{"webhookUrl":null}`))
 	if r.status != 200 || r.body["webhook"] != nil {
 		t.Fatalf("remove webhook = %d %v", r.status, r.body)
+	}
+	if err := in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: id + "-webhook"}, &s); err == nil {
+		t.Fatalf("the removed webhook's Secret is still there")
 	}
 	// A webhook added by a PATCH shows its secret in that answer only.
 	r = in.do("PATCH", "/v1/senders/"+id, key, strings.NewReader(`{"webhookUrl":"https://hooks.acme.example/again"}`))
 	if wh, _ := r.body["webhook"].(map[string]any); r.status != 200 || !strings.HasPrefix(fmt.Sprint(wh["secret"]), "whsec_") {
 		t.Fatalf("add webhook = %d %v", r.status, r.body)
+	} else if err := in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: id + "-webhook"}, &s); err != nil || string(s.Data["secret"]) != wh["secret"] {
+		t.Fatalf("the secret shown is not the one in use: %v", err)
 	}
 	r = in.do("PATCH", "/v1/senders/"+id, key, strings.NewReader(`{"webhookActive":false}`))
 	if wh, _ := r.body["webhook"].(map[string]any); r.status != 200 || wh["secret"] != nil || wh["active"] != false {

@@ -20,14 +20,15 @@ import (
 func generatedWebhookSecretName(sender *v1alpha1.Sender) string { return sender.Name + "-webhook" }
 
 // reconcileWebhookSecret makes sure the sender's webhook has a signing secret and returns where it
-// is, or the readiness failure that explains why it has none. Without a webhook, a generated
-// Secret is removed with it.
+// is, or the readiness failure that explains why it has none. A sender without a webhook keeps
+// its generated Secret (it goes with the Sender, or with a REST PATCH that removes the webhook):
+// deleting it here would race a webhook added again at once, whose new secret the API has
+// already shown.
 func (r *SenderReconciler) reconcileWebhookSecret(ctx context.Context, sender *v1alpha1.Sender) (*v1alpha1.SecretKeyRef, *readiness, error) {
-	var ref *v1alpha1.SecretKeyRef
-	if sender.Spec.Webhook != nil {
-		ref = sender.Spec.Webhook.SecretRef
+	if sender.Spec.Webhook == nil {
+		return nil, nil, nil
 	}
-	return reconcileSigningSecret(ctx, r.Client, sender, sender.Spec.Webhook != nil, ref, generatedWebhookSecretName(sender))
+	return reconcileSigningSecret(ctx, r.Client, sender, true, sender.Spec.Webhook.SecretRef, generatedWebhookSecretName(sender))
 }
 
 // reconcileSigningSecret gives owner's webhook a signing secret: the one ref names (it must exist

@@ -148,7 +148,7 @@ func (s *Service) List(ctx context.Context, project string) ([]View, error) {
 // Update changes what in sets.
 func (s *Service) Update(ctx context.Context, project, id string, in Input) (View, error) {
 	var snd *v1alpha1.Sender
-	var addedWebhook bool
+	var addedWebhook, removedWebhook bool
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		current, err := s.getLive(ctx, project, id)
 		if err != nil {
@@ -156,6 +156,7 @@ func (s *Service) Update(ctx context.Context, project, id string, in Input) (Vie
 		}
 		snd = current.DeepCopy()
 		addedWebhook = current.Spec.Webhook == nil
+		removedWebhook = current.Spec.Webhook != nil && in.RemoveWebhook
 		if errs := apply(&snd.Spec, in); len(errs) > 0 {
 			return apperror.InvalidFields(errs...)
 		}
@@ -179,12 +180,17 @@ func (s *Service) Update(ctx context.Context, project, id string, in Input) (Vie
 		}
 		view.IsDefault = true
 	}
-	if addedWebhook && snd.Spec.Webhook != nil && snd.Spec.Webhook.SecretRef == nil {
-		// A webhook added by this update gets its secret now, shown once.
-		if secret, created, err := s.ensureSecretCreated(ctx, snd); err != nil {
+	if removedWebhook {
+		// The removed webhook's secret goes with it, now: a webhook added later gets a new one.
+		if err := s.deleteGeneratedSecret(ctx, snd, snd.Name+"-webhook"); err != nil {
 			return View{}, err
-		} else if created {
-			view.Secret = secret
+		}
+	}
+	if addedWebhook && snd.Spec.Webhook != nil && snd.Spec.Webhook.SecretRef == nil {
+		// A webhook added by this update shows the secret it signs with, in this answer only
+		// (the controller may have made it a moment before; either way it is the one in use).
+		if view.Secret, err = s.ensureSecret(ctx, snd); err != nil {
+			return View{}, err
 		}
 	}
 	return view, nil
@@ -201,12 +207,20 @@ func (s *Service) Delete(ctx context.Context, project, id string) error {
 	}
 	// Its Secrets go at once rather than whenever garbage collection gets to them.
 	for _, name := range []string{snd.Name + "-webhook", telegramSecretName(snd)} {
-		var secret corev1.Secret
-		err = s.live.Get(ctx, client.ObjectKey{Namespace: project, Name: name}, &secret)
-		if err == nil && metav1.IsControlledBy(&secret, snd) {
-			if err := s.client.Delete(ctx, &secret); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("delete secret %s of sender %s: %w", name, id, err)
-			}
+		if err := s.deleteGeneratedSecret(ctx, snd, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteGeneratedSecret deletes the sender's Secret name when the sender owns it.
+func (s *Service) deleteGeneratedSecret(ctx context.Context, snd *v1alpha1.Sender, name string) error {
+	var secret corev1.Secret
+	err := s.live.Get(ctx, client.ObjectKey{Namespace: snd.Namespace, Name: name}, &secret)
+	if err == nil && metav1.IsControlledBy(&secret, snd) {
+		if err := s.client.Delete(ctx, &secret); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete secret %s of sender %s: %w", name, snd.Name, err)
 		}
 	}
 	return nil
@@ -387,35 +401,30 @@ func generatedSecret(snd *v1alpha1.Sender, value string) *corev1.Secret {
 
 // ensureSecret returns the webhook's signing secret, creating the generated one when needed.
 func (s *Service) ensureSecret(ctx context.Context, snd *v1alpha1.Sender) (string, error) {
-	secret, _, err := s.ensureSecretCreated(ctx, snd)
-	return secret, err
-}
-
-func (s *Service) ensureSecretCreated(ctx context.Context, snd *v1alpha1.Sender) (string, bool, error) {
 	if snd.Spec.Webhook.SecretRef != nil {
-		return "", false, nil
+		return "", nil
 	}
 	value, err := controller.NewWebhookSecret()
 	if err != nil {
-		return "", false, err
+		return "", err
 	}
 	secret := generatedSecret(snd, value)
 	if err := controllerutil.SetControllerReference(snd, secret, s.scheme); err != nil {
-		return "", false, err
+		return "", err
 	}
 	err = s.client.Create(ctx, secret, client.FieldOwner(FieldManager))
 	if err == nil {
-		return value, true, nil
+		return value, nil
 	}
 	if !apierrors.IsAlreadyExists(err) {
-		return "", false, fmt.Errorf("create webhook secret of %s: %w", snd.Name, err)
+		return "", fmt.Errorf("create webhook secret of %s: %w", snd.Name, err)
 	}
-	// The controller made it first; read it back (only webhook Secrets are readable).
+	// The controller made it first: show that one, read from the API server.
 	var existing corev1.Secret
-	if err := s.client.Get(ctx, client.ObjectKeyFromObject(secret), &existing); err != nil {
-		return "", false, fmt.Errorf("read webhook secret of %s: %w", snd.Name, err)
+	if err := s.live.Get(ctx, client.ObjectKeyFromObject(secret), &existing); err != nil {
+		return "", fmt.Errorf("read webhook secret of %s: %w", snd.Name, err)
 	}
-	return string(existing.Data[v1alpha1.GeneratedWebhookSecretKey]), false, nil
+	return string(existing.Data[v1alpha1.GeneratedWebhookSecretKey]), nil
 }
 
 // newID names a sender: "snd-" and 12 random lowercase letters and digits.
