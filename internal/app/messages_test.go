@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
@@ -275,13 +276,15 @@ func TestMessageStatusEventCarriesEveryChange(t *testing.T) {
 	rcv := newHookReceiver(t)
 	in := start(t, fastSandbox, deliveringTo(rcv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs))
 	acme, key := sendingProject(t, in, nil, apikey.Test)
-	// A webhook that asks for message.status only.
-	var snd v1alpha1.Sender
-	if err := in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: "main"}, &snd); err != nil {
-		t.Fatal(err)
-	}
-	snd.Spec.Webhook = &v1alpha1.SenderWebhook{URL: rcv.URL + "/hook", Events: []v1alpha1.WebhookEvent{"message.status"}}
-	if err := in.k8s.Update(context.Background(), &snd); err != nil {
+	// A webhook that asks for message.status only (retrying while the controller writes status).
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var snd v1alpha1.Sender
+		if err := in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: "main"}, &snd); err != nil {
+			return err
+		}
+		snd.Spec.Webhook = &v1alpha1.SenderWebhook{URL: rcv.URL + "/hook", Events: []v1alpha1.WebhookEvent{"message.status"}}
+		return in.k8s.Update(context.Background(), &snd)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool {

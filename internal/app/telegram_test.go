@@ -39,6 +39,7 @@ func TestTelegramBots(t *testing.T) {
 	acme := newProject(t, in, v1alpha1.ProjectSpec{})
 	key := newKey(t, in, acme, apikey.Live)
 	id := in.post("/v1/senders", key, `{"name":"Support"}`).body["id"].(string)
+	waitFor(t, func() bool { return in.get("/v1/senders/"+id, key).status == 200 })
 
 	// A token Telegram rejects changes nothing.
 	r := in.post("/v1/senders/"+id+"/telegram", key, `{"botToken":"987654321:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsXX"}`)
