@@ -9,10 +9,14 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard-io/switchboard/internal/localpg"
@@ -50,6 +54,7 @@ func setup() {
 	if setupErr != nil {
 		return
 	}
+	dropStale(ctx)
 	name := "switchboard_tmpl_" + suffix()
 	url, err := localpg.CreateDatabaseFrom(ctx, server.AdminURL, name, "")
 	if err != nil {
@@ -96,10 +101,40 @@ func openPool(t testing.TB, url string) *pgxpool.Pool {
 	return pool
 }
 
+// suffix names a test database: its creation time (Unix seconds) and random bytes.
 func suffix() string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
+	return fmt.Sprintf("%d_%s", time.Now().Unix(), hex.EncodeToString(b))
+}
+
+// staleAfter is how old a test database must be before a later test run drops it: a test binary
+// that crashed (a panic, a kill) leaves its databases behind.
+const staleAfter = 2 * time.Hour
+
+// dropStale drops test databases that earlier, crashed runs left behind on a shared server.
+func dropStale(ctx context.Context) {
+	conn, err := pgx.Connect(ctx, server.AdminURL)
+	if err != nil {
+		return
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'switchboard\_test\_%' OR datname LIKE 'switchboard\_tmpl\_%'`)
+	if err != nil {
+		return
+	}
+	names, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+	for _, n := range names {
+		parts := strings.Split(n, "_") // switchboard, test|tmpl, seconds, random
+		if len(parts) != 4 {
+			continue
+		}
+		secs, err := strconv.ParseInt(parts[2], 10, 64)
+		if err != nil || time.Since(time.Unix(secs, 0)) < staleAfter {
+			continue
+		}
+		_ = localpg.DropDatabase(ctx, server.AdminURL, n)
+	}
 }
 
 // NewEmptyDatabase returns the URL of a database with no schema at all, dropped when t ends.
