@@ -311,3 +311,46 @@ func TestMessageStatusEventCarriesEveryChange(t *testing.T) {
 		t.Errorf("message.status carried %v, want queued, sent and delivered", statuses)
 	}
 }
+
+func TestRichMessages(t *testing.T) {
+	in := start(t, fastSandbox)
+	_, key := sendingProject(t, in, nil, apikey.Test)
+
+	for name, body := range map[string]string{
+		"image":    `{"to":"+15005550100","messageType":"image","text":"Our new shop","content":{"mediaUrl":"https://cdn.acme.example/shop.jpg"}}`,
+		"location": `{"to":"+15005550100","messageType":"location","content":{"latitude":52.52,"longitude":13.405,"locationName":"Berlin"}}`,
+		"buttons":  `{"to":"+15005550100","messageType":"buttons","text":"Confirm?","content":{"buttons":[{"id":"y","title":"Yes"},{"id":"n","title":"No"}]}}`,
+		"list":     `{"to":"+15005550100","messageType":"list","text":"Pick","content":{"listButton":"Options","sections":[{"title":"A","rows":[{"id":"1","title":"One"}]}]}}`,
+		"template": `{"to":"+15005550100","messageType":"template","content":{"templateId":"tpl_1","templateVariables":{"1":"Ada"}}}`,
+	} {
+		r := in.post("/v1/messages", key, body)
+		m, _ := r.body["message"].(map[string]any)
+		if r.status != 200 || m["channel"] != "whatsapp" || m["content"] == nil {
+			t.Errorf("%s: %d %v, want it routed to whatsapp with its content", name, r.status, r.body)
+		}
+	}
+
+	before := in.count("SELECT count(*) FROM messages")
+	for name, c := range map[string]struct {
+		body   string
+		fields int
+	}{
+		"four buttons":           {`{"to":"+15005550100","messageType":"buttons","text":"x","content":{"buttons":[{"id":"1","title":"a"},{"id":"2","title":"b"},{"id":"3","title":"c"},{"id":"4","title":"d"}]}}`, 1},
+		"location, no latitude":  {`{"to":"+15005550100","messageType":"location","content":{"longitude":13.4}}`, 1},
+		"template, no id":        {`{"to":"+15005550100","messageType":"template","content":{}}`, 1},
+		"image without media":    {`{"to":"+15005550100","messageType":"image"}`, 1},
+		"reaction, nothing":      {`{"to":"+15005550100","messageType":"reaction","content":{}}`, 2},
+		"cta without url":        {`{"to":"+15005550100","messageType":"cta_url","text":"Go","content":{"ctaDisplayText":"Open"}}`, 1},
+		"list, empty section":    {`{"to":"+15005550100","messageType":"list","text":"x","content":{"listButton":"b","sections":[{"title":"A","rows":[]}]}}`, 1},
+		"image on sms":           {`{"to":"+15005550100","messageType":"image","channel":"sms","content":{"mediaUrl":"https://cdn.acme.example/a.jpg"}}`, 1},
+		"content of wrong types": {`{"to":"+15005550100","messageType":"location","content":{"latitude":"north","longitude":13.4}}`, 1},
+	} {
+		r := in.post("/v1/messages", key, c.body)
+		if r.status != 400 || len(fieldErrors(r)) != c.fields {
+			t.Errorf("%s: %d %v, want 400 with %d field errors", name, r.status, r.body, c.fields)
+		}
+	}
+	if after := in.count("SELECT count(*) FROM messages"); after != before {
+		t.Errorf("refused sends stored %d messages", after-before)
+	}
+}

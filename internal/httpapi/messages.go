@@ -22,6 +22,7 @@ type messageJSON struct {
 	Status            string          `json:"status"`
 	SenderID          string          `json:"senderId,omitempty"`
 	Text              *string         `json:"text,omitempty"`
+	Content           json.RawMessage `json:"content,omitempty"`
 	ProviderMessageID *string         `json:"providerMessageId,omitempty"`
 	ErrorCode         *string         `json:"errorCode,omitempty"`
 	ErrorMessage      *string         `json:"errorMessage,omitempty"`
@@ -32,7 +33,7 @@ type messageJSON struct {
 
 func messageView(m db.Message) messageJSON {
 	return messageJSON{ID: m.ID, To: m.Recipient, From: m.Originator, Channel: m.Channel, Direction: m.Direction,
-		MessageType: m.MessageType, Status: m.Status, SenderID: m.Sender, Text: m.Body, ProviderMessageID: m.ProviderMessageID,
+		MessageType: m.MessageType, Status: m.Status, SenderID: m.Sender, Text: m.Body, Content: m.Content, ProviderMessageID: m.ProviderMessageID,
 		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, Metadata: m.Metadata, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
 }
 

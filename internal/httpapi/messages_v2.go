@@ -21,6 +21,7 @@ type messageV2JSON struct {
 	MessageType       string            `json:"messageType"`
 	Status            string            `json:"status"`
 	Text              *string           `json:"text,omitempty"`
+	Content           json.RawMessage   `json:"content,omitempty"`
 	ProviderMessageID *string           `json:"providerMessageId,omitempty"`
 	ErrorCode         *string           `json:"errorCode,omitempty"`
 	ErrorMessage      *string           `json:"errorMessage,omitempty"`
@@ -33,7 +34,7 @@ type messageV2JSON struct {
 
 func messageV2View(m db.Message) messageV2JSON {
 	v := messageV2JSON{ID: m.ID, From: m.Originator, To: m.Recipient, Channel: m.Channel, Direction: m.Direction,
-		MessageType: m.MessageType, Status: m.Status, Text: m.Body, ProviderMessageID: m.ProviderMessageID,
+		MessageType: m.MessageType, Status: m.Status, Text: m.Body, Content: m.Content, ProviderMessageID: m.ProviderMessageID,
 		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, AttemptedChannels: []string{m.Channel},
 		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
 	if len(m.Metadata) > 0 {

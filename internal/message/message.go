@@ -39,6 +39,7 @@ type SendInput struct {
 	Channel        *string           `json:"channel"`
 	MessageType    *string           `json:"messageType"`
 	Text           *string           `json:"text"`
+	Content        *Content          `json:"content"`
 	Subject        *string           `json:"subject"`
 	Metadata       map[string]string `json:"metadata"`
 	IdempotencyKey *string           `json:"idempotencyKey"`
@@ -88,8 +89,6 @@ func check(in SendInput) (checked, []apperror.FieldError) {
 		c.messageType = *in.MessageType
 		if !contains(MessageTypes, c.messageType) {
 			bad("messageType", fmt.Sprintf("must be one of %v", MessageTypes))
-		} else if c.messageType != "text" {
-			bad("messageType", "only text messages are sent in this version")
 		}
 	}
 	if in.Channel != nil {
@@ -101,8 +100,8 @@ func check(in SendInput) (checked, []apperror.FieldError) {
 	if in.Text != nil {
 		c.text = *in.Text
 	}
-	if c.messageType == "text" && c.text == "" {
-		bad("text", "is required for a text message")
+	if contains(MessageTypes, c.messageType) {
+		errs = append(errs, checkContent(c.messageType, c.text, in.Content)...)
 	}
 	if len([]rune(c.text)) > maxTextLength {
 		bad("text", fmt.Sprintf("must be up to %d characters", maxTextLength))
@@ -163,21 +162,27 @@ func (s *Service) accept(ctx context.Context, key apikey.Key, snd *v1alpha1.Send
 		return db.Message{}, err
 	}
 	now := s.now().UTC().Truncate(time.Microsecond)
-	var metadata []byte
+	var metadata, content []byte
 	if len(in.Metadata) > 0 {
 		metadata, _ = json.Marshal(in.Metadata)
 	}
-	text := c.text
+	if in.Content != nil {
+		content, _ = json.Marshal(in.Content)
+	}
+	var body *string
+	if c.text != "" {
+		body = &c.text
+	}
 	msg := db.Message{ID: id, Project: key.Project, TestMode: key.TestMode(), Sender: snd.Name, Direction: "outbound",
 		Channel: string(channel), MessageType: c.messageType, Status: "queued", Recipient: c.to, Originator: originator(snd, channel),
-		Body: &text, Subject: in.Subject, Metadata: metadata, CreatedAt: now, UpdatedAt: now}
+		Body: body, Content: content, Subject: in.Subject, Metadata: metadata, CreatedAt: now, UpdatedAt: now}
 
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.New(tx)
 		if err := q.InsertMessage(ctx, db.InsertMessageParams{ID: msg.ID, Project: msg.Project, TestMode: msg.TestMode,
 			Sender: msg.Sender, Direction: msg.Direction, Channel: msg.Channel, MessageType: msg.MessageType, Status: msg.Status,
-			Recipient: msg.Recipient, Originator: msg.Originator, Body: msg.Body, Subject: msg.Subject, Metadata: metadata,
-			CreatedAt: now}); err != nil {
+			Recipient: msg.Recipient, Originator: msg.Originator, Body: msg.Body, Content: content, Subject: msg.Subject,
+			Metadata: metadata, CreatedAt: now}); err != nil {
 			return fmt.Errorf("insert message: %w", err)
 		}
 		if in.IdempotencyKey != nil {
