@@ -354,3 +354,31 @@ func TestRichMessages(t *testing.T) {
 		t.Errorf("refused sends stored %d messages", after-before)
 	}
 }
+
+func TestSendOptions(t *testing.T) {
+	in := start(t, fastSandbox)
+	_, key := sendingProject(t, in, nil, apikey.Test)
+	r := in.post("/v1/messages", key, `{"to":"ada@example.com","subject":"Hi","text":"Plain","htmlBody":"<p>Rich</p>","replyTo":"help@acme.example"}`)
+	if r.status != 200 {
+		t.Fatalf("email with options = %d %v", r.status, r.body)
+	}
+	id := r.body["message"].(map[string]any)["id"].(string)
+	if n := in.count(`SELECT count(*) FROM messages WHERE id = $1 AND options->>'htmlBody' = '<p>Rich</p>'
+		AND options->>'replyTo' = 'help@acme.example' AND (options->>'fallbackEnabled')::boolean`, id); n != 1 {
+		t.Errorf("options not stored as sent (fallback on by default)")
+	}
+	r = in.post("/v1/messages", key, `{"to":"+15005550100","text":"Hi","channel":"whatsapp","fallbackEnabled":false,"voiceLanguage":"pt-BR"}`)
+	id = r.body["message"].(map[string]any)["id"].(string)
+	if n := in.count(`SELECT count(*) FROM messages WHERE id = $1 AND NOT (options->>'fallbackEnabled')::boolean AND options->>'voiceLanguage' = 'pt-BR'`, id); n != 1 {
+		t.Errorf("fallbackEnabled false not stored")
+	}
+	for name, body := range map[string]string{
+		"replyTo not an address": `{"to":"ada@example.com","subject":"Hi","text":"x","replyTo":"nope"}`,
+		"htmlBody on sms":        `{"to":"+15005550100","text":"x","htmlBody":"<p>x</p>"}`,
+		"bad language":           `{"to":"+15005550100","text":"x","voiceLanguage":"english please"}`,
+	} {
+		if r := in.post("/v1/messages", key, body); r.status != 400 || len(fieldErrors(r)) != 1 {
+			t.Errorf("%s: %d %v", name, r.status, r.body)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -41,8 +42,44 @@ type SendInput struct {
 	Text           *string           `json:"text"`
 	Content        *Content          `json:"content"`
 	Subject        *string           `json:"subject"`
+	HTMLBody       *string           `json:"htmlBody"`
+	ReplyTo        *string           `json:"replyTo"`
+	Fallback       *bool             `json:"fallbackEnabled"`
+	VoiceLanguage  *string           `json:"voiceLanguage"`
 	Metadata       map[string]string `json:"metadata"`
 	IdempotencyKey *string           `json:"idempotencyKey"`
+}
+
+// Options are a send's settings that are not content, stored with the message.
+type Options struct {
+	HTMLBody        string `json:"htmlBody,omitempty"`
+	ReplyTo         string `json:"replyTo,omitempty"`
+	FallbackEnabled bool   `json:"fallbackEnabled"`
+	VoiceLanguage   string `json:"voiceLanguage,omitempty"`
+}
+
+var languageTag = regexp.MustCompile(`^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$`)
+
+// options validates and collects a send's options; fallback to SMS is on unless turned off.
+func options(in SendInput) (Options, []apperror.FieldError) {
+	var errs []apperror.FieldError
+	o := Options{FallbackEnabled: in.Fallback == nil || *in.Fallback}
+	if in.HTMLBody != nil {
+		o.HTMLBody = *in.HTMLBody
+	}
+	if in.ReplyTo != nil {
+		if !emailRe.MatchString(*in.ReplyTo) {
+			errs = append(errs, apperror.FieldError{Path: "replyTo", Message: "must be an email address"})
+		}
+		o.ReplyTo = *in.ReplyTo
+	}
+	if in.VoiceLanguage != nil {
+		if !languageTag.MatchString(*in.VoiceLanguage) {
+			errs = append(errs, apperror.FieldError{Path: "voiceLanguage", Message: "must be a language tag such as en-US"})
+		}
+		o.VoiceLanguage = *in.VoiceLanguage
+	}
+	return o, errs
 }
 
 // Service sends and reads messages.
@@ -116,6 +153,11 @@ func check(in SendInput) (checked, []apperror.FieldError) {
 	if in.IdempotencyKey != nil && (len(*in.IdempotencyKey) == 0 || len(*in.IdempotencyKey) > maxKeyLength) {
 		bad("idempotencyKey", fmt.Sprintf("must be 1 to %d characters", maxKeyLength))
 	}
+	if (in.HTMLBody != nil || in.ReplyTo != nil) && !email {
+		bad("htmlBody", "htmlBody and replyTo are for email")
+	}
+	_, optErrs := options(in)
+	errs = append(errs, optErrs...)
 	return c, errs
 }
 
@@ -169,20 +211,22 @@ func (s *Service) accept(ctx context.Context, key apikey.Key, snd *v1alpha1.Send
 	if in.Content != nil {
 		content, _ = json.Marshal(in.Content)
 	}
+	opts, _ := options(in) // validated by check
+	optionsJSON, _ := json.Marshal(opts)
 	var body *string
 	if c.text != "" {
 		body = &c.text
 	}
 	msg := db.Message{ID: id, Project: key.Project, TestMode: key.TestMode(), Sender: snd.Name, Direction: "outbound",
 		Channel: string(channel), MessageType: c.messageType, Status: "queued", Recipient: c.to, Originator: originator(snd, channel),
-		Body: body, Content: content, Subject: in.Subject, Metadata: metadata, CreatedAt: now, UpdatedAt: now}
+		Body: body, Content: content, Subject: in.Subject, Metadata: metadata, Options: optionsJSON, CreatedAt: now, UpdatedAt: now}
 
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.New(tx)
 		if err := q.InsertMessage(ctx, db.InsertMessageParams{ID: msg.ID, Project: msg.Project, TestMode: msg.TestMode,
 			Sender: msg.Sender, Direction: msg.Direction, Channel: msg.Channel, MessageType: msg.MessageType, Status: msg.Status,
 			Recipient: msg.Recipient, Originator: msg.Originator, Body: msg.Body, Content: content, Subject: msg.Subject,
-			Metadata: metadata, CreatedAt: now}); err != nil {
+			Metadata: metadata, Options: optionsJSON, CreatedAt: now}); err != nil {
 			return fmt.Errorf("insert message: %w", err)
 		}
 		if in.IdempotencyKey != nil {

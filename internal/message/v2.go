@@ -22,6 +22,10 @@ type SendV2Input struct {
 	Text           *string           `json:"text"`
 	Content        *Content          `json:"content"`
 	Subject        *string           `json:"subject"`
+	HTMLBody       *string           `json:"htmlBody"`
+	ReplyTo        *string           `json:"replyTo"`
+	Fallback       *bool             `json:"fallbackEnabled"`
+	VoiceLanguage  *string           `json:"voiceLanguage"`
 	Metadata       map[string]string `json:"metadata"`
 	IdempotencyKey *string           `json:"idempotencyKey"`
 }
@@ -66,7 +70,8 @@ func (s *Service) SendV2(ctx context.Context, key apikey.Key, book AddressBook, 
 		in.To = &n
 	}
 	c, errs := check(SendInput{To: in.To, Channel: in.Channel, MessageType: in.MessageType, Text: in.Text,
-		Content: in.Content, Subject: in.Subject, Metadata: in.Metadata, IdempotencyKey: in.IdempotencyKey})
+		Content: in.Content, Subject: in.Subject, HTMLBody: in.HTMLBody, ReplyTo: in.ReplyTo, Fallback: in.Fallback,
+		VoiceLanguage: in.VoiceLanguage, Metadata: in.Metadata, IdempotencyKey: in.IdempotencyKey})
 	// Contradictions are refused whatever the senders have.
 	if c.requested != "" && c.requested != "auto" && c.kind != invalidRecipient {
 		if _, ferr := route(c.requested, c.kind, c.messageType, v1alpha1.AllChannels); ferr != nil {
@@ -98,7 +103,8 @@ func (s *Service) SendV2(ctx context.Context, key apikey.Key, book AddressBook, 
 	if err != nil {
 		return db.Message{}, Routing{}, err
 	}
-	msg, err := s.accept(ctx, key, snd, channel, c, SendInput{Content: in.Content, Subject: in.Subject, Metadata: in.Metadata, IdempotencyKey: in.IdempotencyKey})
+	msg, err := s.accept(ctx, key, snd, channel, c, SendInput{Content: in.Content, Subject: in.Subject, HTMLBody: in.HTMLBody, ReplyTo: in.ReplyTo,
+		Fallback: in.Fallback, VoiceLanguage: in.VoiceLanguage, Metadata: in.Metadata, IdempotencyKey: in.IdempotencyKey})
 	if err != nil {
 		return db.Message{}, Routing{}, err
 	}

@@ -41,6 +41,7 @@ type Message struct {
 	ErrorMessage      *string
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
+	Options           []byte
 }
 
 type MessageIdempotencyKey struct {

@@ -1,8 +1,8 @@
 -- name: InsertMessage :exec
 INSERT INTO messages (id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator,
-                      body, content, subject, metadata, created_at, updated_at)
+                      body, content, subject, metadata, options, created_at, updated_at)
 VALUES (@id, @project, @test_mode, @sender, @direction, @channel, @message_type, @status, @recipient, @originator,
-        @body, @content, @subject, @metadata, @created_at, @created_at);
+        @body, @content, @subject, @metadata, @options, @created_at, @created_at);
 
 -- name: ClaimIdempotencyKey :one
 -- Returns the message id the key already points to, or the new one when this send claims it.
