@@ -2,8 +2,6 @@ package app_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -13,27 +11,13 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/app"
+	"github.com/switchboard-io/switchboard/internal/transport/telegram/telegramtest"
 )
 
-const botToken = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw"
-
-// botAPI answers getMe as the Telegram Bot API documents it, knowing one token.
-func botAPI(t *testing.T) *httptest.Server {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		if r.URL.Path != "/bot"+botToken+"/getMe" {
-			w.WriteHeader(http.StatusUnauthorized)
-			_, _ = w.Write([]byte(`{"ok":false,"error_code":401,"description":"Unauthorized"}`))
-			return
-		}
-		_, _ = w.Write([]byte(`{"ok":true,"result":{"id":123456789,"is_bot":true,"first_name":"Acme","username":"acme_bot"}}`))
-	}))
-	t.Cleanup(srv.Close)
-	return srv
-}
+const botToken = telegramtest.Token
 
 func TestTelegramBots(t *testing.T) {
-	api := botAPI(t)
+	api := telegramtest.NewServer(t)
 	in := start(t, func(c *app.Config) { c.TelegramAPI = api.URL })
 	ctx := context.Background()
 	acme := newProject(t, in, v1alpha1.ProjectSpec{})

@@ -53,14 +53,22 @@ func decodeJSON(r *http.Request, dst any, optional bool) error {
 }
 
 // decodeFields fills dst's fields one by one, so every field of the wrong type is reported, not
-// only the first.
+// only the first. An embedded struct's fields count as dst's own, as encoding/json has them.
 func decodeFields(fields map[string]json.RawMessage, dst any) []apperror.FieldError {
-	v := reflect.ValueOf(dst).Elem()
+	return decodeStruct(fields, reflect.ValueOf(dst).Elem())
+}
+
+func decodeStruct(fields map[string]json.RawMessage, v reflect.Value) []apperror.FieldError {
 	t := v.Type()
 	var errs []apperror.FieldError
 	for i := 0; i < t.NumField(); i++ {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		if name == "" || name == "-" {
+		f := t.Field(i)
+		if f.Anonymous && f.Type.Kind() == reflect.Struct && f.Tag.Get("json") == "" {
+			errs = append(errs, decodeStruct(fields, v.Field(i))...)
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" || name == "-" || !f.IsExported() {
 			continue
 		}
 		raw, ok := fields[name]

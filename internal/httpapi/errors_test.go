@@ -75,3 +75,24 @@ func TestDecodeJSONListsEveryWrongField(t *testing.T) {
 		t.Fatalf("errors %s\nwant   %s", b, want)
 	}
 }
+
+func TestDecodeJSONFollowsEmbeddedStructs(t *testing.T) {
+	t.Parallel()
+	type inner struct {
+		To   *string `json:"to"`
+		Text *string `json:"text"`
+	}
+	var dst struct {
+		inner
+		From *string `json:"from"`
+	}
+	r := httptest.NewRequest(http.MethodPost, "/v2/x", strings.NewReader(`{"to": "+15005550100", "text": 5, "from": []}`))
+	e := apperror.As(decodeJSON(r, &dst, false))
+	if e == nil || dst.To == nil || *dst.To != "+15005550100" {
+		t.Fatalf("decodeJSON = %v, to %v", e, dst.To)
+	}
+	b, _ := json.Marshal(e.Details["errors"])
+	if want := `[{"path":"text","message":"must be a string, not number"},{"path":"from","message":"must be a string, not array"}]`; string(b) != want {
+		t.Fatalf("errors %s\nwant   %s", b, want)
+	}
+}

@@ -43,26 +43,36 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	// The idempotency key travels in the body (existing clients) or the Idempotency-Key header.
+	withIdempotencyHeader(r, &in)
+	m, err := s.messages.Send(r.Context(), keyFrom(r.Context()), r.Header.Get("Service-Sender"), in)
+	if err != nil {
+		s.writeError(w, r, replayOr(err, func(m db.Message) any { return messageView(m) }))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"message": messageView(m)})
+}
+
+// withIdempotencyHeader takes the idempotency key from the Idempotency-Key header when the body
+// (where existing clients put it) has none.
+func withIdempotencyHeader(r *http.Request, in *message.SendInput) {
 	if in.IdempotencyKey == nil {
 		if h := r.Header.Get("Idempotency-Key"); h != "" {
 			in.IdempotencyKey = &h
 		}
 	}
-	m, err := s.messages.Send(r.Context(), keyFrom(r.Context()), r.Header.Get("Service-Sender"), in)
+}
+
+// replayOr turns an idempotent retry into 409 idempotent_replay with the original message, in
+// the generation's shape; other errors pass through.
+func replayOr(err error, view func(db.Message) any) error {
 	var dup *message.ErrDuplicate
-	if errors.As(err, &dup) {
-		e := apperror.New(apperror.Conflict, "idempotent_replay",
-			"A message was already sent with this idempotency key; it is in details.message, and nothing was sent again.")
-		e.Details = map[string]any{"message": messageView(dup.Original)}
-		s.writeError(w, r, e)
-		return
+	if !errors.As(err, &dup) {
+		return err
 	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"message": messageView(m)})
+	e := apperror.New(apperror.Conflict, "idempotent_replay",
+		"A message was already sent with this idempotency key; it is in details.message, and nothing was sent again.")
+	e.Details = map[string]any{"message": view(dup.Original)}
+	return e
 }
 
 func (s *Server) getMessage(w http.ResponseWriter, r *http.Request) {

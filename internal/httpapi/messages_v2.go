@@ -2,11 +2,9 @@ package httpapi
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"time"
 
-	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
@@ -49,22 +47,10 @@ func (s *Server) sendMessageV2(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if in.IdempotencyKey == nil {
-		if h := r.Header.Get("Idempotency-Key"); h != "" {
-			in.IdempotencyKey = &h
-		}
-	}
+	withIdempotencyHeader(r, &in.SendInput)
 	m, routing, err := s.messages.SendV2(r.Context(), keyFrom(r.Context()), s.senders, in)
-	var dup *message.ErrDuplicate
-	if errors.As(err, &dup) {
-		e := apperror.New(apperror.Conflict, "idempotent_replay",
-			"A message was already sent with this idempotency key; it is in details.message, and nothing was sent again.")
-		e.Details = map[string]any{"message": messageV2View(dup.Original)}
-		s.writeError(w, r, e)
-		return
-	}
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, replayOr(err, func(m db.Message) any { return messageV2View(m) }))
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{

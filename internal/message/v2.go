@@ -12,22 +12,11 @@ import (
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
-// SendV2Input is the body of POST /v2/messages: from an address to a recipient, or into a thread.
+// SendV2Input is the body of POST /v2/messages: the v1 fields, from an address, or into a thread.
 type SendV2Input struct {
-	From           *string           `json:"from"`
-	To             *string           `json:"to"`
-	ConversationID *string           `json:"conversationId"`
-	Channel        *string           `json:"channel"`
-	MessageType    *string           `json:"messageType"`
-	Text           *string           `json:"text"`
-	Content        *Content          `json:"content"`
-	Subject        *string           `json:"subject"`
-	HTMLBody       *string           `json:"htmlBody"`
-	ReplyTo        *string           `json:"replyTo"`
-	Fallback       *bool             `json:"fallbackEnabled"`
-	VoiceLanguage  *string           `json:"voiceLanguage"`
-	Metadata       map[string]string `json:"metadata"`
-	IdempotencyKey *string           `json:"idempotencyKey"`
+	SendInput
+	From           *string `json:"from"`
+	ConversationID *string `json:"conversationId"`
 }
 
 // Routing says how a v2 send was routed.
@@ -69,9 +58,7 @@ func (s *Service) SendV2(ctx context.Context, key apikey.Key, book AddressBook, 
 		n := normalizeTo(*in.To)
 		in.To = &n
 	}
-	c, errs := check(SendInput{To: in.To, Channel: in.Channel, MessageType: in.MessageType, Text: in.Text,
-		Content: in.Content, Subject: in.Subject, HTMLBody: in.HTMLBody, ReplyTo: in.ReplyTo, Fallback: in.Fallback,
-		VoiceLanguage: in.VoiceLanguage, Metadata: in.Metadata, IdempotencyKey: in.IdempotencyKey})
+	c, errs := check(in.SendInput)
 	// Contradictions are refused whatever the senders have.
 	if c.requested != "" && c.requested != "auto" && c.kind != invalidRecipient {
 		if _, ferr := route(c.requested, c.kind, c.messageType, v1alpha1.AllChannels); ferr != nil {
@@ -103,8 +90,7 @@ func (s *Service) SendV2(ctx context.Context, key apikey.Key, book AddressBook, 
 	if err != nil {
 		return db.Message{}, Routing{}, err
 	}
-	msg, err := s.accept(ctx, key, snd, channel, c, SendInput{Content: in.Content, Subject: in.Subject, HTMLBody: in.HTMLBody, ReplyTo: in.ReplyTo,
-		Fallback: in.Fallback, VoiceLanguage: in.VoiceLanguage, Metadata: in.Metadata, IdempotencyKey: in.IdempotencyKey})
+	msg, err := s.accept(ctx, key, snd, channel, c, in.SendInput)
 	if err != nil {
 		return db.Message{}, Routing{}, err
 	}

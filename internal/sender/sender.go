@@ -93,6 +93,21 @@ func (s *Service) Create(ctx context.Context, project string, in Input) (View, e
 	if err := s.write(ctx, snd); err != nil {
 		return View{}, err
 	}
+	view, err := s.viewAfterWrite(ctx, snd, in)
+	if err != nil {
+		return View{}, err
+	}
+	if snd.Spec.Webhook != nil {
+		if view.Secret, err = s.ensureSecret(ctx, snd); err != nil {
+			return View{}, err
+		}
+	}
+	return view, nil
+}
+
+// viewAfterWrite shows the sender just written; when the request asked for it to be the default,
+// the flag is cleared on the project's other senders first.
+func (s *Service) viewAfterWrite(ctx context.Context, snd *v1alpha1.Sender, in Input) (View, error) {
 	view, err := s.view(ctx, snd)
 	if err != nil {
 		return View{}, err
@@ -102,11 +117,6 @@ func (s *Service) Create(ctx context.Context, project string, in Input) (View, e
 			return View{}, err
 		}
 		view.IsDefault = true
-	}
-	if snd.Spec.Webhook != nil {
-		if view.Secret, err = s.ensureSecret(ctx, snd); err != nil {
-			return View{}, err
-		}
 	}
 	return view, nil
 }
@@ -170,15 +180,9 @@ func (s *Service) Update(ctx context.Context, project, id string, in Input) (Vie
 	if err != nil {
 		return View{}, err
 	}
-	view, err := s.view(ctx, snd)
+	view, err := s.viewAfterWrite(ctx, snd, in)
 	if err != nil {
 		return View{}, err
-	}
-	if in.SetAsDefault != nil && *in.SetAsDefault {
-		if err := s.clearOtherDefaults(ctx, snd); err != nil {
-			return View{}, err
-		}
-		view.IsDefault = true
 	}
 	if removedWebhook {
 		// The removed webhook's secret goes with it, now: a webhook added later gets a new one.
