@@ -20,15 +20,13 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/index"
+	"github.com/switchboard-io/switchboard/internal/kubewrite"
 	"github.com/switchboard-io/switchboard/internal/optional"
 	"github.com/switchboard-io/switchboard/internal/randid"
 )
 
 // The API creates a namespace per sub-account.
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch;create;delete
-
-// FieldManager names the API's writes to the Kubernetes API.
-const FieldManager = "switchboard-api"
 
 // ParentLabel marks a sub-account's namespace with its parent's.
 const ParentLabel = "messaging.switchboard.io/parent"
@@ -64,13 +62,14 @@ type UpdateInput struct {
 // Service manages sub-accounts.
 type Service struct {
 	client client.Client
+	live   client.Reader // reads from the API server, for read-modify-write
 	keys   *apikey.Service
 }
 
 // NewService returns a Service; c reads from the informer cache (with index.ProjectParent) and writes
 // to the API server.
-func NewService(c client.Client, keys *apikey.Service) *Service {
-	return &Service{client: c, keys: keys}
+func NewService(c client.Client, live client.Reader, keys *apikey.Service) *Service {
+	return &Service{client: c, live: live, keys: keys}
 }
 
 // Create makes a sub-account of parent with one full-access key of env, returned once.
@@ -88,7 +87,7 @@ func (s *Service) Create(ctx context.Context, parent *v1alpha1.Project, env apik
 		return SubAccount{}, "", err
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: id, Labels: map[string]string{ParentLabel: parent.Namespace}}}
-	if err := s.client.Create(ctx, ns, client.FieldOwner(FieldManager)); err != nil {
+	if err := s.client.Create(ctx, ns, client.FieldOwner(kubewrite.FieldManager)); err != nil {
 		return SubAccount{}, "", fmt.Errorf("create namespace of sub-account: %w", err)
 	}
 	settings := &v1alpha1.SubAccountSettings{ExternalID: in.ExternalID, CreditLimit: in.CreditLimit}
@@ -105,7 +104,7 @@ func (s *Service) Create(ctx context.Context, parent *v1alpha1.Project, env apik
 			SubAccount:  settings,
 		},
 	}
-	if err := s.client.Create(ctx, project, client.FieldOwner(FieldManager)); err != nil {
+	if err := s.client.Create(ctx, project, client.FieldOwner(kubewrite.FieldManager)); err != nil {
 		_ = s.client.Delete(context.WithoutCancel(ctx), ns)
 		return SubAccount{}, "", fmt.Errorf("create project of sub-account: %w", err)
 	}
@@ -247,10 +246,15 @@ func (s *Service) RevokeKey(ctx context.Context, parent, id, keyID string) error
 	return err
 }
 
-// project returns the Project of sub-account id when parent owns it.
+// project returns the Project of sub-account id when parent owns it, from the cache.
 func (s *Service) project(ctx context.Context, parent, id string) (*v1alpha1.Project, error) {
+	return s.read(ctx, s.client, parent, id)
+}
+
+// read returns the Project of sub-account id through r when parent owns it.
+func (s *Service) read(ctx context.Context, r client.Reader, parent, id string) (*v1alpha1.Project, error) {
 	var projects v1alpha1.ProjectList
-	if err := s.client.List(ctx, &projects, client.InNamespace(id)); err != nil {
+	if err := r.List(ctx, &projects, client.InNamespace(id)); err != nil {
 		return nil, fmt.Errorf("read sub-account %s: %w", id, err)
 	}
 	p := v1alpha1.NamespaceProject(projects.Items)
@@ -264,13 +268,13 @@ func (s *Service) project(ctx context.Context, parent, id string) (*v1alpha1.Pro
 func (s *Service) change(ctx context.Context, parent, id string, mutate func(*v1alpha1.Project)) (*v1alpha1.Project, error) {
 	var out *v1alpha1.Project
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		p, err := s.project(ctx, parent, id)
+		p, err := s.read(ctx, s.live, parent, id)
 		if err != nil {
 			return err
 		}
 		p = p.DeepCopy()
 		mutate(p)
-		if err := s.client.Update(ctx, p, client.FieldOwner(FieldManager)); err != nil {
+		if err := kubewrite.Write(ctx, s.client, p); err != nil {
 			return err
 		}
 		out = p

@@ -237,7 +237,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	}
 	server, err := httpapi.New(httpapi.Options{
 		Auth:            auth,
-		Accounts:        account.NewService(mgr.GetClient(), keys),
+		Accounts:        account.NewService(mgr.GetClient(), mgr.GetAPIReader(), keys),
 		Senders:         sender.NewService(mgr.GetClient(), mgr.GetAPIReader(), telegram.Client{API: cfg.TelegramAPI}),
 		ProjectWebhooks: projectwebhook.NewService(mgr.GetClient(), mgr.GetAPIReader()),
 		Messages:        messages,

@@ -26,9 +26,6 @@ import (
 	"github.com/switchboard-io/switchboard/internal/transport/telegram"
 )
 
-// FieldManager names the API's writes.
-const FieldManager = kubewrite.FieldManager
-
 var (
 	e164  = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
 	email = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[^@\s]+$`)
@@ -253,9 +250,9 @@ func (s *Service) RotateSecret(ctx context.Context, project, id string) (string,
 	if err := controllerutil.SetControllerReference(snd, secret, s.scheme); err != nil {
 		return "", err
 	}
-	err = s.client.Update(ctx, secret, client.FieldOwner(FieldManager))
+	err = s.client.Update(ctx, secret, client.FieldOwner(kubewrite.FieldManager))
 	if apierrors.IsNotFound(err) {
-		err = s.client.Create(ctx, secret, client.FieldOwner(FieldManager))
+		err = s.client.Create(ctx, secret, client.FieldOwner(kubewrite.FieldManager))
 	}
 	if err != nil {
 		return "", fmt.Errorf("rotate webhook secret of %s: %w", id, err)
@@ -385,7 +382,7 @@ func (s *Service) clearOtherDefaults(ctx context.Context, snd *v1alpha1.Sender) 
 		}
 		patch := client.MergeFrom(other.DeepCopy())
 		other.Spec.Default = false
-		if err := s.client.Patch(ctx, other, patch, client.FieldOwner(FieldManager)); err != nil && !apierrors.IsNotFound(err) {
+		if err := s.client.Patch(ctx, other, patch, client.FieldOwner(kubewrite.FieldManager)); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("clear default of sender %s: %w", other.Name, err)
 		}
 	}
@@ -416,7 +413,7 @@ func (s *Service) ensureSecret(ctx context.Context, snd *v1alpha1.Sender) (strin
 	if err := controllerutil.SetControllerReference(snd, secret, s.scheme); err != nil {
 		return "", err
 	}
-	err = s.client.Create(ctx, secret, client.FieldOwner(FieldManager))
+	err = s.client.Create(ctx, secret, client.FieldOwner(kubewrite.FieldManager))
 	if err == nil {
 		return value, nil
 	}
