@@ -16,6 +16,9 @@ const (
 	ProjectParent = "spec.parent"
 	// ProjectTeam indexes Projects by team key: the projects a verification tier applies to.
 	ProjectTeam = "teamKey"
+	// SenderDefault indexes Senders that ask to be their project's default ("true"), so a send
+	// without a sender reads those alone.
+	SenderDefault = "spec.default"
 )
 
 // Register adds every index to indexer.
@@ -32,6 +35,14 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 		return []string{o.(*v1alpha1.Project).TeamKey()}
 	}); err != nil {
 		return fmt.Errorf("index projects by team: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &v1alpha1.Sender{}, SenderDefault, func(o client.Object) []string {
+		if o.(*v1alpha1.Sender).Spec.Default {
+			return []string{"true"}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index senders by default: %w", err)
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/delivery"
+	"github.com/switchboard-io/switchboard/internal/index"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/randid"
 )
@@ -339,8 +340,9 @@ func (s *Service) pickSender(ctx context.Context, project, id string) (*v1alpha1
 		}
 		return &snd, nil
 	}
+	// Only the senders asking to be the default: a send must not copy every sender of the project.
 	var list v1alpha1.SenderList
-	if err := s.reader.List(ctx, &list, client.InNamespace(project)); err != nil {
+	if err := s.reader.List(ctx, &list, client.InNamespace(project), client.MatchingFields{index.SenderDefault: "true"}); err != nil {
 		return nil, fmt.Errorf("list senders: %w", err)
 	}
 	if d := v1alpha1.DefaultSender(list.Items); d != nil {
