@@ -46,7 +46,7 @@ func (q *Queries) ClaimIdempotencyKey(ctx context.Context, arg ClaimIdempotencyK
 }
 
 const getMessage = `-- name: GetMessage :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options FROM messages WHERE id = $1 AND project = $2 AND test_mode = $3
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp FROM messages WHERE id = $1 AND project = $2 AND test_mode = $3
 `
 
 type GetMessageParams struct {
@@ -79,12 +79,16 @@ func (q *Queries) GetMessage(ctx context.Context, arg GetMessageParams) (Message
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Options,
+		&i.ConversationID,
+		&i.AttemptedChannels,
+		&i.ApiVersion,
+		&i.ProviderTimestamp,
 	)
 	return i, err
 }
 
 const getMessageByID = `-- name: GetMessageByID :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options FROM messages WHERE id = $1
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp FROM messages WHERE id = $1
 `
 
 func (q *Queries) GetMessageByID(ctx context.Context, id string) (Message, error) {
@@ -111,6 +115,10 @@ func (q *Queries) GetMessageByID(ctx context.Context, id string) (Message, error
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Options,
+		&i.ConversationID,
+		&i.AttemptedChannels,
+		&i.ApiVersion,
+		&i.ProviderTimestamp,
 	)
 	return i, err
 }
@@ -164,7 +172,7 @@ func (q *Queries) InsertMessage(ctx context.Context, arg InsertMessageParams) er
 }
 
 const listMessages = `-- name: ListMessages :many
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp FROM messages
 WHERE project = $1 AND test_mode = $2
   AND ($3::text IS NULL OR channel = $3)
   AND ($4::text IS NULL OR status = $4)
@@ -224,6 +232,10 @@ func (q *Queries) ListMessages(ctx context.Context, arg ListMessagesParams) ([]M
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.Options,
+			&i.ConversationID,
+			&i.AttemptedChannels,
+			&i.ApiVersion,
+			&i.ProviderTimestamp,
 		); err != nil {
 			return nil, err
 		}
@@ -291,7 +303,7 @@ UPDATE messages
 SET status = $1, provider_message_id = coalesce($2, provider_message_id),
     error_code = $3, error_message = $4, updated_at = $5
 WHERE id = $6 AND status = ANY($7::text[])
-RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options
+RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp
 `
 
 type SetMessageStatusParams struct {
@@ -337,6 +349,10 @@ func (q *Queries) SetMessageStatus(ctx context.Context, arg SetMessageStatusPara
 		&i.CreatedAt,
 		&i.UpdatedAt,
 		&i.Options,
+		&i.ConversationID,
+		&i.AttemptedChannels,
+		&i.ApiVersion,
+		&i.ProviderTimestamp,
 	)
 	return i, err
 }

@@ -21,6 +21,66 @@ type APIKey struct {
 	RevokedAt   *time.Time
 }
 
+type Contact struct {
+	ID             string
+	Project        string
+	TestMode       bool
+	DisplayName    *string
+	ProfileName    *string
+	DefaultChannel *string
+	Metadata       []byte
+	Tags           []string
+	Verified       bool
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+type ContactChannel struct {
+	ID              string
+	ContactID       string
+	Project         string
+	TestMode        bool
+	Channel         string
+	Identifier      string
+	IsPrimary       bool
+	Verified        bool
+	CountryCode     *string
+	Label           *string
+	Metadata        []byte
+	LastInboundAt   *time.Time
+	SuccessCount    int64
+	FailureCount    int64
+	TotalAttempts   int64
+	DeliveredCount  int64
+	TotalDeliveryMs int64
+	LastSuccessAt   *time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+type Conversation struct {
+	ID                   string
+	Project              string
+	TestMode             bool
+	Sender               string
+	ContactIdentifier    string
+	ContactID            *string
+	Channels             []string
+	MessageCount         int64
+	UnreadCount          int64
+	LastMessageID        string
+	LastMessageAt        time.Time
+	LastMessageChannel   string
+	LastMessageDirection string
+	LastMessageText      *string
+	ProfileName          *string
+	Referral             []byte
+	WhatsappWindowUntil  *time.Time
+	TypingUntil          *time.Time
+	CreatedAt            time.Time
+	UpdatedAt            time.Time
+}
+
 type Message struct {
 	ID                string
 	Project           string
@@ -42,6 +102,23 @@ type Message struct {
 	CreatedAt         time.Time
 	UpdatedAt         time.Time
 	Options           []byte
+	ConversationID    *string
+	AttemptedChannels []string
+	ApiVersion        string
+	ProviderTimestamp *time.Time
+}
+
+type MessageAttachment struct {
+	ID          string
+	MessageID   string
+	Position    int32
+	Filename    string
+	ContentType *string
+	ContentID   *string
+	Size        int64
+	Content     []byte
+	Path        *string
+	CreatedAt   time.Time
 }
 
 type MessageIdempotencyKey struct {
