@@ -46,7 +46,7 @@ func (q *Queries) ClaimIdempotencyKey(ctx context.Context, arg ClaimIdempotencyK
 }
 
 const getMessage = `-- name: GetMessage :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp FROM messages WHERE id = $1 AND project = $2 AND test_mode = $3
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp, error_provider_code FROM messages WHERE id = $1 AND project = $2 AND test_mode = $3
 `
 
 type GetMessageParams struct {
@@ -83,12 +83,13 @@ func (q *Queries) GetMessage(ctx context.Context, arg GetMessageParams) (Message
 		&i.AttemptedChannels,
 		&i.ApiVersion,
 		&i.ProviderTimestamp,
+		&i.ErrorProviderCode,
 	)
 	return i, err
 }
 
 const getMessageByID = `-- name: GetMessageByID :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp FROM messages WHERE id = $1
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp, error_provider_code FROM messages WHERE id = $1
 `
 
 func (q *Queries) GetMessageByID(ctx context.Context, id string) (Message, error) {
@@ -119,6 +120,7 @@ func (q *Queries) GetMessageByID(ctx context.Context, id string) (Message, error
 		&i.AttemptedChannels,
 		&i.ApiVersion,
 		&i.ProviderTimestamp,
+		&i.ErrorProviderCode,
 	)
 	return i, err
 }
@@ -172,7 +174,7 @@ func (q *Queries) InsertMessage(ctx context.Context, arg InsertMessageParams) er
 }
 
 const listMessages = `-- name: ListMessages :many
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp, error_provider_code FROM messages
 WHERE project = $1 AND test_mode = $2
   AND ($3::text IS NULL OR channel = $3)
   AND ($4::text IS NULL OR status = $4)
@@ -236,6 +238,7 @@ func (q *Queries) ListMessages(ctx context.Context, arg ListMessagesParams) ([]M
 			&i.AttemptedChannels,
 			&i.ApiVersion,
 			&i.ProviderTimestamp,
+			&i.ErrorProviderCode,
 		); err != nil {
 			return nil, err
 		}
@@ -303,7 +306,7 @@ UPDATE messages
 SET status = $1, provider_message_id = coalesce($2, provider_message_id),
     error_code = $3, error_message = $4, updated_at = $5
 WHERE id = $6 AND status = ANY($7::text[])
-RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp
+RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp, error_provider_code
 `
 
 type SetMessageStatusParams struct {
@@ -353,6 +356,7 @@ func (q *Queries) SetMessageStatus(ctx context.Context, arg SetMessageStatusPara
 		&i.AttemptedChannels,
 		&i.ApiVersion,
 		&i.ProviderTimestamp,
+		&i.ErrorProviderCode,
 	)
 	return i, err
 }

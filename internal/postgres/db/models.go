@@ -106,6 +106,7 @@ type Message struct {
 	AttemptedChannels []string
 	ApiVersion        string
 	ProviderTimestamp *time.Time
+	ErrorProviderCode *string
 }
 
 type MessageAttachment struct {

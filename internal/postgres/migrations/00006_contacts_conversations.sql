@@ -85,7 +85,9 @@ ALTER TABLE messages
     ADD COLUMN attempted_channels text[] NOT NULL DEFAULT '{}',
     -- The API generation that accepted the send: v2 checks more before a fallback.
     ADD COLUMN api_version        text   NOT NULL DEFAULT 'v1',
-    ADD COLUMN provider_timestamp timestamptz;
+    ADD COLUMN provider_timestamp timestamptz,
+    -- The provider's own code when errorCode translates it (v2 errorDetails.providerCode).
+    ADD COLUMN error_provider_code text;
 
 CREATE INDEX messages_conversation ON messages (conversation_id, created_at DESC, id DESC);
 CREATE INDEX messages_provider_id ON messages (provider_message_id) WHERE provider_message_id IS NOT NULL;
@@ -111,7 +113,7 @@ DROP TABLE message_attachments;
 DROP INDEX messages_provider_id;
 DROP INDEX messages_conversation;
 ALTER TABLE messages DROP COLUMN conversation_id, DROP COLUMN attempted_channels, DROP COLUMN api_version,
-    DROP COLUMN provider_timestamp;
+    DROP COLUMN provider_timestamp, DROP COLUMN error_provider_code;
 DROP TABLE conversations;
 DROP TABLE contact_channels;
 DROP TABLE contacts;
