@@ -21,7 +21,7 @@ const defaultMaxBody = 1 << 20
 // when fields have the wrong type (all of them listed, by path), request_too_large past the
 // route's limit. An empty body is an empty object when optional is true. Unknown fields are ignored.
 func decodeJSON(r *http.Request, dst any, optional bool) error {
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
@@ -42,7 +42,7 @@ func decodeJSON(r *http.Request, dst any, optional bool) error {
 	if body[0] != '{' {
 		return apperror.InvalidFields(apperror.FieldError{Path: "", Message: "the body must be a JSON object"})
 	}
-	var fields map[string]json.RawMessage
+	var fields map[string]bodyField
 	if err := json.Unmarshal(body, &fields); err != nil {
 		return apperror.New(apperror.Invalid, "invalid_json", "The request body is not valid JSON.")
 	}
@@ -52,13 +52,48 @@ func decodeJSON(r *http.Request, dst any, optional bool) error {
 	return nil
 }
 
+// readBody reads the whole request body into one buffer, sized from Content-Length when the
+// client declares it (the route's limit has already bounded it), so a large body is not copied
+// as the buffer grows.
+func readBody(r *http.Request) ([]byte, error) {
+	if r.ContentLength <= 0 {
+		return io.ReadAll(r.Body)
+	}
+	// One byte more than declared, so the read that finds the end needs no larger buffer.
+	buf := make([]byte, 0, r.ContentLength+1)
+	for {
+		n, err := r.Body.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // longer than declared: grow as io.ReadAll does
+		}
+	}
+}
+
+// bodyField is one top-level field of a request body: a view into the body, not a copy
+// (json.RawMessage copies), so a large field (an attachment's base64) is held once while it
+// is decoded. The body outlives the fields and is never written to.
+type bodyField []byte
+
+// UnmarshalJSON keeps b as it is: json.Unmarshal passes a slice of its own input, the body.
+func (f *bodyField) UnmarshalJSON(b []byte) error {
+	*f = b
+	return nil
+}
+
 // decodeFields fills dst's fields one by one, so every field of the wrong type is reported, not
 // only the first. An embedded struct's fields count as dst's own, as encoding/json has them.
-func decodeFields(fields map[string]json.RawMessage, dst any) []apperror.FieldError {
+func decodeFields(fields map[string]bodyField, dst any) []apperror.FieldError {
 	return decodeStruct(fields, reflect.ValueOf(dst).Elem())
 }
 
-func decodeStruct(fields map[string]json.RawMessage, v reflect.Value) []apperror.FieldError {
+func decodeStruct(fields map[string]bodyField, v reflect.Value) []apperror.FieldError {
 	t := v.Type()
 	var errs []apperror.FieldError
 	for i := 0; i < t.NumField(); i++ {

@@ -34,6 +34,14 @@ type route struct {
 	handle  http.HandlerFunc
 }
 
+// sendMaxBody bounds a send's body. Email attachments may carry 40 MB (40 MiB) of content in
+// total, which is 53.3 MiB in base64; a 41 MiB attachment is 54.7 MiB. 64 MiB leaves room for the
+// rest of the body (text, htmlBody, metadata, 50 items' names, base64 wrapped into lines), so
+// content over the limit is answered with its field (400, attachments) and only a body that
+// could never be valid with 413. The body is read only after the key and the request rate are
+// checked, and its base64 is decoded once, straight from it (message.Base64).
+const sendMaxBody = 64 << 20
+
 // routes is the API. docs/permissions.md lists it for users; keep the two together.
 func (s *Server) routes() []route {
 	return []route{
@@ -41,10 +49,11 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/v2/openapi.json", access: public, handle: s.openAPI("v2")},
 		{method: "GET", path: "/v1/me", access: anyKey, handle: s.me},
 
-		{method: "POST", path: "/v1/messages", access: permission, permission: apikey.PermissionMessagesSend, handle: s.sendMessage},
+		{method: "POST", path: "/v1/messages", access: permission, permission: apikey.PermissionMessagesSend, maxBody: sendMaxBody, handle: s.sendMessage},
 		{method: "GET", path: "/v1/messages", access: permission, permission: apikey.PermissionMessagesRead, handle: s.listMessages},
 		{method: "GET", path: "/v1/messages/{messageId}", access: permission, permission: apikey.PermissionMessagesRead, handle: s.getMessage},
-		{method: "POST", path: "/v2/messages", access: permission, permission: apikey.PermissionMessagesSend, handle: s.sendMessageV2},
+		{method: "GET", path: "/v1/messages/{messageId}/attachments", access: permission, permission: apikey.PermissionMessagesRead, handle: s.listMessageAttachments},
+		{method: "POST", path: "/v2/messages", access: permission, permission: apikey.PermissionMessagesSend, maxBody: sendMaxBody, handle: s.sendMessageV2},
 		{method: "GET", path: "/v2/messages", access: permission, permission: apikey.PermissionMessagesRead, handle: s.listMessagesV2},
 		{method: "GET", path: "/v2/messages/{messageId}", access: permission, permission: apikey.PermissionMessagesRead, handle: s.getMessageV2},
 

@@ -49,6 +49,7 @@ type SendInput struct {
 	VoiceLanguage  *string           `json:"voiceLanguage"`
 	Metadata       map[string]string `json:"metadata"`
 	IdempotencyKey *string           `json:"idempotencyKey"`
+	Attachments    []Attachment      `json:"attachments"`
 }
 
 // Options are a send's settings that are not content, stored with the message.
@@ -109,6 +110,7 @@ type checked struct {
 	messageType string
 	requested   string
 	text        string
+	attachments []attachment
 }
 
 // check validates the fields every generation shares and lists every invalid one.
@@ -157,6 +159,8 @@ func check(in SendInput) (checked, []apperror.FieldError) {
 	if (in.HTMLBody != nil || in.ReplyTo != nil) && !email {
 		bad("htmlBody", "htmlBody and replyTo are for email")
 	}
+	atts, attErrs := checkAttachments(in.Attachments, email)
+	c.attachments, errs = atts, append(errs, attErrs...)
 	_, optErrs := options(in)
 	errs = append(errs, optErrs...)
 	return c, errs
@@ -229,6 +233,9 @@ func (s *Service) accept(ctx context.Context, key apikey.Key, snd *v1alpha1.Send
 			Recipient: msg.Recipient, Originator: msg.Originator, Body: msg.Body, Content: content, Subject: msg.Subject,
 			Metadata: metadata, Options: optionsJSON, CreatedAt: now}); err != nil {
 			return fmt.Errorf("insert message: %w", err)
+		}
+		if err := storeAttachments(ctx, tx, msg.ID, c.attachments, now); err != nil {
+			return err
 		}
 		if in.IdempotencyKey != nil {
 			owner, err := claim(ctx, tx, msg, *in.IdempotencyKey)

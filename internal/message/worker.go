@@ -60,8 +60,12 @@ func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs])
 	if m.Status != "queued" {
 		return nil // already handed over: a retried job must not send twice
 	}
+	attachments, err := outboundAttachments(ctx, db.New(s.pool), m)
+	if err != nil {
+		return err
+	}
 	res, err := w.Transport.Send(ctx, transport.Outbound{ID: m.ID, Channel: m.Channel, MessageType: m.MessageType,
-		To: m.Recipient, From: m.Originator, Text: deref(m.Body), Subject: deref(m.Subject)})
+		To: m.Recipient, From: m.Originator, Text: deref(m.Body), Subject: deref(m.Subject), Attachments: attachments})
 	if err != nil {
 		return fmt.Errorf("send message %s: %w", m.ID, err) // retried by the queue
 	}

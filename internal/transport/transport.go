@@ -18,6 +18,19 @@ type Outbound struct {
 	From        string
 	Text        string
 	Subject     string
+	// Attachments are an email's attachments, in order.
+	Attachments []Attachment
+}
+
+// Attachment is an email attachment: its bytes, or a URL the transport fetches when it sends.
+type Attachment struct {
+	Filename    string
+	ContentType string
+	// ContentID, when set, makes the attachment inline: the HTML body shows it as cid:<ContentID>.
+	ContentID string
+	// Content is the attachment itself; nil when URL names it instead.
+	Content []byte
+	URL     string
 }
 
 // Failure is a refusal with the message's errorCode (spec: Errors, message errorCode values).

@@ -1,0 +1,275 @@
+package message
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/url"
+	"path"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/transport"
+)
+
+// Bounds of a send's email attachments (spec: Limits, field and operation bounds). The 40 MB
+// are counted on the decoded content, in MiB; a URL attachment's size is known only when the
+// transport fetches it.
+const (
+	maxAttachments      = 50
+	maxAttachmentBytes  = 40 << 20
+	maxFilenameLength   = 255
+	maxContentIDLength  = 255
+	defaultAttachmentCT = "application/octet-stream"
+)
+
+// Attachment is one item of a send's attachments (WIRE.md §2): inline content in base64, or a
+// path (URL) the transport fetches. content_type and content_id are snake_case on the wire.
+type Attachment struct {
+	Filename    *string `json:"filename"`
+	Content     *Base64 `json:"content"`
+	Path        *string `json:"path"`
+	ContentType *string `json:"content_type"`
+	ContentID   *string `json:"content_id"`
+	// wrongType is the first field found with the wrong JSON type while decoding ("" for the
+	// item itself), and what it should have been; check reports it with the item's index.
+	wrongType *apperror.FieldError
+}
+
+// UnmarshalJSON decodes an item, keeping a field of the wrong type as a validation error of
+// this item rather than failing the whole list, so check can name it as attachments[i].field.
+func (a *Attachment) UnmarshalJSON(raw []byte) error {
+	type plain Attachment
+	var p plain
+	if len(raw) == 0 || raw[0] != '{' {
+		*a = Attachment{wrongType: &apperror.FieldError{Path: "", Message: "must be an object"}}
+		return nil
+	}
+	err := json.Unmarshal(raw, &p)
+	var te *json.UnmarshalTypeError
+	if err != nil && !errors.As(err, &te) {
+		return err
+	}
+	*a = Attachment(p)
+	if te != nil {
+		a.wrongType = &apperror.FieldError{Path: te.Field, Message: "must be a string, not " + te.Value}
+	}
+	return nil
+}
+
+// Base64 is base64 content decoded while the request body is decoded: a large attachment is
+// held once, as its bytes, never also as a base64 string.
+type Base64 struct {
+	Data []byte
+	// problem says why the value is not base64 content; check reports it with its path.
+	problem string
+}
+
+// UnmarshalJSON decodes a JSON string of standard base64 (RFC 4648 §4; line breaks allowed).
+func (b *Base64) UnmarshalJSON(raw []byte) error {
+	*b = Base64{}
+	if len(raw) < 2 || raw[0] != '"' {
+		b.problem = "must be a base64 string"
+		return nil
+	}
+	src := raw[1 : len(raw)-1]
+	if bytes.IndexByte(src, '\\') >= 0 {
+		// A JSON escape (\/, or \n from encoders that wrap lines): unquote first. Base64
+		// from most encoders has none, and is decoded straight from the request body.
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return err
+		}
+		src = []byte(s)
+	}
+	dst := make([]byte, base64.StdEncoding.DecodedLen(len(src)))
+	n, err := base64.StdEncoding.Decode(dst, src)
+	if err != nil {
+		var corrupt base64.CorruptInputError
+		if errors.As(err, &corrupt) {
+			b.problem = fmt.Sprintf("is not standard base64 (at character %d)", int64(corrupt))
+		} else {
+			b.problem = "is not standard base64"
+		}
+		return nil
+	}
+	b.Data = dst[:n:n]
+	return nil
+}
+
+// attachment is a valid attachment of a send, ready to store.
+type attachment struct {
+	filename    string
+	contentType string
+	contentID   *string
+	content     []byte // nil for a URL attachment
+	url         *string
+}
+
+// checkAttachments validates a send's attachments, listing every invalid field by its path, and
+// returns them ready to store. email says whether the send goes out as an email.
+func checkAttachments(items []Attachment, email bool) ([]attachment, []apperror.FieldError) {
+	var errs []apperror.FieldError
+	bad := func(path, msg string) { errs = append(errs, apperror.FieldError{Path: path, Message: msg}) }
+	if len(items) == 0 {
+		return nil, nil
+	}
+	if !email {
+		bad("attachments", "attachments are for email: send to an email address, or with channel email")
+	}
+	if len(items) > maxAttachments {
+		bad("attachments", fmt.Sprintf("at most %d attachments, not %d", maxAttachments, len(items)))
+	}
+	out := make([]attachment, 0, len(items))
+	total := 0
+	for i, a := range items {
+		at := func(field string) string {
+			if field == "" {
+				return fmt.Sprintf("attachments[%d]", i)
+			}
+			return fmt.Sprintf("attachments[%d].%s", i, field)
+		}
+		wrong := ""
+		if a.wrongType != nil {
+			wrong = a.wrongType.Path
+			bad(at(wrong), a.wrongType.Message)
+			if wrong == "" {
+				continue
+			}
+		}
+		v := attachment{}
+		switch {
+		case a.Filename == nil || *a.Filename == "":
+			if wrong != "filename" {
+				bad(at("filename"), "is required")
+			}
+		case len([]rune(*a.Filename)) > maxFilenameLength || hasControl(*a.Filename):
+			bad(at("filename"), fmt.Sprintf("must be up to %d characters, without control characters", maxFilenameLength))
+		default:
+			v.filename = *a.Filename
+		}
+		switch {
+		case a.Content != nil && a.Path != nil:
+			bad(at(""), "send either content or path, not both")
+		case a.Content == nil && a.Path == nil:
+			if wrong != "content" && wrong != "path" {
+				bad(at("content"), "content (base64) or path (an http(s) URL) is required")
+			}
+		case a.Content != nil:
+			if a.Content.problem != "" {
+				bad(at("content"), a.Content.problem)
+			}
+			v.content = a.Content.Data
+			if v.content == nil {
+				v.content = []byte{} // an empty file is inline content, not a URL
+			}
+			total += len(a.Content.Data)
+		default:
+			if u, err := url.Parse(*a.Path); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+				bad(at("path"), "must be an http(s) URL")
+			}
+			v.url = a.Path
+		}
+		if a.ContentType != nil {
+			if mt, _, err := mime.ParseMediaType(*a.ContentType); err != nil || !strings.Contains(mt, "/") || hasControl(*a.ContentType) {
+				bad(at("content_type"), "must be a MIME type such as application/pdf")
+			}
+			v.contentType = *a.ContentType
+		} else {
+			v.contentType = guessContentType(v.filename)
+		}
+		if a.ContentID != nil {
+			id := *a.ContentID
+			if id == "" || len(id) > maxContentIDLength || strings.ContainsFunc(id, func(r rune) bool {
+				return r <= ' ' || r == '<' || r == '>' || r > unicode.MaxASCII
+			}) {
+				bad(at("content_id"), fmt.Sprintf("must be 1 to %d printable ASCII characters without spaces or angle brackets (it is referenced as cid:<content_id>)", maxContentIDLength))
+			}
+			v.contentID = a.ContentID
+		}
+		out = append(out, v)
+	}
+	if total > maxAttachmentBytes {
+		bad("attachments", fmt.Sprintf("at most %d bytes (40 MB) of content in total, not %d", maxAttachmentBytes, total))
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return out, nil
+}
+
+// guessContentType is the MIME type of a file by its extension, for attachments sent without
+// content_type.
+func guessContentType(filename string) string {
+	if t := mime.TypeByExtension(strings.ToLower(path.Ext(filename))); t != "" {
+		return t
+	}
+	return defaultAttachmentCT
+}
+
+func hasControl(s string) bool { return strings.ContainsFunc(s, unicode.IsControl) }
+
+// storeAttachments writes a send's attachments in its acceptance transaction, in their order.
+func storeAttachments(ctx context.Context, tx pgx.Tx, messageID string, atts []attachment, now time.Time) error {
+	if len(atts) == 0 {
+		return nil
+	}
+	rows := make([]db.InsertMessageAttachmentsParams, len(atts))
+	for i, a := range atts {
+		id, err := newID("att_")
+		if err != nil {
+			return err
+		}
+		ct := a.contentType
+		rows[i] = db.InsertMessageAttachmentsParams{ID: id, MessageID: messageID, Position: int32(i), Filename: a.filename,
+			ContentType: &ct, ContentID: a.contentID, Size: int64(len(a.content)), Content: a.content, Path: a.url, CreatedAt: now}
+	}
+	if _, err := db.New(tx).InsertMessageAttachments(ctx, rows); err != nil {
+		return fmt.Errorf("insert attachments of message %s: %w", messageID, err)
+	}
+	return nil
+}
+
+// outboundAttachments reads what the transport needs of an email's attachments; messages on
+// other channels have none, and cost no query.
+func outboundAttachments(ctx context.Context, q *db.Queries, m db.Message) ([]transport.Attachment, error) {
+	if m.Channel != "email" {
+		return nil, nil
+	}
+	rows, err := q.MessageAttachmentsToSend(ctx, m.ID)
+	if err != nil {
+		return nil, fmt.Errorf("read attachments of message %s: %w", m.ID, err)
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	out := make([]transport.Attachment, len(rows))
+	for i, r := range rows {
+		out[i] = transport.Attachment{Filename: r.Filename, ContentType: deref(r.ContentType), ContentID: deref(r.ContentID),
+			Content: r.Content, URL: deref(r.Path)}
+	}
+	return out, nil
+}
+
+// Attachments returns the attachments of the key's message id, in order and without their
+// content; another project's or mode's message is not found.
+func (s *Service) Attachments(ctx context.Context, key apikey.Key, id string) ([]db.ListMessageAttachmentsRow, error) {
+	if _, err := s.Get(ctx, key, id); err != nil {
+		return nil, err
+	}
+	rows, err := db.New(s.pool).ListMessageAttachments(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("list attachments of message %s: %w", id, err)
+	}
+	return rows, nil
+}
