@@ -30,6 +30,7 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/account"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/contact"
 	"github.com/switchboard-io/switchboard/internal/controller"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/httpapi"
@@ -241,6 +242,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Senders:         sender.NewService(mgr.GetClient(), mgr.GetAPIReader(), telegram.Client{API: cfg.TelegramAPI}),
 		ProjectWebhooks: projectwebhook.NewService(mgr.GetClient(), mgr.GetAPIReader()),
 		Messages:        messages,
+		Contacts:        contact.NewService(cfg.Pool),
 		Limiter:         limiter,
 		Reader:          mgr.GetClient(),
 		Usage:           apikey.NewUsageRecorder(queue, log.WithName("usage")),

@@ -57,6 +57,23 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/v2/messages", access: permission, permission: apikey.PermissionMessagesRead, handle: s.listMessagesV2},
 		{method: "GET", path: "/v2/messages/{messageId}", access: permission, permission: apikey.PermissionMessagesRead, handle: s.getMessageV2},
 
+		{method: "POST", path: "/v1/contacts", access: permission, permission: apikey.PermissionContactsWrite, handle: s.createContact},
+		{method: "GET", path: "/v1/contacts", access: permission, permission: apikey.PermissionContactsRead, handle: s.listContacts},
+		{method: "GET", path: "/v1/contacts/{contactId}", access: permission, permission: apikey.PermissionContactsRead, handle: s.getContact},
+		{method: "PATCH", path: "/v1/contacts/{contactId}", access: permission, permission: apikey.PermissionContactsWrite, handle: s.updateContact},
+		{method: "DELETE", path: "/v1/contacts/{contactId}", access: permission, permission: apikey.PermissionContactsWrite, handle: s.deleteContact},
+		{method: "POST", path: "/v1/contacts/{contactId}/merge", access: permission, permission: apikey.PermissionContactsWrite, handle: s.mergeContacts},
+		{method: "GET", path: "/v1/contacts/phone/{phoneNumber}", access: permission, permission: apikey.PermissionContactsRead, handle: s.getContactByPhone},
+		{method: "POST", path: "/v1/contacts/{contactId}/channels", access: permission, permission: apikey.PermissionContactsWrite, handle: s.addContactChannel},
+		{method: "PATCH", path: "/v1/contacts/{contactId}/channels/{channelId}", access: permission, permission: apikey.PermissionContactsWrite, handle: s.updateContactChannel},
+		{method: "DELETE", path: "/v1/contacts/{contactId}/channels/{channelId}", access: permission, permission: apikey.PermissionContactsWrite, handle: s.deleteContactChannel},
+		{method: "POST", path: "/v1/contacts/{contactId}/channels/{channelId}/primary", access: permission, permission: apikey.PermissionContactsWrite, handle: s.setPrimaryContactChannel},
+		{method: "POST", path: "/v2/contacts", access: permission, permission: apikey.PermissionContactsWrite, handle: s.createContact},
+		{method: "GET", path: "/v2/contacts", access: permission, permission: apikey.PermissionContactsRead, handle: s.listContacts},
+		{method: "GET", path: "/v2/contacts/{contactId}", access: permission, permission: apikey.PermissionContactsRead, handle: s.getContact},
+		{method: "PATCH", path: "/v2/contacts/{contactId}", access: permission, permission: apikey.PermissionContactsWrite, handle: s.updateContact},
+		{method: "DELETE", path: "/v2/contacts/{contactId}", access: permission, permission: apikey.PermissionContactsWrite, handle: s.deleteContact},
+
 		// Senders are configuration: any key reads them (a sending key needs their ids), a full
 		// key changes them.
 		{method: "POST", path: "/v1/senders", access: permission, permission: apikey.PermissionAll, handle: s.createSender},
@@ -100,33 +117,51 @@ var wrongMethodIsNotFound = []string{"/v2/numbers", "/v2/functions"}
 // register mounts every route behind the checks its table row asks for, a 405 for a known path
 // with another method, and a 404 for any other path under /v1 and /v2.
 func (s *Server) register(mux *http.ServeMux) {
-	methods := map[string][]string{}
-	var paths []string
-	for _, rt := range s.routes() {
+	table := s.routes()
+	for _, rt := range table {
 		mux.Handle(rt.method+" "+rt.path, s.guard(rt))
-		if _, seen := methods[rt.path]; !seen {
-			paths = append(paths, rt.path)
-		}
-		methods[rt.path] = append(methods[rt.path], rt.method)
 	}
-	for _, p := range paths {
-		allowed := methods[p]
-		notFoundInstead := slices.ContainsFunc(wrongMethodIsNotFound, func(prefix string) bool {
-			return p == prefix || strings.HasPrefix(p, prefix+"/")
-		})
-		mux.Handle(p, s.guard(route{access: anyKey, handle: func(w http.ResponseWriter, r *http.Request) {
-			if notFoundInstead {
-				s.writeError(w, r, notFound())
-				return
-			}
-			w.Header().Set("Allow", strings.Join(allowed, ", "))
-			s.writeError(w, r, methodNotAllowed(r.Method, allowed))
-		}}))
-	}
+	// A request no row takes: a known path with another method is 405 with Allow (404 on the
+	// paths the spec says), anything else 404. Matched here, not with one method-less pattern per
+	// path: ServeMux refuses overlapping ones such as /v1/contacts/phone/{phoneNumber} and
+	// /v1/contacts/{contactId}/merge.
 	unknown := s.guard(route{access: anyKey, handle: func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, notFound())
+		path := r.URL.EscapedPath()
+		var allowed []string
+		for _, rt := range table {
+			if matchPath(rt.path, path) && !slices.Contains(allowed, rt.method) {
+				allowed = append(allowed, rt.method)
+			}
+		}
+		notFoundInstead := slices.ContainsFunc(wrongMethodIsNotFound, func(prefix string) bool {
+			return path == prefix || strings.HasPrefix(path, prefix+"/")
+		})
+		if len(allowed) == 0 || notFoundInstead {
+			s.writeError(w, r, notFound())
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		s.writeError(w, r, methodNotAllowed(r.Method, allowed))
 	}})
 	mux.Handle("/v1/", unknown)
 	mux.Handle("/v2/", unknown)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, notFound()) })
+}
+
+// matchPath tells whether a request path fits a route's path, whose {name} segments each match
+// one non-empty segment.
+func matchPath(pattern, path string) bool {
+	want, got := strings.Split(pattern, "/"), strings.Split(path, "/")
+	if len(want) != len(got) {
+		return false
+	}
+	for i, seg := range want {
+		if strings.HasPrefix(seg, "{") && got[i] != "" {
+			continue
+		}
+		if seg != got[i] {
+			return false
+		}
+	}
+	return true
 }

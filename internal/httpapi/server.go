@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/internal/account"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/contact"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
@@ -39,6 +40,7 @@ type Server struct {
 	accounts *account.Service
 	senders  *sender.Service
 	messages *message.Service
+	contacts *contact.Service
 	// projectHooks manages the v2 project webhook.
 	projectHooks *projectwebhook.Service
 	limiter      ratelimit.Limiter
@@ -58,6 +60,7 @@ type Options struct {
 	Accounts *account.Service
 	Senders  *sender.Service
 	Messages *message.Service
+	Contacts *contact.Service
 	// ProjectWebhooks manages the v2 project webhook.
 	ProjectWebhooks *projectwebhook.Service
 	// Limiter counts requests per project; nil means in memory.
@@ -88,6 +91,7 @@ func New(o Options) (*Server, error) {
 	}
 	return &Server{
 		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
+		contacts: o.Contacts,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs,
 	}, nil
