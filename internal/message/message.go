@@ -120,10 +120,10 @@ func check(in SendInput) (checked, []apperror.FieldError) {
 	c := checked{messageType: "text"}
 	if in.To == nil || *in.To == "" {
 		bad("to", "is required")
-	} else if c.to = *in.To; classify(c.to) == invalidRecipient {
-		bad("to", "must be an E.164 number, an email address, a business-scoped user id or a numeric chat id")
+	} else if c.to = *in.To; classifyFor(c.to, deref(in.Channel)) == invalidRecipient {
+		bad("to", "must be an E.164 number (+ and up to 15 digits), an email address, a business-scoped user id or a numeric chat id")
 	} else {
-		c.kind = classify(c.to)
+		c.kind = classifyFor(c.to, deref(in.Channel))
 	}
 	if in.MessageType != nil {
 		c.messageType = *in.MessageType
@@ -156,8 +156,11 @@ func check(in SendInput) (checked, []apperror.FieldError) {
 	if in.IdempotencyKey != nil && (len(*in.IdempotencyKey) == 0 || len(*in.IdempotencyKey) > maxKeyLength) {
 		bad("idempotencyKey", fmt.Sprintf("must be 1 to %d characters", maxKeyLength))
 	}
-	if (in.HTMLBody != nil || in.ReplyTo != nil) && !email {
-		bad("htmlBody", "htmlBody and replyTo are for email")
+	if in.HTMLBody != nil && !email {
+		bad("htmlBody", "is for email")
+	}
+	if in.ReplyTo != nil && !email {
+		bad("replyTo", "is for email")
 	}
 	atts, attErrs := checkAttachments(in.Attachments, email)
 	c.attachments, errs = atts, append(errs, attErrs...)

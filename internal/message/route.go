@@ -25,7 +25,14 @@ var (
 	e164Re       = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
 	emailRe      = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[^@\s]+$`)
 	scopedUserRe = regexp.MustCompile(`^[A-Z]{2}\.[0-9A-Za-z]{6,}$`)
-	chatIDRe     = regexp.MustCompile(`^-?[0-9]{1,20}$`)
+	// A chat id is bare digits, no leading zero: a user id of up to 15 digits, or a Telegram
+	// group or channel, negative, up to 16 digits (-100 and the channel's id). A positive number
+	// of 16 digits or more is not a chat id (and not E.164, at most 15 digits): most likely a
+	// phone number missing its +, so it is refused rather than sent nowhere.
+	chatIDRe = regexp.MustCompile(`^(-[1-9][0-9]{0,15}|[1-9][0-9]{0,14})$`)
+	// pageScopedIDRe is an Instagram or Messenger page-scoped user id, 16 or 17 digits today: a
+	// chat id only on a send that names one of those channels.
+	pageScopedIDRe = regexp.MustCompile(`^[1-9][0-9]{15,19}$`)
 )
 
 func classify(to string) recipientKind {
@@ -40,6 +47,16 @@ func classify(to string) recipientKind {
 		return chatIDRecipient
 	}
 	return invalidRecipient
+}
+
+// classifyFor is classify for a send on channel: a long page-scoped id is a chat id there.
+func classifyFor(to, channel string) recipientKind {
+	k := classify(to)
+	if k == invalidRecipient && (channel == string(v1alpha1.ChannelInstagram) || channel == string(v1alpha1.ChannelMessenger)) &&
+		pageScopedIDRe.MatchString(to) {
+		return chatIDRecipient
+	}
+	return k
 }
 
 // MessageTypes are the message types of a send.

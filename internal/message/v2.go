@@ -59,8 +59,10 @@ func (s *Service) SendV2(ctx context.Context, key apikey.Key, book AddressBook, 
 		in.To = &n
 	}
 	c, errs := check(in.SendInput)
-	// Contradictions are refused whatever the senders have.
-	if c.requested != "" && c.requested != "auto" && c.kind != invalidRecipient {
+	// Contradictions are refused whatever the senders have (between fields that are each valid:
+	// an unknown channel or type is reported once, as itself).
+	if c.requested != "" && c.requested != "auto" && c.kind != invalidRecipient && contains(Channels, c.requested) &&
+		contains(MessageTypes, c.messageType) {
 		if _, ferr := route(c.requested, c.kind, c.messageType, v1alpha1.AllChannels); ferr != nil {
 			errs = append(errs, *ferr)
 		}
