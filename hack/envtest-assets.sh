@@ -99,7 +99,7 @@ progress() {
 )
 
 "$work/bin/kube-apiserver" --version >&2
-"$work/bin/etcd" --version | head -1 >&2
+"$work/bin/etcd" --version 2>&1 | sed -n 1p >&2
 mkdir -p "$dir"
 for b in kube-apiserver kubectl etcd; do
   install -m 0755 "$work/bin/$b" "$dir/$b.tmp" && mv "$dir/$b.tmp" "$dir/$b"

@@ -129,6 +129,7 @@ func TestSendTextThroughTheSandbox(t *testing.T) {
 	if m := r.body["message"].(map[string]any); r.status != 200 || m["channel"] != "email" || m["from"] != "hello@acme.example" {
 		t.Fatalf("email = %d %v", r.status, r.body)
 	}
+	openWindow(t, in, key, "+15005550100")
 	r = in.post("/v1/messages", key, `{"to":"+15005550100","text":"Hi","channel":"whatsapp"}`)
 	wa := r.body["message"].(map[string]any)["id"].(string)
 	waitFor(t, func() bool {
@@ -315,6 +316,7 @@ func TestMessageStatusEventCarriesEveryChange(t *testing.T) {
 func TestRichMessages(t *testing.T) {
 	in := start(t, fastSandbox)
 	_, key := sendingProject(t, in, nil, apikey.Test)
+	openWindow(t, in, key, "+15005550100")
 
 	for name, body := range map[string]string{
 		"image":    `{"to":"+15005550100","messageType":"image","text":"Our new shop","content":{"mediaUrl":"https://cdn.acme.example/shop.jpg"}}`,
@@ -367,6 +369,7 @@ func TestSendOptions(t *testing.T) {
 		AND options->>'replyTo' = 'help@acme.example' AND (options->>'fallbackEnabled')::boolean`, id); n != 1 {
 		t.Errorf("options not stored as sent (fallback on by default)")
 	}
+	openWindow(t, in, key, "+15005550100")
 	r = in.post("/v1/messages", key, `{"to":"+15005550100","text":"Hi","channel":"whatsapp","fallbackEnabled":false,"voiceLanguage":"pt-BR"}`)
 	id = r.body["message"].(map[string]any)["id"].(string)
 	if n := in.count(`SELECT count(*) FROM messages WHERE id = $1 AND NOT (options->>'fallbackEnabled')::boolean AND options->>'voiceLanguage' = 'pt-BR'`, id); n != 1 {

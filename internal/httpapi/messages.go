@@ -21,6 +21,7 @@ type messageJSON struct {
 	MessageType       string          `json:"messageType"`
 	Status            string          `json:"status"`
 	SenderID          string          `json:"senderId,omitempty"`
+	ConversationID    *string         `json:"conversationId"`
 	Text              *string         `json:"text,omitempty"`
 	Content           json.RawMessage `json:"content,omitempty"`
 	ProviderMessageID *string         `json:"providerMessageId,omitempty"`
@@ -33,7 +34,7 @@ type messageJSON struct {
 
 func messageView(m db.Message) messageJSON {
 	return messageJSON{ID: m.ID, To: m.Recipient, From: m.Originator, Channel: m.Channel, Direction: m.Direction,
-		MessageType: m.MessageType, Status: m.Status, SenderID: m.Sender, Text: m.Body, Content: m.Content, ProviderMessageID: m.ProviderMessageID,
+		MessageType: m.MessageType, Status: m.Status, SenderID: m.Sender, ConversationID: m.ConversationID, Text: m.Body, Content: m.Content, ProviderMessageID: m.ProviderMessageID,
 		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, Metadata: m.Metadata, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
 }
 

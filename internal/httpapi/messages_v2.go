@@ -23,6 +23,8 @@ type messageV2JSON struct {
 	ProviderMessageID *string           `json:"providerMessageId,omitempty"`
 	ErrorCode         *string           `json:"errorCode,omitempty"`
 	ErrorMessage      *string           `json:"errorMessage,omitempty"`
+	ErrorDetails      *errorDetailsJSON `json:"errorDetails,omitempty"`
+	ConversationID    *string           `json:"conversationId"`
 	AttemptedChannels []string          `json:"attemptedChannels"`
 	RiskHold          bool              `json:"riskHold"`
 	Metadata          map[string]string `json:"metadata,omitempty"`
@@ -30,11 +32,20 @@ type messageV2JSON struct {
 	UpdatedAt         time.Time         `json:"updatedAt"`
 }
 
+// errorDetailsJSON is what the provider said when errorCode translates it.
+type errorDetailsJSON struct {
+	ProviderCode string `json:"providerCode"`
+}
+
 func messageV2View(m db.Message) messageV2JSON {
 	v := messageV2JSON{ID: m.ID, From: m.Originator, To: m.Recipient, Channel: m.Channel, Direction: m.Direction,
 		MessageType: m.MessageType, Status: m.Status, Text: m.Body, Content: m.Content, ProviderMessageID: m.ProviderMessageID,
-		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, AttemptedChannels: []string{m.Channel},
+		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, ConversationID: m.ConversationID,
+		AttemptedChannels: append(append([]string{}, m.AttemptedChannels...), m.Channel),
 		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
+	if m.ErrorProviderCode != nil {
+		v.ErrorDetails = &errorDetailsJSON{ProviderCode: *m.ErrorProviderCode}
+	}
 	if len(m.Metadata) > 0 {
 		_ = json.Unmarshal(m.Metadata, &v.Metadata)
 	}

@@ -56,6 +56,17 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/v2/messages", access: permission, permission: apikey.PermissionMessagesSend, maxBody: sendMaxBody, handle: s.sendMessageV2},
 		{method: "GET", path: "/v2/messages", access: permission, permission: apikey.PermissionMessagesRead, handle: s.listMessagesV2},
 		{method: "GET", path: "/v2/messages/{messageId}", access: permission, permission: apikey.PermissionMessagesRead, handle: s.getMessageV2},
+		{method: "POST", path: "/v1/messages/{messageId}/typing", access: permission, permission: apikey.PermissionMessagesSend, handle: s.typing},
+		{method: "POST", path: "/v1/messages/{messageId}/reactions", access: permission, permission: apikey.PermissionMessagesSend, handle: s.react},
+		{method: "POST", path: "/v1/sandbox/inbound", access: permission, permission: apikey.PermissionMessagesSend, handle: s.injectInbound},
+
+		// Conversations are message history: reading them needs messages:read.
+		{method: "GET", path: "/v1/conversations", access: permission, permission: apikey.PermissionMessagesRead, handle: s.listConversations(false)},
+		{method: "GET", path: "/v1/conversations/{conversationId}", access: permission, permission: apikey.PermissionMessagesRead, handle: s.getConversation(false)},
+		{method: "GET", path: "/v1/conversations/{conversationId}/messages", access: permission, permission: apikey.PermissionMessagesRead, handle: s.listConversationMessages},
+		{method: "POST", path: "/v1/conversations/{conversationId}/read", access: permission, permission: apikey.PermissionMessagesRead, handle: s.readConversation},
+		{method: "GET", path: "/v2/conversations", access: permission, permission: apikey.PermissionMessagesRead, handle: s.listConversations(true)},
+		{method: "GET", path: "/v2/conversations/{conversationId}", access: permission, permission: apikey.PermissionMessagesRead, handle: s.getConversation(true)},
 
 		{method: "POST", path: "/v1/contacts", access: permission, permission: apikey.PermissionContactsWrite, handle: s.createContact},
 		{method: "GET", path: "/v1/contacts", access: permission, permission: apikey.PermissionContactsRead, handle: s.listContacts},

@@ -34,6 +34,28 @@ type Content struct {
 	TemplateVars    map[string]string `json:"templateVariables,omitempty"`
 	TemplateButtons map[string]string `json:"templateButtonVariables,omitempty"`
 	TemplateHeader  map[string]string `json:"templateHeaderVariables,omitempty"`
+	// Reply context of an inbound message that quoted an earlier one, and the ad referral of the
+	// first message of a thread: filled by Switchboard, never read from a send.
+	ReplyToMessageID         string    `json:"replyToMessageId,omitempty"`
+	ReplyToProviderMessageID string    `json:"replyToProviderMessageId,omitempty"`
+	ReplyToFrom              string    `json:"replyToFrom,omitempty"`
+	ReplyToText              string    `json:"replyToText,omitempty"`
+	ReplyToMessageType       string    `json:"replyToMessageType,omitempty"`
+	Referral                 *Referral `json:"referral,omitempty"`
+}
+
+// Referral is the ad or post a WhatsApp contact clicked to start the conversation.
+type Referral struct {
+	SourceType   string `json:"sourceType,omitempty"`
+	SourceID     string `json:"sourceId,omitempty"`
+	SourceURL    string `json:"sourceUrl,omitempty"`
+	Headline     string `json:"headline,omitempty"`
+	Body         string `json:"body,omitempty"`
+	MediaType    string `json:"mediaType,omitempty"`
+	ImageURL     string `json:"imageUrl,omitempty"`
+	VideoURL     string `json:"videoUrl,omitempty"`
+	ThumbnailURL string `json:"thumbnailUrl,omitempty"`
+	CtwaClid     string `json:"ctwaClid,omitempty"`
 }
 
 // ContactCard is one shared contact.

@@ -201,12 +201,20 @@ func (s *Service) Send(ctx context.Context, key apikey.Key, senderID string, in 
 		return db.Message{}, apperror.InvalidFields(apperror.FieldError{Path: "channel", Message: fmt.Sprintf(
 			"sender %s cannot send on %s; its channels: %s", snd.Name, channel, joinChannels(active))})
 	}
-	return s.accept(ctx, key, snd, channel, c, in)
+	return s.accept(ctx, key, snd, channel, c, in, "v1")
 }
 
 // accept stores the message with its idempotency key, its message.queued event and its
 // dispatch job in one transaction.
-func (s *Service) accept(ctx context.Context, key apikey.Key, snd *v1alpha1.Sender, channel v1alpha1.Channel, c checked, in SendInput) (db.Message, error) {
+// version is the API generation that accepted it ("v1" or "v2"). A free-form WhatsApp message
+// needs the contact's 24-hour window open.
+func (s *Service) accept(ctx context.Context, key apikey.Key, snd *v1alpha1.Sender, channel v1alpha1.Channel, c checked, in SendInput, version string) (db.Message, error) {
+	conversation := conversationID(key.Project, key.TestMode(), snd.Name, c.to)
+	if channel == v1alpha1.ChannelWhatsApp {
+		if err := s.checkWindow(ctx, conversation, c.messageType); err != nil {
+			return db.Message{}, err
+		}
+	}
 	id, err := newID("msg_")
 	if err != nil {
 		return db.Message{}, err
@@ -217,7 +225,9 @@ func (s *Service) accept(ctx context.Context, key apikey.Key, snd *v1alpha1.Send
 		metadata, _ = json.Marshal(in.Metadata)
 	}
 	if in.Content != nil {
-		content, _ = json.Marshal(in.Content)
+		sent := *in.Content
+		sent.dropInboundFields()
+		content, _ = json.Marshal(sent)
 	}
 	opts, _ := options(in) // validated by check
 	optionsJSON, _ := json.Marshal(opts)
@@ -227,14 +237,15 @@ func (s *Service) accept(ctx context.Context, key apikey.Key, snd *v1alpha1.Send
 	}
 	msg := db.Message{ID: id, Project: key.Project, TestMode: key.TestMode(), Sender: snd.Name, Direction: "outbound",
 		Channel: string(channel), MessageType: c.messageType, Status: "queued", Recipient: c.to, Originator: originator(snd, channel),
-		Body: body, Content: content, Subject: in.Subject, Metadata: metadata, Options: optionsJSON, CreatedAt: now, UpdatedAt: now}
+		Body: body, Content: content, Subject: in.Subject, Metadata: metadata, Options: optionsJSON, ConversationID: &conversation,
+		APIVersion: version, CreatedAt: now, UpdatedAt: now}
 
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.New(tx)
 		if err := q.InsertMessage(ctx, db.InsertMessageParams{ID: msg.ID, Project: msg.Project, TestMode: msg.TestMode,
 			Sender: msg.Sender, Direction: msg.Direction, Channel: msg.Channel, MessageType: msg.MessageType, Status: msg.Status,
 			Recipient: msg.Recipient, Originator: msg.Originator, Body: msg.Body, Content: content, Subject: msg.Subject,
-			Metadata: metadata, Options: optionsJSON, CreatedAt: now}); err != nil {
+			Metadata: metadata, Options: optionsJSON, ConversationID: msg.ConversationID, APIVersion: version, CreatedAt: now}); err != nil {
 			return fmt.Errorf("insert message: %w", err)
 		}
 		if err := storeAttachments(ctx, tx, msg.ID, c.attachments, now); err != nil {
@@ -254,6 +265,15 @@ func (s *Service) accept(ctx context.Context, key apikey.Key, snd *v1alpha1.Send
 		}
 		if _, err := s.queue.InsertTx(ctx, tx, DispatchArgs{MessageID: msg.ID}, nil); err != nil {
 			return fmt.Errorf("enqueue dispatch: %w", err)
+		}
+		// Last, so that the conversation's row is locked only until the commit: sends to one
+		// contact queue behind each other for that long only.
+		conv, err := touch(ctx, tx, thread{msg: msg})
+		if err != nil {
+			return err
+		}
+		if conv.Inserted {
+			return s.conversationNew(ctx, tx, msg, deref(conv.ContactID), "")
 		}
 		return nil
 	})

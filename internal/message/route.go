@@ -128,3 +128,6 @@ func joinChannels(cs []v1alpha1.Channel) string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// IsScopedUserID says whether address is a WhatsApp business-scoped user id.
+func IsScopedUserID(address string) bool { return scopedUserRe.MatchString(address) }

@@ -23,7 +23,8 @@ type SendV2Input struct {
 type Routing struct {
 	Channel string
 	From    string
-	// Reason is why this channel: requested, email_recipient, scoped_user, chat_id, phone.
+	// Reason is why this channel: requested, conversation, email_recipient, scoped_user, chat_id,
+	// phone.
 	Reason string
 }
 
@@ -50,15 +51,26 @@ func normalizeTo(to string) string {
 // SendV2 accepts a v2 send: only active connections are picked, a missing connection is 409
 // no_channel with what to connect, contradictions are 400, bare digits are a chat id.
 func (s *Service) SendV2(ctx context.Context, key apikey.Key, book AddressBook, in SendV2Input) (db.Message, Routing, error) {
-	if in.ConversationID != nil {
-		// Threads arrive with conversations; until then no conversation id exists.
-		return db.Message{}, Routing{}, apperror.NotFoundf("No conversation %s.", *in.ConversationID)
-	}
 	if in.To != nil {
 		n := normalizeTo(*in.To)
 		in.To = &n
 	}
+	// A reply in a thread goes from the thread's sender to the thread's contact.
+	var thread *db.Conversation
+	var threadErrs []apperror.FieldError
+	if in.ConversationID != nil {
+		conv, err := s.Conversation(ctx, key, *in.ConversationID)
+		if err != nil {
+			return db.Message{}, Routing{}, err
+		}
+		thread = &conv
+		if in.To != nil && *in.To != conv.ContactIdentifier {
+			threadErrs = append(threadErrs, apperror.FieldError{Path: "to", Message: "is not the contact of conversation " + conv.ID + "; leave it out to reply in the thread"})
+		}
+		in.To = &conv.ContactIdentifier
+	}
 	c, errs := check(in.SendInput)
+	errs = append(threadErrs, errs...)
 	// Contradictions are refused whatever the senders have (between fields that are each valid:
 	// an unknown channel or type is reported once, as itself).
 	if c.requested != "" && c.requested != "auto" && c.kind != invalidRecipient && contains(Channels, c.requested) &&
@@ -72,7 +84,16 @@ func (s *Service) SendV2(ctx context.Context, key apikey.Key, book AddressBook, 
 	}
 
 	var snd *v1alpha1.Sender
-	if in.From != nil && *in.From != "" {
+	if thread != nil {
+		var err error
+		if snd, err = s.pickSender(ctx, key.Project, thread.Sender); err != nil {
+			return db.Message{}, Routing{}, err
+		}
+		if in.From != nil && *in.From != "" && !hasAddress(snd, *in.From) {
+			return db.Message{}, Routing{}, apperror.InvalidFields(apperror.FieldError{Path: "from",
+				Message: "is not an address of conversation " + thread.ID + "'s channel; leave it out to reply in the thread"})
+		}
+	} else if in.From != nil && *in.From != "" {
 		senders, err := book.SendersAt(ctx, key.Project, *in.From)
 		if err != nil {
 			return db.Message{}, Routing{}, err
@@ -89,10 +110,17 @@ func (s *Service) SendV2(ctx context.Context, key apikey.Key, book AddressBook, 
 	}
 	active := activeChannels(snd)
 	channel, reason, err := routeV2(c, active)
+	if thread != nil && (c.requested == "" || c.requested == "auto") {
+		// The thread's last channel, while it is on and carries this message type.
+		last := v1alpha1.Channel(thread.LastMessageChannel)
+		if contains(active, last) && (c.messageType == "text" || last == v1alpha1.ChannelWhatsApp) && last != v1alpha1.ChannelVoice {
+			channel, reason, err = last, "conversation", nil
+		}
+	}
 	if err != nil {
 		return db.Message{}, Routing{}, err
 	}
-	msg, err := s.accept(ctx, key, snd, channel, c, in.SendInput)
+	msg, err := s.accept(ctx, key, snd, channel, c, in.SendInput, "v2")
 	if err != nil {
 		return db.Message{}, Routing{}, err
 	}
@@ -166,4 +194,15 @@ func chanNames(cs []v1alpha1.Channel) []string {
 		out[i] = string(c)
 	}
 	return out
+}
+
+// hasAddress says whether address is one of the sender's addresses (its number, its email
+// address, its WhatsApp number).
+func hasAddress(snd *v1alpha1.Sender, address string) bool {
+	for _, ch := range v1alpha1.AllChannels {
+		if a := originator(snd, ch); a != "" && a == address {
+			return true
+		}
+	}
+	return false
 }

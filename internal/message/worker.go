@@ -70,6 +70,9 @@ func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs])
 		return fmt.Errorf("send message %s: %w", m.ID, err) // retried by the queue
 	}
 	if res.Failure != nil {
+		if done, err := s.fallBack(ctx, m, res.Failure); done || err != nil {
+			return err
+		}
 		return s.move(ctx, m.ID, "failed", nil, res.Failure, nil)
 	}
 	return s.move(ctx, m.ID, "sent", &res.ProviderMessageID, nil, res.Steps)
@@ -97,6 +100,9 @@ func (s *Service) move(ctx context.Context, id, status string, providerID *strin
 			FromStatuses: statusFrom[status]}
 		if failure != nil {
 			p.ErrorCode, p.ErrorMessage = &failure.Code, &failure.Message
+			if failure.ProviderCode != "" {
+				p.ErrorProviderCode = &failure.ProviderCode
+			}
 		}
 		m, err := db.New(tx).SetMessageStatus(ctx, p)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -106,6 +112,9 @@ func (s *Service) move(ctx context.Context, id, status string, providerID *strin
 			return fmt.Errorf("move message %s to %s: %w", id, status, err)
 		}
 		if err := s.event(ctx, tx, m); err != nil {
+			return err
+		}
+		if err := recordOutcome(ctx, tx, m); err != nil {
 			return err
 		}
 		if len(next) > 0 {

@@ -25,9 +25,21 @@ var MagicRecipients = map[string]Failure{
 	"nobody@nomx.sandbox.switchboard.io": {Code: "EMAIL_DOMAIN_NOT_FOUND", Message: "The recipient's domain has no MX or A records."},
 }
 
+// WhatsAppUnreachable is a number the sandbox cannot reach on whatsapp, and reaches on every
+// other channel: a send to it shows the fallback to SMS.
+const WhatsAppUnreachable = "+15005550009"
+
+// whatsAppUndeliverable is Meta's "message undeliverable" (error 131026), as the sandbox reports it.
+var whatsAppUndeliverable = Failure{Code: "WHATSAPP_UNDELIVERABLE", ProviderCode: "131026",
+	Message: "The recipient cannot be reached on WhatsApp (no account, or an old app version)."}
+
 // Send implements Transport.
 func (s Sandbox) Send(_ context.Context, m Outbound) (Result, error) {
 	if f, ok := MagicRecipients[strings.ToLower(m.To)]; ok {
+		return Result{Failure: &f}, nil
+	}
+	if m.To == WhatsAppUnreachable && m.Channel == "whatsapp" {
+		f := whatsAppUndeliverable
 		return Result{Failure: &f}, nil
 	}
 	b := make([]byte, 12)

@@ -37,6 +37,8 @@ type Attachment struct {
 type Failure struct {
 	Code    string
 	Message string
+	// ProviderCode is the provider's own code that Code translates (v2 errorDetails.providerCode).
+	ProviderCode string
 }
 
 // Step is a later status change the transport already knows of (the sandbox's simulation).

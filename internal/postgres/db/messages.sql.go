@@ -45,6 +45,53 @@ func (q *Queries) ClaimIdempotencyKey(ctx context.Context, arg ClaimIdempotencyK
 	return message_id, err
 }
 
+const fallBackToSMS = `-- name: FallBackToSMS :one
+UPDATE messages
+SET channel = 'sms', originator = $1, attempted_channels = attempted_channels || channel, updated_at = $2
+WHERE id = $3 AND status = 'queued' AND channel = 'whatsapp'
+RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp, error_provider_code
+`
+
+type FallBackToSMSParams struct {
+	Originator string
+	UpdatedAt  time.Time
+	ID         string
+}
+
+// Moves a queued WhatsApp message that its transport refused to SMS, remembering the channel tried.
+func (q *Queries) FallBackToSMS(ctx context.Context, arg FallBackToSMSParams) (Message, error) {
+	row := q.db.QueryRow(ctx, fallBackToSMS, arg.Originator, arg.UpdatedAt, arg.ID)
+	var i Message
+	err := row.Scan(
+		&i.ID,
+		&i.Project,
+		&i.TestMode,
+		&i.Sender,
+		&i.Direction,
+		&i.Channel,
+		&i.MessageType,
+		&i.Status,
+		&i.Recipient,
+		&i.Originator,
+		&i.Body,
+		&i.Content,
+		&i.Subject,
+		&i.Metadata,
+		&i.ProviderMessageID,
+		&i.ErrorCode,
+		&i.ErrorMessage,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Options,
+		&i.ConversationID,
+		&i.AttemptedChannels,
+		&i.APIVersion,
+		&i.ProviderTimestamp,
+		&i.ErrorProviderCode,
+	)
+	return i, err
+}
+
 const getMessage = `-- name: GetMessage :one
 SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp, error_provider_code FROM messages WHERE id = $1 AND project = $2 AND test_mode = $3
 `
@@ -81,7 +128,7 @@ func (q *Queries) GetMessage(ctx context.Context, arg GetMessageParams) (Message
 		&i.Options,
 		&i.ConversationID,
 		&i.AttemptedChannels,
-		&i.ApiVersion,
+		&i.APIVersion,
 		&i.ProviderTimestamp,
 		&i.ErrorProviderCode,
 	)
@@ -118,7 +165,53 @@ func (q *Queries) GetMessageByID(ctx context.Context, id string) (Message, error
 		&i.Options,
 		&i.ConversationID,
 		&i.AttemptedChannels,
-		&i.ApiVersion,
+		&i.APIVersion,
+		&i.ProviderTimestamp,
+		&i.ErrorProviderCode,
+	)
+	return i, err
+}
+
+const getMessageByProviderID = `-- name: GetMessageByProviderID :one
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp, error_provider_code FROM messages
+WHERE project = $1 AND test_mode = $2 AND provider_message_id = $3
+ORDER BY created_at DESC
+LIMIT 1
+`
+
+type GetMessageByProviderIDParams struct {
+	Project           string
+	TestMode          bool
+	ProviderMessageID *string
+}
+
+func (q *Queries) GetMessageByProviderID(ctx context.Context, arg GetMessageByProviderIDParams) (Message, error) {
+	row := q.db.QueryRow(ctx, getMessageByProviderID, arg.Project, arg.TestMode, arg.ProviderMessageID)
+	var i Message
+	err := row.Scan(
+		&i.ID,
+		&i.Project,
+		&i.TestMode,
+		&i.Sender,
+		&i.Direction,
+		&i.Channel,
+		&i.MessageType,
+		&i.Status,
+		&i.Recipient,
+		&i.Originator,
+		&i.Body,
+		&i.Content,
+		&i.Subject,
+		&i.Metadata,
+		&i.ProviderMessageID,
+		&i.ErrorCode,
+		&i.ErrorMessage,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Options,
+		&i.ConversationID,
+		&i.AttemptedChannels,
+		&i.APIVersion,
 		&i.ProviderTimestamp,
 		&i.ErrorProviderCode,
 	)
@@ -127,28 +220,34 @@ func (q *Queries) GetMessageByID(ctx context.Context, id string) (Message, error
 
 const insertMessage = `-- name: InsertMessage :exec
 INSERT INTO messages (id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator,
-                      body, content, subject, metadata, options, created_at, updated_at)
+                      body, content, subject, metadata, options, conversation_id, api_version, provider_message_id,
+                      provider_timestamp, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-        $11, $12, $13, $14, $15, $16, $16)
+        $11, $12, $13, $14, $15, $16, $17, $18,
+        $19, $20, $20)
 `
 
 type InsertMessageParams struct {
-	ID          string
-	Project     string
-	TestMode    bool
-	Sender      string
-	Direction   string
-	Channel     string
-	MessageType string
-	Status      string
-	Recipient   string
-	Originator  string
-	Body        *string
-	Content     []byte
-	Subject     *string
-	Metadata    []byte
-	Options     []byte
-	CreatedAt   time.Time
+	ID                string
+	Project           string
+	TestMode          bool
+	Sender            string
+	Direction         string
+	Channel           string
+	MessageType       string
+	Status            string
+	Recipient         string
+	Originator        string
+	Body              *string
+	Content           []byte
+	Subject           *string
+	Metadata          []byte
+	Options           []byte
+	ConversationID    *string
+	APIVersion        string
+	ProviderMessageID *string
+	ProviderTimestamp *time.Time
+	CreatedAt         time.Time
 }
 
 func (q *Queries) InsertMessage(ctx context.Context, arg InsertMessageParams) error {
@@ -168,6 +267,10 @@ func (q *Queries) InsertMessage(ctx context.Context, arg InsertMessageParams) er
 		arg.Subject,
 		arg.Metadata,
 		arg.Options,
+		arg.ConversationID,
+		arg.APIVersion,
+		arg.ProviderMessageID,
+		arg.ProviderTimestamp,
 		arg.CreatedAt,
 	)
 	return err
@@ -236,7 +339,7 @@ func (q *Queries) ListMessages(ctx context.Context, arg ListMessagesParams) ([]M
 			&i.Options,
 			&i.ConversationID,
 			&i.AttemptedChannels,
-			&i.ApiVersion,
+			&i.APIVersion,
 			&i.ProviderTimestamp,
 			&i.ErrorProviderCode,
 		); err != nil {
@@ -248,6 +351,50 @@ func (q *Queries) ListMessages(ctx context.Context, arg ListMessagesParams) ([]M
 		return nil, err
 	}
 	return items, nil
+}
+
+const markInboundRead = `-- name: MarkInboundRead :one
+UPDATE messages SET status = 'read', updated_at = $1
+WHERE id = $2 AND direction = 'inbound' AND status = 'received'
+RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp, error_provider_code
+`
+
+type MarkInboundReadParams struct {
+	UpdatedAt time.Time
+	ID        string
+}
+
+func (q *Queries) MarkInboundRead(ctx context.Context, arg MarkInboundReadParams) (Message, error) {
+	row := q.db.QueryRow(ctx, markInboundRead, arg.UpdatedAt, arg.ID)
+	var i Message
+	err := row.Scan(
+		&i.ID,
+		&i.Project,
+		&i.TestMode,
+		&i.Sender,
+		&i.Direction,
+		&i.Channel,
+		&i.MessageType,
+		&i.Status,
+		&i.Recipient,
+		&i.Originator,
+		&i.Body,
+		&i.Content,
+		&i.Subject,
+		&i.Metadata,
+		&i.ProviderMessageID,
+		&i.ErrorCode,
+		&i.ErrorMessage,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Options,
+		&i.ConversationID,
+		&i.AttemptedChannels,
+		&i.APIVersion,
+		&i.ProviderTimestamp,
+		&i.ErrorProviderCode,
+	)
+	return i, err
 }
 
 const senderActivity = `-- name: SenderActivity :one
@@ -304,8 +451,9 @@ func (q *Queries) SenderLastMessage(ctx context.Context, arg SenderLastMessagePa
 const setMessageStatus = `-- name: SetMessageStatus :one
 UPDATE messages
 SET status = $1, provider_message_id = coalesce($2, provider_message_id),
-    error_code = $3, error_message = $4, updated_at = $5
-WHERE id = $6 AND status = ANY($7::text[])
+    error_code = $3, error_message = $4,
+    error_provider_code = $5, updated_at = $6
+WHERE id = $7 AND status = ANY($8::text[])
 RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp, error_provider_code
 `
 
@@ -314,6 +462,7 @@ type SetMessageStatusParams struct {
 	ProviderMessageID *string
 	ErrorCode         *string
 	ErrorMessage      *string
+	ErrorProviderCode *string
 	UpdatedAt         time.Time
 	ID                string
 	FromStatuses      []string
@@ -326,6 +475,7 @@ func (q *Queries) SetMessageStatus(ctx context.Context, arg SetMessageStatusPara
 		arg.ProviderMessageID,
 		arg.ErrorCode,
 		arg.ErrorMessage,
+		arg.ErrorProviderCode,
 		arg.UpdatedAt,
 		arg.ID,
 		arg.FromStatuses,
@@ -354,7 +504,7 @@ func (q *Queries) SetMessageStatus(ctx context.Context, arg SetMessageStatusPara
 		&i.Options,
 		&i.ConversationID,
 		&i.AttemptedChannels,
-		&i.ApiVersion,
+		&i.APIVersion,
 		&i.ProviderTimestamp,
 		&i.ErrorProviderCode,
 	)

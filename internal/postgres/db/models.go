@@ -64,6 +64,7 @@ type Conversation struct {
 	TestMode             bool
 	Sender               string
 	ContactIdentifier    string
+	Address              string
 	ContactID            *string
 	Channels             []string
 	MessageCount         int64
@@ -104,7 +105,7 @@ type Message struct {
 	Options           []byte
 	ConversationID    *string
 	AttemptedChannels []string
-	ApiVersion        string
+	APIVersion        string
 	ProviderTimestamp *time.Time
 	ErrorProviderCode *string
 }

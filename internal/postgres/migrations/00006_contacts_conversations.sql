@@ -59,6 +59,8 @@ CREATE TABLE conversations (
     test_mode             boolean     NOT NULL,
     sender                text        NOT NULL,
     contact_identifier    text        NOT NULL,
+    -- The sender's address the thread last used (v2 names a conversation's sender by it).
+    address               text        NOT NULL DEFAULT '',
     contact_id            text        REFERENCES contacts (id) ON DELETE SET NULL,
     channels              text[]      NOT NULL DEFAULT '{}',
     message_count         bigint      NOT NULL DEFAULT 0,

@@ -1,8 +1,10 @@
 -- name: InsertMessage :exec
 INSERT INTO messages (id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator,
-                      body, content, subject, metadata, options, created_at, updated_at)
+                      body, content, subject, metadata, options, conversation_id, api_version, provider_message_id,
+                      provider_timestamp, created_at, updated_at)
 VALUES (@id, @project, @test_mode, @sender, @direction, @channel, @message_type, @status, @recipient, @originator,
-        @body, @content, @subject, @metadata, @options, @created_at, @created_at);
+        @body, @content, @subject, @metadata, @options, @conversation_id, @api_version, sqlc.narg(provider_message_id),
+        sqlc.narg(provider_timestamp), @created_at, @created_at);
 
 -- name: ClaimIdempotencyKey :one
 -- Returns the message id the key already points to, or the new one when this send claims it.
@@ -37,7 +39,8 @@ LIMIT @page_size;
 -- Moves a message forward; a late or repeated step is ignored (returns no row).
 UPDATE messages
 SET status = @status, provider_message_id = coalesce(sqlc.narg(provider_message_id), provider_message_id),
-    error_code = sqlc.narg(error_code), error_message = sqlc.narg(error_message), updated_at = @updated_at
+    error_code = sqlc.narg(error_code), error_message = sqlc.narg(error_message),
+    error_provider_code = sqlc.narg(error_provider_code), updated_at = @updated_at
 WHERE id = @id AND status = ANY(@from_statuses::text[])
 RETURNING *;
 
@@ -54,3 +57,21 @@ SELECT id, created_at FROM messages
 WHERE project = @project AND sender = @sender
 ORDER BY created_at DESC
 LIMIT 1;
+
+-- name: FallBackToSMS :one
+-- Moves a queued WhatsApp message that its transport refused to SMS, remembering the channel tried.
+UPDATE messages
+SET channel = 'sms', originator = @originator, attempted_channels = attempted_channels || channel, updated_at = @updated_at
+WHERE id = @id AND status = 'queued' AND channel = 'whatsapp'
+RETURNING *;
+
+-- name: GetMessageByProviderID :one
+SELECT * FROM messages
+WHERE project = @project AND test_mode = @test_mode AND provider_message_id = @provider_message_id
+ORDER BY created_at DESC
+LIMIT 1;
+
+-- name: MarkInboundRead :one
+UPDATE messages SET status = 'read', updated_at = @updated_at
+WHERE id = @id AND direction = 'inbound' AND status = 'received'
+RETURNING *;

@@ -1,0 +1,220 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+)
+
+// conversationJSON is a Conversation (WIRE.md §7) with what Switchboard adds: the contact's
+// profile name, the ad referral of the thread's first message, and the ends of the WhatsApp
+// window and of a typing indicator.
+type conversationJSON struct {
+	ID                string          `json:"id"`
+	Channels          []string        `json:"channels"`
+	ContactIdentifier string          `json:"contactIdentifier"`
+	ContactID         *string         `json:"contactId,omitempty"`
+	Email             string          `json:"email,omitempty"`
+	SenderID          string          `json:"senderId,omitempty"`
+	From              string          `json:"from,omitempty"`
+	WhatsApp          *whatsAppJSON   `json:"whatsapp,omitempty"`
+	MessageCount      int64           `json:"messageCount"`
+	UnreadCount       int64           `json:"unreadCount"`
+	LastMessage       lastMessageJSON `json:"lastMessage"`
+	ProfileName       *string         `json:"profileName"`
+	Referral          json.RawMessage `json:"referral,omitempty"`
+	WindowExpiresAt   *time.Time      `json:"whatsappWindowExpiresAt"`
+	TypingUntil       *time.Time      `json:"typingUntil"`
+	CreatedAt         time.Time       `json:"createdAt"`
+	UpdatedAt         time.Time       `json:"updatedAt"`
+}
+
+type whatsAppJSON struct {
+	BSUID string `json:"bsuid,omitempty"`
+}
+
+type lastMessageJSON struct {
+	ID        string    `json:"id"`
+	At        time.Time `json:"at"`
+	Channel   string    `json:"channel"`
+	Direction string    `json:"direction"`
+	Text      *string   `json:"text"`
+}
+
+// conversationView renders c; v2 names the sender by its address (from), v1 by its id.
+func (s *Server) conversationView(c db.Conversation, v2 bool) conversationJSON {
+	out := conversationJSON{ID: c.ID, Channels: c.Channels, ContactIdentifier: c.ContactIdentifier, ContactID: c.ContactID,
+		MessageCount: c.MessageCount, UnreadCount: c.UnreadCount, ProfileName: c.ProfileName, Referral: c.Referral,
+		LastMessage: lastMessageJSON{ID: c.LastMessageID, At: c.LastMessageAt.UTC(), Channel: c.LastMessageChannel,
+			Direction: c.LastMessageDirection, Text: c.LastMessageText},
+		CreatedAt: c.CreatedAt.UTC(), UpdatedAt: c.UpdatedAt.UTC()}
+	if v2 {
+		out.From = c.Address
+	} else {
+		out.SenderID = c.Sender
+	}
+	if strings.Contains(c.ContactIdentifier, "@") {
+		out.Email = c.ContactIdentifier
+	}
+	if message.IsScopedUserID(c.ContactIdentifier) {
+		out.WhatsApp = &whatsAppJSON{BSUID: c.ContactIdentifier}
+	}
+	now := s.now()
+	if c.WhatsappWindowUntil != nil && c.WhatsappWindowUntil.After(now) {
+		t := c.WhatsappWindowUntil.UTC()
+		out.WindowExpiresAt = &t
+	}
+	if c.TypingUntil != nil && c.TypingUntil.After(now) {
+		t := c.TypingUntil.UTC()
+		out.TypingUntil = &t
+	}
+	return out
+}
+
+func (s *Server) getConversation(v2 bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		c, err := s.messages.Conversation(r.Context(), keyFrom(r.Context()), r.PathValue("conversationId"))
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"conversation": s.conversationView(c, v2)})
+	}
+}
+
+func (s *Server) readConversation(w http.ResponseWriter, r *http.Request) {
+	c, err := s.messages.ReadConversation(r.Context(), keyFrom(r.Context()), r.PathValue("conversationId"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"conversation": s.conversationView(c, false)})
+}
+
+// listConversations answers GET /v1/conversations (senderId) and /v2/conversations (from).
+func (s *Server) listConversations(v2 bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		key := keyFrom(r.Context())
+		limit, after, err := s.pageRequest(r, key.Project, "conversations")
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		q := r.URL.Query()
+		f := message.ConversationFilter{Limit: limit + 1, Channel: queryOpt(q.Get("channel")), Search: queryOpt(q.Get("search"))}
+		if v2 {
+			f.Address = queryOpt(normalizeAddress(q.Get("from")))
+		} else {
+			f.Sender = queryOpt(q.Get("senderId"))
+		}
+		if after != nil {
+			t := time.UnixMicro(after.Time)
+			f.BeforeTime, f.BeforeID = &t, &after.ID
+		}
+		rows, err := s.messages.Conversations(r.Context(), key, f)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		out := page[conversationJSON]{Items: []conversationJSON{}}
+		for i, c := range rows {
+			if i == limit {
+				last := rows[i-1]
+				out.NextCursor = s.cursors.encode(position{Project: key.Project, List: "conversations", Time: last.LastMessageAt.UnixMicro(), ID: last.ID})
+				break
+			}
+			out.Items = append(out.Items, s.conversationView(c, v2))
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+// normalizeAddress reads a query's "+" that arrived as a space (an unencoded + in a query string).
+func normalizeAddress(a string) string {
+	if strings.HasPrefix(a, " ") {
+		return "+" + strings.TrimPrefix(a, " ")
+	}
+	return a
+}
+
+func (s *Server) listConversationMessages(w http.ResponseWriter, r *http.Request) {
+	key := keyFrom(r.Context())
+	id := r.PathValue("conversationId")
+	limit, after, err := s.pageRequest(r, key.Project, "conversation-messages:"+id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	f := message.ListFilter{Limit: limit + 1}
+	if after != nil {
+		t := time.UnixMicro(after.Time)
+		f.BeforeTime, f.BeforeID = &t, &after.ID
+	}
+	rows, err := s.messages.ConversationMessages(r.Context(), key, id, f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := page[messageJSON]{Items: []messageJSON{}}
+	for i, m := range rows {
+		if i == limit {
+			last := rows[i-1]
+			out.NextCursor = s.cursors.encode(position{Project: key.Project, List: "conversation-messages:" + id, Time: last.CreatedAt.UnixMicro(), ID: last.ID})
+			break
+		}
+		out.Items = append(out.Items, messageView(m))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// typing answers POST /v1/messages/{messageId}/typing (no body).
+func (s *Server) typing(w http.ResponseWriter, r *http.Request) {
+	if err := s.messages.Typing(r.Context(), keyFrom(r.Context()), r.Header.Get("Service-Sender"), r.PathValue("messageId")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]bool{"success": true})
+}
+
+// react answers POST /v1/messages/{messageId}/reactions with the reaction message.
+func (s *Server) react(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Emoji *string `json:"emoji"`
+	}
+	if err := decodeJSON(r, &in, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	m, err := s.messages.React(r.Context(), keyFrom(r.Context()), r.Header.Get("Service-Sender"), r.PathValue("messageId"), in.Emoji)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"message": messageView(m)})
+}
+
+// injectInbound answers POST /v1/sandbox/inbound: a simulated message from a contact (test keys).
+func (s *Server) injectInbound(w http.ResponseWriter, r *http.Request) {
+	var in message.InjectInput
+	if err := decodeJSON(r, &in, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	m, err := s.messages.Inject(r.Context(), keyFrom(r.Context()), r.Header.Get("Service-Sender"), in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"message": messageView(m)})
+}
+
+func queryOpt(v string) *string {
+	if v == "" {
+		return nil
+	}
+	return &v
+}

@@ -1,0 +1,186 @@
+package message
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard-io/switchboard/internal/delivery"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+)
+
+// Inbound is a contact's message as a transport received it.
+type Inbound struct {
+	Project  string
+	TestMode bool
+	// Sender is the sender whose address the contact wrote to.
+	Sender  string
+	Channel string
+	// From is the contact's address; To is the address written to (for catch-all email, the
+	// original recipient).
+	From, To    string
+	MessageType string
+	Text        string
+	Content     *Content
+	// ProviderMessageID and ProviderTimestamp are the provider's id and receive time (none for
+	// SMS and email timestamps).
+	ProviderMessageID string
+	ProviderTimestamp *time.Time
+	// ProfileName is the name the contact shows on the channel.
+	ProfileName string
+	// Referral is the ad the contact came from (WhatsApp; only on a thread's first message).
+	Referral *Referral
+	// ReplyToProviderMessageID is the provider's id of the message the contact quoted.
+	ReplyToProviderMessageID string
+}
+
+// Receive stores an inbound message in one transaction: the contact (created on its first
+// message), the conversation (created, or brought up to date; a WhatsApp message opens the
+// 24-hour window), the message with its reply context, and the message.inbound event, with
+// conversation.new when the message starts a conversation.
+func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
+	id, err := newID("msg_")
+	if err != nil {
+		return db.Message{}, err
+	}
+	now := s.now().UTC().Truncate(time.Microsecond)
+	conversation := conversationID(in.Project, in.TestMode, in.Sender, in.From)
+	content := Content{}
+	if in.Content != nil {
+		content = *in.Content
+	}
+	content.Referral = in.Referral
+	var profile *string
+	if in.ProfileName != "" {
+		profile = &in.ProfileName
+	}
+	msg := db.Message{ID: id, Project: in.Project, TestMode: in.TestMode, Sender: in.Sender, Direction: "inbound",
+		Channel: in.Channel, MessageType: in.MessageType, Status: "received", Recipient: in.To, Originator: in.From,
+		ConversationID: &conversation, APIVersion: "v1", ProviderTimestamp: in.ProviderTimestamp, CreatedAt: now, UpdatedAt: now}
+	if in.Text != "" {
+		msg.Body = &in.Text
+	}
+	if in.ProviderMessageID != "" {
+		msg.ProviderMessageID = &in.ProviderMessageID
+	}
+
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		contactID, err := newContact(ctx, tx, in.Project, in.TestMode, contactChannel(in.Channel), in.From, profile, now)
+		if err != nil {
+			return err
+		}
+		if err := q.NoteInbound(ctx, db.NoteInboundParams{At: now, Project: in.Project, TestMode: in.TestMode,
+			Channel: contactChannel(in.Channel), Identifier: in.From, ProfileName: profile}); err != nil {
+			return fmt.Errorf("note inbound message: %w", err)
+		}
+		if in.ReplyToProviderMessageID != "" {
+			if err := replyContext(ctx, q, in, &content); err != nil {
+				return err
+			}
+		}
+		if msg.Content, err = json.Marshal(content); err != nil {
+			return fmt.Errorf("encode content: %w", err)
+		}
+		if err := q.InsertMessage(ctx, db.InsertMessageParams{ID: msg.ID, Project: msg.Project, TestMode: msg.TestMode,
+			Sender: msg.Sender, Direction: msg.Direction, Channel: msg.Channel, MessageType: msg.MessageType, Status: msg.Status,
+			Recipient: msg.Recipient, Originator: msg.Originator, Body: msg.Body, Content: msg.Content,
+			ConversationID: msg.ConversationID, APIVersion: msg.APIVersion, ProviderMessageID: msg.ProviderMessageID,
+			ProviderTimestamp: msg.ProviderTimestamp, CreatedAt: now}); err != nil {
+			return fmt.Errorf("insert inbound message: %w", err)
+		}
+		var referral []byte
+		if in.Referral != nil {
+			referral, _ = json.Marshal(in.Referral)
+		}
+		conv, err := touch(ctx, tx, thread{msg: msg, contactID: &contactID, profileName: profile, referral: referral})
+		if err != nil {
+			return err
+		}
+		if conv.Inserted {
+			if err := s.conversationNew(ctx, tx, msg, contactID, in.ProfileName); err != nil {
+				return err
+			}
+		}
+		return s.inboundEvent(ctx, tx, msg, content, in)
+	})
+	if err != nil {
+		return db.Message{}, err
+	}
+	return msg, nil
+}
+
+// replyContext fills the quoted message's id, sender, text and type when the contact replied to
+// a message Switchboard knows.
+func replyContext(ctx context.Context, q *db.Queries, in Inbound, c *Content) error {
+	c.ReplyToProviderMessageID = in.ReplyToProviderMessageID
+	quoted, err := q.GetMessageByProviderID(ctx, db.GetMessageByProviderIDParams{Project: in.Project, TestMode: in.TestMode,
+		ProviderMessageID: &in.ReplyToProviderMessageID})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // a message from before Switchboard, or from another tool: the provider id is all there is
+	}
+	if err != nil {
+		return fmt.Errorf("read quoted message: %w", err)
+	}
+	c.ReplyToMessageID, c.ReplyToFrom, c.ReplyToText, c.ReplyToMessageType = quoted.ID, quoted.Originator, deref(quoted.Body), quoted.MessageType
+	return nil
+}
+
+// inboundEvent enqueues message.inbound: the message as the contact sent it, its conversation,
+// the provider's receive time in Unix milliseconds (null for SMS and email), and the referral.
+func (s *Service) inboundEvent(ctx context.Context, tx pgx.Tx, msg db.Message, content Content, in Inbound) error {
+	var providerTS any
+	if in.ProviderTimestamp != nil {
+		providerTS = in.ProviderTimestamp.UnixMilli()
+	}
+	data := map[string]any{"messageId": msg.ID, "conversationId": *msg.ConversationID, "from": msg.Originator, "to": msg.Recipient,
+		"channel": msg.Channel, "messageType": msg.MessageType, "status": msg.Status, "text": msg.Body, "content": content,
+		"providerTimestamp": providerTS, "providerMessageId": msg.ProviderMessageID, "timestamp": msg.CreatedAt.UnixMilli()}
+	if in.ProfileName != "" {
+		data["profileName"] = in.ProfileName
+	}
+	if in.Referral != nil {
+		data["referral"] = in.Referral
+	}
+	_, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: msg.Project, Name: "message.inbound", Sender: msg.Sender,
+		From: msg.Originator, To: msg.Recipient, Transport: msg.Channel, Data: data})
+	return err
+}
+
+// conversationNew enqueues conversation.new for a message that started a conversation.
+func (s *Service) conversationNew(ctx context.Context, tx pgx.Tx, msg db.Message, contactID, profileName string) error {
+	address, ours := msg.Recipient, msg.Originator
+	if msg.Direction == "inbound" {
+		address, ours = msg.Originator, msg.Recipient
+	}
+	data := map[string]any{"conversationId": *msg.ConversationID, "channel": msg.Channel, "firstMessageId": msg.ID,
+		"firstMessageText": msg.Body, "contactIdentifier": address, "direction": msg.Direction}
+	switch classify(address) {
+	case phoneRecipient:
+		data["phoneNumber"] = address
+	case emailRecipient:
+		data["email"] = address
+	}
+	if profileName != "" {
+		data["profileName"] = profileName
+	} else {
+		data["profileName"] = nil
+	}
+	if contactID != "" {
+		data["contactId"] = contactID
+	}
+	_, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: msg.Project, Name: "conversation.new", Sender: msg.Sender,
+		From: address, To: ours, Transport: msg.Channel, Data: data})
+	return err
+}
+
+// dropInboundFields clears what only an inbound message carries (the reply context and the ad
+// referral, which Switchboard fills in): a send cannot claim them.
+func (c *Content) dropInboundFields() {
+	c.ReplyToMessageID, c.ReplyToProviderMessageID, c.ReplyToFrom, c.ReplyToText, c.ReplyToMessageType = "", "", "", "", ""
+	c.Referral = nil
+}

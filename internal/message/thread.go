@@ -1,0 +1,157 @@
+package message
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/randid"
+)
+
+// WhatsAppWindow is how long a contact's message lets the business answer with free-form
+// WhatsApp messages (spec: What the service does 3).
+const WhatsAppWindow = 24 * time.Hour
+
+// conversationID is the id of the thread between a sender and a contact address. It is derived,
+// not drawn, so a send knows its conversation without reading or locking anything first.
+func conversationID(project string, testMode bool, sender, address string) string {
+	mode := "live"
+	if testMode {
+		mode = "test"
+	}
+	sum := sha256.Sum256([]byte(project + "\x00" + mode + "\x00" + sender + "\x00" + address))
+	digits := new(big.Int).SetBytes(sum[:18]).Text(62)
+	// big.Int's base-62 digits are 0-9a-zA-Z; pad to a fixed width like the other ids.
+	for len(digits) < 24 {
+		digits = "0" + digits
+	}
+	return "conv_" + digits
+}
+
+// contactChannels are the contact-channel types that hold the address a message on channel
+// goes to: one person's number is the same on SMS, WhatsApp and voice.
+func contactChannels(channel string) []string {
+	switch v1alpha1.Channel(channel) {
+	case v1alpha1.ChannelSMS, v1alpha1.ChannelSMSOneway, v1alpha1.ChannelWhatsApp, v1alpha1.ChannelVoice:
+		return []string{"sms", "whatsapp", "voice"}
+	}
+	return []string{channel}
+}
+
+// contactChannel is the contact-channel type of a message's channel.
+func contactChannel(channel string) string {
+	if channel == string(v1alpha1.ChannelSMSOneway) {
+		return string(v1alpha1.ChannelSMS)
+	}
+	return channel
+}
+
+// thread is what a message adds to its conversation.
+type thread struct {
+	msg         db.Message
+	contactID   *string
+	profileName *string
+	referral    []byte
+}
+
+// touch records msg in its conversation inside tx and says whether it started the conversation.
+func touch(ctx context.Context, tx pgx.Tx, t thread) (db.TouchConversationRow, error) {
+	m := t.msg
+	address, ours, unread := m.Recipient, m.Originator, int64(0)
+	var window *time.Time
+	if m.Direction == "inbound" {
+		address, ours, unread = m.Originator, m.Recipient, 1
+		if m.Channel == string(v1alpha1.ChannelWhatsApp) {
+			w := m.CreatedAt.Add(WhatsAppWindow)
+			window = &w
+		}
+	}
+	row, err := db.New(tx).TouchConversation(ctx, db.TouchConversationParams{
+		ID: *m.ConversationID, Project: m.Project, TestMode: m.TestMode, Sender: m.Sender, ContactIdentifier: address, Address: ours,
+		ContactID: t.contactID, ContactChannels: contactChannels(m.Channel), Channel: m.Channel, Unread: unread,
+		MessageID: m.ID, At: m.CreatedAt, Direction: m.Direction, Text: m.Body, ProfileName: t.profileName,
+		Referral: t.referral, WhatsappWindowUntil: window,
+	})
+	if err != nil {
+		return row, fmt.Errorf("record message %s in conversation %s: %w", m.ID, *m.ConversationID, err)
+	}
+	return row, nil
+}
+
+// checkWindow refuses a free-form WhatsApp message to a contact who has not written in the last
+// 24 hours; templates open conversations outside the window.
+func (s *Service) checkWindow(ctx context.Context, conversation string, messageType string) error {
+	if messageType == "template" {
+		return nil
+	}
+	until, err := db.New(s.pool).ConversationWindow(ctx, conversation)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("read conversation window: %w", err)
+	}
+	if until != nil && until.After(s.now()) {
+		return nil
+	}
+	e := apperror.New(apperror.Invalid, "whatsapp_window_closed",
+		"The contact has not written in the last 24 hours, so WhatsApp allows only template messages; send a template (messageType template) to start the conversation.")
+	e.Details = map[string]any{"channel": "whatsapp", "windowExpiresAt": until}
+	return e
+}
+
+// newContact makes the contact an inbound message comes from, with the address it wrote from,
+// and returns its id; when a concurrent message created it first, that contact's id.
+func newContact(ctx context.Context, tx pgx.Tx, project string, testMode bool, channel, address string, profileName *string, at time.Time) (string, error) {
+	q := db.New(tx)
+	id, err := q.FindContactChannel(ctx, db.FindContactChannelParams{Project: project, TestMode: testMode, Channel: channel, Identifier: address})
+	if err == nil {
+		return id, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("find contact: %w", err)
+	}
+	id, err = randid.Prefixed("ct_", 24)
+	if err != nil {
+		return "", err
+	}
+	chID, err := randid.Prefixed("cch_", 24)
+	if err != nil {
+		return "", err
+	}
+	if err := q.InsertInboundContact(ctx, db.InsertInboundContactParams{ID: id, Project: project, TestMode: testMode, ProfileName: profileName, At: at}); err != nil {
+		return "", fmt.Errorf("create contact: %w", err)
+	}
+	owner, err := q.InsertInboundContactChannel(ctx, db.InsertInboundContactChannelParams{ID: chID, ContactID: id, Project: project,
+		TestMode: testMode, Channel: channel, Identifier: address, At: at})
+	if err == nil {
+		return owner, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("create contact channel: %w", err)
+	}
+	// Another message from this address created its contact meanwhile: keep that one.
+	if err := q.DeleteContactRow(ctx, id); err != nil {
+		return "", fmt.Errorf("drop duplicate contact: %w", err)
+	}
+	id, err = q.FindContactChannel(ctx, db.FindContactChannelParams{Project: project, TestMode: testMode, Channel: channel, Identifier: address})
+	if err != nil {
+		return "", fmt.Errorf("find contact: %w", err)
+	}
+	return id, nil
+}
+
+// referralJSON encodes an ad referral, or nil when there is none.
+func referralJSON(r map[string]any) []byte {
+	if len(r) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(r)
+	return b
+}

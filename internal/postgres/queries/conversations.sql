@@ -1,0 +1,113 @@
+-- name: TouchConversation :one
+-- Records a message in its conversation, creating the conversation with its first message.
+-- inserted is true when this message started it. An inbound message counts as unread, opens the
+-- WhatsApp window (whatsapp_window_until), brings the contact's profile name and the ad referral
+-- of the thread's first message; an outbound one ends a typing indicator.
+INSERT INTO conversations AS c (id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count,
+                                unread_count, last_message_id, last_message_at, last_message_channel,
+                                last_message_direction, last_message_text, profile_name, referral,
+                                whatsapp_window_until, created_at, updated_at)
+VALUES (@id, @project, @test_mode, @sender, @contact_identifier, @address,
+        coalesce(sqlc.narg(contact_id), (SELECT cc.contact_id FROM contact_channels cc
+                  WHERE cc.project = @project AND cc.test_mode = @test_mode
+                    AND cc.channel = ANY(@contact_channels::text[]) AND cc.identifier = @contact_identifier
+                  ORDER BY cc.created_at LIMIT 1)),
+        ARRAY[@channel::text], 1, @unread, @message_id, @at, @channel::text, @direction, sqlc.narg(text),
+        sqlc.narg(profile_name), sqlc.narg(referral), sqlc.narg(whatsapp_window_until), @at, @at)
+ON CONFLICT (id) DO UPDATE SET
+    contact_id = coalesce(c.contact_id, excluded.contact_id),
+    address = CASE WHEN excluded.address = '' THEN c.address ELSE excluded.address END,
+    channels = CASE WHEN excluded.last_message_channel = ANY(c.channels) THEN c.channels
+                    ELSE c.channels || excluded.last_message_channel END,
+    message_count = c.message_count + 1,
+    unread_count = c.unread_count + excluded.unread_count,
+    last_message_id = excluded.last_message_id,
+    last_message_at = excluded.last_message_at,
+    last_message_channel = excluded.last_message_channel,
+    last_message_direction = excluded.last_message_direction,
+    last_message_text = excluded.last_message_text,
+    profile_name = coalesce(excluded.profile_name, c.profile_name),
+    referral = coalesce(c.referral, excluded.referral),
+    whatsapp_window_until = greatest(c.whatsapp_window_until, excluded.whatsapp_window_until),
+    typing_until = CASE WHEN excluded.last_message_direction = 'outbound' THEN NULL ELSE c.typing_until END,
+    updated_at = excluded.updated_at
+RETURNING id, contact_id, (xmax = 0)::boolean AS inserted;
+
+-- name: ConversationWindow :one
+-- The end of the WhatsApp 24-hour window of a conversation (null: never opened).
+SELECT whatsapp_window_until FROM conversations WHERE id = @id;
+
+-- name: GetConversation :one
+SELECT * FROM conversations WHERE id = @id AND project = @project AND test_mode = @test_mode;
+
+-- name: ListConversations :many
+SELECT * FROM conversations
+WHERE project = @project AND test_mode = @test_mode
+  AND (sqlc.narg(channel)::text IS NULL OR sqlc.narg(channel)::text = ANY(channels))
+  AND (sqlc.narg(sender)::text IS NULL OR sender = sqlc.narg(sender))
+  AND (sqlc.narg(address)::text IS NULL OR address = sqlc.narg(address))
+  AND (sqlc.narg(search)::text IS NULL OR contact_identifier ILIKE '%' || sqlc.narg(search) || '%'
+       OR profile_name ILIKE '%' || sqlc.narg(search) || '%' OR last_message_text ILIKE '%' || sqlc.narg(search) || '%')
+  AND (sqlc.narg(before_time)::timestamptz IS NULL
+       OR (last_message_at, id) < (sqlc.narg(before_time)::timestamptz, sqlc.narg(before_id)::text))
+ORDER BY last_message_at DESC, id DESC
+LIMIT @page_size;
+
+-- name: ListConversationMessages :many
+SELECT * FROM messages
+WHERE conversation_id = @conversation_id AND project = @project AND test_mode = @test_mode
+  AND (sqlc.narg(before_time)::timestamptz IS NULL OR (created_at, id) < (sqlc.narg(before_time)::timestamptz, sqlc.narg(before_id)::text))
+ORDER BY created_at DESC, id DESC
+LIMIT @page_size;
+
+-- name: ReadConversation :one
+-- Marks every message of the conversation read: the unread count goes back to 0.
+UPDATE conversations SET unread_count = 0, updated_at = @updated_at
+WHERE id = @id AND project = @project AND test_mode = @test_mode
+RETURNING *;
+
+-- name: StartTyping :exec
+UPDATE conversations SET typing_until = @until WHERE id = @id;
+
+-- name: FindContactChannel :one
+SELECT contact_id FROM contact_channels
+WHERE project = @project AND test_mode = @test_mode AND channel = @channel AND identifier = @identifier;
+
+-- name: InsertInboundContact :exec
+INSERT INTO contacts (id, project, test_mode, profile_name, created_at, updated_at)
+VALUES (@id, @project, @test_mode, sqlc.narg(profile_name), @at, @at);
+
+-- name: InsertInboundContactChannel :one
+-- Gives a new contact the address it wrote from; when a concurrent message created it first,
+-- nothing is inserted and no row returns.
+INSERT INTO contact_channels (id, contact_id, project, test_mode, channel, identifier, is_primary, last_inbound_at,
+                              created_at, updated_at)
+VALUES (@id, @contact_id, @project, @test_mode, @channel, @identifier, true, @at::timestamptz, @at, @at)
+ON CONFLICT (project, test_mode, channel, identifier) DO NOTHING
+RETURNING contact_id;
+
+-- name: DeleteContactRow :exec
+DELETE FROM contacts WHERE id = @id;
+
+-- name: NoteInbound :exec
+-- The contact wrote from this address now; its profile name is the provider's latest.
+WITH ch AS (
+    UPDATE contact_channels cc SET last_inbound_at = @at, updated_at = @at
+    WHERE cc.project = @project AND cc.test_mode = @test_mode AND cc.channel = @channel AND cc.identifier = @identifier
+    RETURNING cc.contact_id
+)
+UPDATE contacts ct SET profile_name = coalesce(sqlc.narg(profile_name), ct.profile_name), updated_at = @at
+WHERE ct.id IN (SELECT contact_id FROM ch);
+
+-- name: RecordDeliveryOutcome :exec
+-- Keeps the metrics of the contact channel a message went to: an attempt when it was sent or
+-- failed, a success and its delivery time when delivered, a failure when failed.
+UPDATE contact_channels
+SET total_attempts = total_attempts + @attempts,
+    success_count = success_count + @successes,
+    failure_count = failure_count + @failures,
+    delivered_count = delivered_count + @successes,
+    total_delivery_ms = total_delivery_ms + @delivery_ms,
+    last_success_at = CASE WHEN @successes::bigint > 0 THEN @at ELSE last_success_at END,
+    updated_at = @at
+WHERE project = @project AND test_mode = @test_mode AND channel = @channel AND identifier = @identifier;
