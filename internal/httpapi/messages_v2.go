@@ -42,7 +42,7 @@ func messageV2View(m db.Message) messageV2JSON {
 		MessageType: m.MessageType, Status: m.Status, Text: m.Body, Content: m.Content, ProviderMessageID: m.ProviderMessageID,
 		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, ConversationID: m.ConversationID,
 		AttemptedChannels: append(append([]string{}, m.AttemptedChannels...), m.Channel),
-		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
+		CreatedAt:         m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
 	if m.ErrorProviderCode != nil {
 		v.ErrorDetails = &errorDetailsJSON{ProviderCode: *m.ErrorProviderCode}
 	}
