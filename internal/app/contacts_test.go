@@ -339,10 +339,18 @@ func TestContactMerge(t *testing.T) {
 	key := newKey(t, in, acme, apikey.Test)
 	live := newKey(t, in, acme, apikey.Live)
 	target := in.post("/v1/contacts", key, `{"displayName":"Ana","metadata":{"plan":"pro"},"tags":["vip"],
-		"channels":[{"channel":"sms","identifier":"+14155550100"}]}`).body["id"].(string)
+		"channels":[{"channel":"sms","identifier":"+14155550100"},{"channel":"email","identifier":"ana@example.com"}]}`).body["id"].(string)
 	source := in.post("/v1/contacts", key, `{"displayName":"Ana (WhatsApp)","defaultChannel":"whatsapp","metadata":{"plan":"free","city":"Lima"},"tags":["peru","vip"],
-		"channels":[{"channel":"sms","identifier":"+14155550101"},{"channel":"whatsapp","identifier":"+14155550101"},{"channel":"email","identifier":"ana@example.com"}]}`).body["id"].(string)
+		"channels":[{"channel":"sms","identifier":"+14155550101"},{"channel":"whatsapp","identifier":"+14155550101"},{"channel":"telegram","identifier":"4242"}]}`).body["id"].(string)
 	in.exec(`UPDATE contacts SET profile_name = 'ana_wa' WHERE id = $1`, source)
+	// The target's address as an inbound email stored it on the source, in its own case; both
+	// have delivery counters.
+	in.exec(`UPDATE contact_channels SET success_count = 1, total_attempts = 1, delivered_count = 1, total_delivery_ms = 100,
+		last_success_at = '2030-01-01T00:00:00Z' WHERE contact_id = $1 AND channel = 'email'`, target)
+	in.exec(`INSERT INTO contact_channels (id, contact_id, project, test_mode, channel, identifier, is_primary, verified, success_count,
+		failure_count, total_attempts, delivered_count, total_delivery_ms, last_success_at, last_inbound_at, created_at, updated_at)
+		VALUES ('cch_inboundmail000000000001', $1, $2, true, 'email', 'Ana@Example.com', true, true, 2, 1, 3, 1, 300,
+		'2030-02-01T00:00:00Z', '2030-02-02T00:00:00Z', now(), now())`, source, acme)
 	in.exec(`UPDATE contact_channels SET success_count = 4, delivered_count = 2, total_delivery_ms = 900 WHERE contact_id = $1 AND channel = 'whatsapp'`, source)
 	in.exec(`INSERT INTO conversations (id, project, test_mode, sender, contact_identifier, contact_id, last_message_id, last_message_at,
 		last_message_channel, last_message_direction, created_at, updated_at)
@@ -372,9 +380,15 @@ func TestContactMerge(t *testing.T) {
 	}
 	m := r.body
 	chans := channelsOf(t, m)
-	if len(chans) != 4 || chans["sms:+14155550100"]["isPrimary"] != true || chans["sms:+14155550101"]["isPrimary"] != false ||
-		chans["whatsapp:+14155550101"]["isPrimary"] != true || chans["email:ana@example.com"]["isPrimary"] != true {
+	if len(chans) != 5 || chans["sms:+14155550100"]["isPrimary"] != true || chans["sms:+14155550101"]["isPrimary"] != false ||
+		chans["whatsapp:+14155550101"]["isPrimary"] != true || chans["telegram:4242"]["isPrimary"] != true || chans["email:ana@example.com"]["isPrimary"] != true {
 		t.Errorf("merged channels = %v", chans)
+	}
+	// One address, its metrics summed.
+	mail := chans["email:ana@example.com"]
+	if !jsonEqual(mail["metrics"], map[string]any{"successCount": 3, "failureCount": 1, "totalAttempts": 4, "avgDeliveryTimeMs": 200,
+		"lastSuccessAt": "2030-02-01T00:00:00Z"}) || mail["lastInboundAt"] != "2030-02-02T00:00:00Z" || mail["verified"] != true {
+		t.Errorf("folded email channel = %v", mail)
 	}
 	if !jsonEqual(chans["whatsapp:+14155550101"]["metrics"], map[string]int{"successCount": 4, "failureCount": 0, "totalAttempts": 0, "avgDeliveryTimeMs": 450}) {
 		t.Errorf("moved metrics = %v", chans["whatsapp:+14155550101"]["metrics"])

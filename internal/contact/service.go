@@ -384,10 +384,8 @@ type MergeInput struct {
 // Merge folds the source contact into the target in one transaction: the source's channels and
 // conversations move to the target, its fields fill the target's empty ones (metadata keys the
 // target lacks, tags it lacks), and the source is deleted. Where both have a primary channel of
-// a type, the target's stays primary.
-//
-// The identifier of a channel belongs to one contact of a project's mode, so the source never
-// holds a channel the target also holds: every channel moves whole, with its metrics.
+// a type, the target's stays primary. A source channel that is an address the target already
+// has joins the target's channel, its metrics added; every other channel moves whole.
 func (s *Service) Merge(ctx context.Context, key apikey.Key, targetID string, in MergeInput) (Contact, error) {
 	switch {
 	case in.SourceContactID == nil || *in.SourceContactID == "":
@@ -413,6 +411,9 @@ func (s *Service) Merge(ctx context.Context, key apikey.Key, targetID string, in
 		}
 		target, source := locked[targetID], locked[sourceID]
 		now := s.timestamp()
+		if err := q.FoldMergedChannels(ctx, db.FoldMergedChannelsParams{Source: sourceID, Target: targetID, UpdatedAt: now}); err != nil {
+			return fmt.Errorf("fold channels of %s: %w", sourceID, err)
+		}
 		if err := q.DemoteMergedPrimaries(ctx, db.DemoteMergedPrimariesParams{Source: sourceID, Target: targetID, UpdatedAt: now}); err != nil {
 			return fmt.Errorf("merge primaries of %s: %w", sourceID, err)
 		}

@@ -112,6 +112,44 @@ UPDATE contact_channels s SET is_primary = false, updated_at = @updated_at
 WHERE s.contact_id = @source AND s.is_primary
   AND EXISTS (SELECT 1 FROM contact_channels t WHERE t.contact_id = @target AND t.channel = s.channel AND t.is_primary);
 
+-- name: FoldMergedChannels :exec
+-- Before a merge: the source's channels that are addresses the target already has (the same
+-- identifier, or an email address differing only in case, as an inbound message may have
+-- stored it) are removed, and their counters added to the target's channel. DELETE ... RETURNING
+-- reads each removed row as last committed, so a concurrent metrics update is not lost.
+WITH folded AS (
+    DELETE FROM contact_channels s
+    WHERE s.contact_id = @source
+      AND EXISTS (SELECT 1 FROM contact_channels t
+                  WHERE t.contact_id = @target AND t.channel = s.channel
+                    AND (t.identifier = s.identifier OR (s.channel = 'email' AND lower(t.identifier) = lower(s.identifier))))
+    RETURNING s.channel, s.identifier, s.success_count, s.failure_count, s.total_attempts, s.delivered_count,
+              s.total_delivery_ms, s.last_success_at, s.last_inbound_at, s.verified
+), sums AS (
+    -- Each removed channel joins one target channel: the exact match, else the oldest.
+    SELECT m.target_id, sum(f.success_count)::bigint AS success_count, sum(f.failure_count)::bigint AS failure_count,
+           sum(f.total_attempts)::bigint AS total_attempts, sum(f.delivered_count)::bigint AS delivered_count,
+           sum(f.total_delivery_ms)::bigint AS total_delivery_ms, max(f.last_success_at) AS last_success_at,
+           max(f.last_inbound_at) AS last_inbound_at, bool_or(f.verified) AS verified
+    FROM folded f
+    CROSS JOIN LATERAL (
+        SELECT t.id AS target_id FROM contact_channels t
+        WHERE t.contact_id = @target AND t.channel = f.channel
+          AND (t.identifier = f.identifier OR (f.channel = 'email' AND lower(t.identifier) = lower(f.identifier)))
+        ORDER BY (t.identifier = f.identifier) DESC, t.created_at, t.id
+        LIMIT 1) m
+    GROUP BY m.target_id
+)
+UPDATE contact_channels t
+SET success_count = t.success_count + sums.success_count, failure_count = t.failure_count + sums.failure_count,
+    total_attempts = t.total_attempts + sums.total_attempts, delivered_count = t.delivered_count + sums.delivered_count,
+    total_delivery_ms = t.total_delivery_ms + sums.total_delivery_ms,
+    last_success_at = greatest(t.last_success_at, sums.last_success_at),
+    last_inbound_at = greatest(t.last_inbound_at, sums.last_inbound_at),
+    verified = t.verified OR sums.verified, updated_at = @updated_at
+FROM sums
+WHERE t.id = sums.target_id;
+
 -- name: MoveContactChannels :exec
 UPDATE contact_channels SET contact_id = @target, updated_at = @updated_at WHERE contact_id = @source;
 
