@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -281,5 +282,52 @@ func TestWhatsAppFallsBackToSMS(t *testing.T) {
 	if m := in.get("/v2/messages/"+id, key).body["message"].(map[string]any); m["errorCode"] != "CHANNEL_INACTIVE" ||
 		m["errorDetails"].(map[string]any)["providerCode"] != "131026" {
 		t.Errorf("v2 fallback with SMS off = %v", m)
+	}
+}
+
+func TestConcurrentFirstMessagesMakeOneContactAndConversation(t *testing.T) {
+	rcv := newHookReceiver(t)
+	in := start(t, fastSandbox, deliveringTo(rcv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs))
+	acme, key := sendingProject(t, in, rcv, apikey.Test)
+	waitFor(t, func() bool {
+		var snd v1alpha1.Sender
+		return in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: "main"}, &snd) == nil && snd.Status.WebhookSecret != nil
+	})
+	var wg sync.WaitGroup
+	codes := make(chan int, 10)
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequest("POST", in.url+"/v1/sandbox/inbound", strings.NewReader(`{"from":"+15005550177","channel":"whatsapp","text":"hi"}`))
+			req.Header.Set("Authorization", key)
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				codes <- resp.StatusCode
+				resp.Body.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	close(codes)
+	for c := range codes {
+		if c != 200 {
+			t.Errorf("concurrent inbound = %d", c)
+		}
+	}
+	if n := in.count("SELECT count(*) FROM contact_channels WHERE identifier = '+15005550177'"); n != 1 {
+		t.Errorf("%d contacts for one address", n)
+	}
+	if n := in.count("SELECT count(*) FROM contacts"); n != 1 {
+		t.Errorf("%d contact rows (a losing racer's contact was left behind)", n)
+	}
+	if n := in.count("SELECT count(*) FROM conversations WHERE contact_identifier = '+15005550177' AND message_count = 10 AND unread_count = 10"); n != 1 {
+		t.Errorf("the conversation did not count every message")
+	}
+	if n := in.count("SELECT count(*) FROM webhook_deliveries WHERE event = 'conversation.new'"); n != 1 {
+		t.Errorf("%d conversation.new events for one conversation", n)
+	}
+	if n := in.count("SELECT count(*) FROM webhook_deliveries WHERE event = 'message.inbound'"); n != 10 {
+		t.Errorf("%d message.inbound events for 10 messages", n)
 	}
 }

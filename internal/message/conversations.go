@@ -99,6 +99,9 @@ func (s *Service) Typing(ctx context.Context, key apikey.Key, senderID, id strin
 		if _, err := q.MarkInboundRead(ctx, db.MarkInboundReadParams{ID: m.ID, UpdatedAt: now}); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("mark message %s read: %w", m.ID, err)
 		}
+		if m.ConversationID == nil {
+			return nil // received before conversations existed: nothing shows the indicator
+		}
 		if err := q.StartTyping(ctx, db.StartTypingParams{ID: *m.ConversationID, Until: ptrTime(now.Add(TypingLifetime))}); err != nil {
 			return fmt.Errorf("start typing in conversation %s: %w", *m.ConversationID, err)
 		}
