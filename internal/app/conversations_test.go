@@ -178,6 +178,21 @@ func TestInboundMessagesAndConversations(t *testing.T) {
 		t.Errorf("reaction without emoji = %d", r.status)
 	}
 
+	// An email to a catch-all address keeps its original recipient; the answer, to the address
+	// in another case, is in the same thread, and the contact holds the address once.
+	mail := receive(t, in, key, `{"from":"Ana@Example.com","channel":"email","text":"Hello","to":"sales@acme.example"}`)
+	waitFor(t, func() bool { return rcv.event("message.inbound", "messageId", mail["id"]) != nil })
+	if ev := rcv.event("message.inbound", "messageId", mail["id"]); ev["to"] != "sales@acme.example" || ev["providerTimestamp"] != nil {
+		t.Errorf("inbound email data = %v", ev)
+	}
+	r = in.post("/v1/messages", key, `{"to":"ana@example.com","subject":"Re: Hello","text":"Hi Ana"}`)
+	if r.status != 200 || r.body["message"].(map[string]any)["conversationId"] != mail["conversationId"] {
+		t.Errorf("answer to the email = %d %v, want it in conversation %v", r.status, r.body, mail["conversationId"])
+	}
+	if n := in.count("SELECT count(*) FROM contact_channels WHERE channel = 'email' AND identifier = 'ana@example.com'"); n != 1 {
+		t.Errorf("the email contact holds its address %d times", n)
+	}
+
 	// The sandbox takes simulated messages from test keys only, and refuses bad ones.
 	before := in.count("SELECT count(*) FROM messages")
 	live := newKey(t, in, acme, apikey.Live)

@@ -111,7 +111,7 @@ func recordOutcome(ctx context.Context, tx pgx.Tx, m db.Message) error {
 		return nil
 	}
 	p := db.RecordDeliveryOutcomeParams{At: m.UpdatedAt, Project: m.Project, TestMode: m.TestMode,
-		Channel: contactChannel(m.Channel), Identifier: m.Recipient}
+		Channel: contactChannel(m.Channel), Identifier: addressKey(m.Recipient)}
 	switch m.Status {
 	case "sent":
 		p.Attempts = 1

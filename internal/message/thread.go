@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,6 +22,15 @@ import (
 // WhatsApp messages (spec: What the service does 3).
 const WhatsAppWindow = 24 * time.Hour
 
+// addressKey is an address as contacts and conversations hold it: email addresses in lower case
+// (as the contacts API stores them), the rest as written.
+func addressKey(address string) string {
+	if strings.Contains(address, "@") {
+		return strings.ToLower(address)
+	}
+	return address
+}
+
 // conversationID is the id of the thread between a sender and a contact address. It is derived,
 // not drawn, so a send knows its conversation without reading or locking anything first.
 func conversationID(project string, testMode bool, sender, address string) string {
@@ -28,7 +38,7 @@ func conversationID(project string, testMode bool, sender, address string) strin
 	if testMode {
 		mode = "test"
 	}
-	sum := sha256.Sum256([]byte(project + "\x00" + mode + "\x00" + sender + "\x00" + address))
+	sum := sha256.Sum256([]byte(project + "\x00" + mode + "\x00" + sender + "\x00" + addressKey(address)))
 	digits := new(big.Int).SetBytes(sum[:18]).Text(62)
 	// big.Int's base-62 digits are 0-9a-zA-Z; pad to a fixed width like the other ids.
 	for len(digits) < 24 {
@@ -75,6 +85,7 @@ func touch(ctx context.Context, tx pgx.Tx, t thread) (db.TouchConversationRow, e
 			window = &w
 		}
 	}
+	address = addressKey(address)
 	row, err := db.New(tx).TouchConversation(ctx, db.TouchConversationParams{
 		ID: *m.ConversationID, Project: m.Project, TestMode: m.TestMode, Sender: m.Sender, ContactIdentifier: address, Address: ours,
 		ContactID: t.contactID, ContactChannels: contactChannels(m.Channel), Channel: m.Channel, Unread: unread,
