@@ -102,31 +102,3 @@ func (s *Service) hasTenDLC(ctx context.Context, project string) (bool, error) {
 	p := v1alpha1.NamespaceProject(list.Items)
 	return p != nil && p.Spec.Verification == v1alpha1.VerificationTenDLCBrand, nil
 }
-
-// recordOutcome keeps the metrics of the contact channel an outbound message went to: an
-// attempt when the provider took it (or refused it before taking it), a success with its
-// delivery time when delivered, a failure when failed.
-func recordOutcome(ctx context.Context, tx pgx.Tx, m db.Message) error {
-	if m.Direction != "outbound" {
-		return nil
-	}
-	p := db.RecordDeliveryOutcomeParams{At: m.UpdatedAt, Project: m.Project, TestMode: m.TestMode,
-		Channel: contactChannel(m.Channel), Identifier: addressKey(m.Recipient)}
-	switch m.Status {
-	case "sent":
-		p.Attempts = 1
-	case "delivered":
-		p.Successes, p.DeliveryMs = 1, m.UpdatedAt.Sub(m.CreatedAt).Milliseconds()
-	case "failed":
-		p.Failures = 1
-		if m.ProviderMessageID == nil { // refused before the provider took it: that was the attempt
-			p.Attempts = 1
-		}
-	default:
-		return nil
-	}
-	if err := db.New(tx).RecordDeliveryOutcome(ctx, p); err != nil {
-		return fmt.Errorf("record outcome of message %s: %w", m.ID, err)
-	}
-	return nil
-}

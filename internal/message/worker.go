@@ -104,17 +104,15 @@ func (s *Service) move(ctx context.Context, id, status string, providerID *strin
 				p.ErrorProviderCode = &failure.ProviderCode
 			}
 		}
-		m, err := db.New(tx).SetMessageStatus(ctx, p)
+		row, err := db.New(tx).SetMessageStatus(ctx, p)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // not from a status this one follows: stale or repeated
 		}
 		if err != nil {
 			return fmt.Errorf("move message %s to %s: %w", id, status, err)
 		}
+		m := db.Message(row) // the same columns: the statement returns the moved row
 		if err := s.event(ctx, tx, m); err != nil {
-			return err
-		}
-		if err := recordOutcome(ctx, tx, m); err != nil {
 			return err
 		}
 		if len(next) > 0 {

@@ -381,47 +381,6 @@ func (q *Queries) ReadConversation(ctx context.Context, arg ReadConversationPara
 	return i, err
 }
 
-const recordDeliveryOutcome = `-- name: RecordDeliveryOutcome :exec
-UPDATE contact_channels
-SET total_attempts = total_attempts + $1,
-    success_count = success_count + $2,
-    failure_count = failure_count + $3,
-    delivered_count = delivered_count + $2,
-    total_delivery_ms = total_delivery_ms + $4,
-    last_success_at = CASE WHEN $2::bigint > 0 THEN $5 ELSE last_success_at END,
-    updated_at = $5
-WHERE project = $6 AND test_mode = $7 AND channel = $8 AND identifier = $9
-`
-
-type RecordDeliveryOutcomeParams struct {
-	Attempts   int64
-	Successes  int64
-	Failures   int64
-	DeliveryMs int64
-	At         time.Time
-	Project    string
-	TestMode   bool
-	Channel    string
-	Identifier string
-}
-
-// Keeps the metrics of the contact channel a message went to: an attempt when it was sent or
-// failed, a success and its delivery time when delivered, a failure when failed.
-func (q *Queries) RecordDeliveryOutcome(ctx context.Context, arg RecordDeliveryOutcomeParams) error {
-	_, err := q.db.Exec(ctx, recordDeliveryOutcome,
-		arg.Attempts,
-		arg.Successes,
-		arg.Failures,
-		arg.DeliveryMs,
-		arg.At,
-		arg.Project,
-		arg.TestMode,
-		arg.Channel,
-		arg.Identifier,
-	)
-	return err
-}
-
 const startTyping = `-- name: StartTyping :exec
 UPDATE conversations SET typing_until = $1 WHERE id = $2
 `

@@ -449,12 +449,32 @@ func (q *Queries) SenderLastMessage(ctx context.Context, arg SenderLastMessagePa
 }
 
 const setMessageStatus = `-- name: SetMessageStatus :one
-UPDATE messages
-SET status = $1, provider_message_id = coalesce($2, provider_message_id),
-    error_code = $3, error_message = $4,
-    error_provider_code = $5, updated_at = $6
-WHERE id = $7 AND status = ANY($8::text[])
-RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp, error_provider_code
+WITH moved AS (
+    UPDATE messages msg
+    SET status = $1, provider_message_id = coalesce($2, msg.provider_message_id),
+        error_code = $3, error_message = $4,
+        error_provider_code = $5, updated_at = $6
+    WHERE msg.id = $7 AND msg.status = ANY($8::text[])
+    RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.api_version, msg.provider_timestamp, msg.error_provider_code
+), outcome AS (
+    UPDATE contact_channels cc
+    SET total_attempts = cc.total_attempts
+            + CASE WHEN m.status = 'sent' OR (m.status = 'failed' AND m.provider_message_id IS NULL) THEN 1 ELSE 0 END,
+        success_count = cc.success_count + CASE WHEN m.status = 'delivered' THEN 1 ELSE 0 END,
+        delivered_count = cc.delivered_count + CASE WHEN m.status = 'delivered' THEN 1 ELSE 0 END,
+        total_delivery_ms = cc.total_delivery_ms
+            + CASE WHEN m.status = 'delivered' THEN (extract(epoch FROM m.updated_at - m.created_at) * 1000)::bigint ELSE 0 END,
+        failure_count = cc.failure_count + CASE WHEN m.status = 'failed' THEN 1 ELSE 0 END,
+        last_success_at = CASE WHEN m.status = 'delivered' THEN m.updated_at ELSE cc.last_success_at END,
+        updated_at = m.updated_at
+    FROM moved m
+    WHERE m.direction = 'outbound' AND m.status IN ('sent', 'delivered', 'failed')
+      AND cc.project = m.project AND cc.test_mode = m.test_mode
+      AND cc.channel = CASE WHEN m.channel = 'sms_oneway' THEN 'sms' ELSE m.channel END
+      AND cc.identifier = CASE WHEN strpos(m.recipient, '@') > 0 THEN lower(m.recipient) ELSE m.recipient END
+    RETURNING cc.id
+)
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp, error_provider_code FROM moved
 `
 
 type SetMessageStatusParams struct {
@@ -468,8 +488,40 @@ type SetMessageStatusParams struct {
 	FromStatuses      []string
 }
 
-// Moves a message forward; a late or repeated step is ignored (returns no row).
-func (q *Queries) SetMessageStatus(ctx context.Context, arg SetMessageStatusParams) (Message, error) {
+type SetMessageStatusRow struct {
+	ID                string
+	Project           string
+	TestMode          bool
+	Sender            string
+	Direction         string
+	Channel           string
+	MessageType       string
+	Status            string
+	Recipient         string
+	Originator        string
+	Body              *string
+	Content           []byte
+	Subject           *string
+	Metadata          []byte
+	ProviderMessageID *string
+	ErrorCode         *string
+	ErrorMessage      *string
+	CreatedAt         time.Time
+	UpdatedAt         time.Time
+	Options           []byte
+	ConversationID    *string
+	AttemptedChannels []string
+	APIVersion        string
+	ProviderTimestamp *time.Time
+	ErrorProviderCode *string
+}
+
+// Moves a message forward; a late or repeated step is ignored (returns no row). In the same
+// statement it keeps the metrics of the contact channel an outbound message went to (the
+// channel's type: sms_oneway counts as sms; email addresses in lower case): an attempt when the
+// provider took the message or refused it before taking it, a success and its delivery time
+// when delivered, a failure when failed.
+func (q *Queries) SetMessageStatus(ctx context.Context, arg SetMessageStatusParams) (SetMessageStatusRow, error) {
 	row := q.db.QueryRow(ctx, setMessageStatus,
 		arg.Status,
 		arg.ProviderMessageID,
@@ -480,7 +532,7 @@ func (q *Queries) SetMessageStatus(ctx context.Context, arg SetMessageStatusPara
 		arg.ID,
 		arg.FromStatuses,
 	)
-	var i Message
+	var i SetMessageStatusRow
 	err := row.Scan(
 		&i.ID,
 		&i.Project,

@@ -98,16 +98,3 @@ WITH ch AS (
 )
 UPDATE contacts ct SET profile_name = coalesce(sqlc.narg(profile_name), ct.profile_name), updated_at = @at
 WHERE ct.id IN (SELECT contact_id FROM ch);
-
--- name: RecordDeliveryOutcome :exec
--- Keeps the metrics of the contact channel a message went to: an attempt when it was sent or
--- failed, a success and its delivery time when delivered, a failure when failed.
-UPDATE contact_channels
-SET total_attempts = total_attempts + @attempts,
-    success_count = success_count + @successes,
-    failure_count = failure_count + @failures,
-    delivered_count = delivered_count + @successes,
-    total_delivery_ms = total_delivery_ms + @delivery_ms,
-    last_success_at = CASE WHEN @successes::bigint > 0 THEN @at ELSE last_success_at END,
-    updated_at = @at
-WHERE project = @project AND test_mode = @test_mode AND channel = @channel AND identifier = @identifier;

@@ -36,13 +36,37 @@ ORDER BY created_at DESC, id DESC
 LIMIT @page_size;
 
 -- name: SetMessageStatus :one
--- Moves a message forward; a late or repeated step is ignored (returns no row).
-UPDATE messages
-SET status = @status, provider_message_id = coalesce(sqlc.narg(provider_message_id), provider_message_id),
-    error_code = sqlc.narg(error_code), error_message = sqlc.narg(error_message),
-    error_provider_code = sqlc.narg(error_provider_code), updated_at = @updated_at
-WHERE id = @id AND status = ANY(@from_statuses::text[])
-RETURNING *;
+-- Moves a message forward; a late or repeated step is ignored (returns no row). In the same
+-- statement it keeps the metrics of the contact channel an outbound message went to (the
+-- channel's type: sms_oneway counts as sms; email addresses in lower case): an attempt when the
+-- provider took the message or refused it before taking it, a success and its delivery time
+-- when delivered, a failure when failed.
+WITH moved AS (
+    UPDATE messages msg
+    SET status = @status, provider_message_id = coalesce(sqlc.narg(provider_message_id), msg.provider_message_id),
+        error_code = sqlc.narg(error_code), error_message = sqlc.narg(error_message),
+        error_provider_code = sqlc.narg(error_provider_code), updated_at = @updated_at
+    WHERE msg.id = @id AND msg.status = ANY(@from_statuses::text[])
+    RETURNING msg.*
+), outcome AS (
+    UPDATE contact_channels cc
+    SET total_attempts = cc.total_attempts
+            + CASE WHEN m.status = 'sent' OR (m.status = 'failed' AND m.provider_message_id IS NULL) THEN 1 ELSE 0 END,
+        success_count = cc.success_count + CASE WHEN m.status = 'delivered' THEN 1 ELSE 0 END,
+        delivered_count = cc.delivered_count + CASE WHEN m.status = 'delivered' THEN 1 ELSE 0 END,
+        total_delivery_ms = cc.total_delivery_ms
+            + CASE WHEN m.status = 'delivered' THEN (extract(epoch FROM m.updated_at - m.created_at) * 1000)::bigint ELSE 0 END,
+        failure_count = cc.failure_count + CASE WHEN m.status = 'failed' THEN 1 ELSE 0 END,
+        last_success_at = CASE WHEN m.status = 'delivered' THEN m.updated_at ELSE cc.last_success_at END,
+        updated_at = m.updated_at
+    FROM moved m
+    WHERE m.direction = 'outbound' AND m.status IN ('sent', 'delivered', 'failed')
+      AND cc.project = m.project AND cc.test_mode = m.test_mode
+      AND cc.channel = CASE WHEN m.channel = 'sms_oneway' THEN 'sms' ELSE m.channel END
+      AND cc.identifier = CASE WHEN strpos(m.recipient, '@') > 0 THEN lower(m.recipient) ELSE m.recipient END
+    RETURNING cc.id
+)
+SELECT * FROM moved;
 
 -- name: SenderActivity :one
 -- The sender's traffic of the last 24 hours: one index range per sender.
