@@ -50,7 +50,7 @@ func BenchmarkSend(b *testing.B) {
 					return
 				}
 				req, _ := http.NewRequest(http.MethodPost, in.url+"/v1/messages",
-					strings.NewReader(fmt.Sprintf(`{"to":"+1500555%04d","text":"Benchmark %d"}`, i%10000, i)))
+					strings.NewReader(fmt.Sprintf(`{"to":"+1500556%04d","text":"Benchmark %d"}`, i%10000, i)))
 				req.Header.Set("Authorization", key)
 				req.Header.Set("Content-Type", "application/json")
 				t0 := time.Now()
@@ -113,6 +113,12 @@ func BenchmarkDeliveredWebhook(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("SWITCHBOARD_BENCH_RATE")); err == nil && v > 0 {
 		rate = v
 	}
+	// Recipients: 10,000 numbers as real traffic spreads, or SWITCHBOARD_BENCH_RECIPIENTS (1 sends
+	// every message into one conversation, whose row each acceptance updates).
+	recipients := 10000
+	if v, err := strconv.Atoi(os.Getenv("SWITCHBOARD_BENCH_RECIPIENTS")); err == nil && v > 0 {
+		recipients = v
+	}
 	tick := time.NewTicker(time.Second / time.Duration(rate))
 	defer tick.Stop()
 	var wg sync.WaitGroup
@@ -122,7 +128,7 @@ func BenchmarkDeliveredWebhook(b *testing.B) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req, _ := http.NewRequest(http.MethodPost, in.url+"/v1/messages", strings.NewReader(`{"to":"+15005550100","text":"Latency"}`))
+			req, _ := http.NewRequest(http.MethodPost, in.url+"/v1/messages", strings.NewReader(fmt.Sprintf(`{"to":"+1500556%04d","text":"Latency"}`, i%recipients)))
 			req.Header.Set("Authorization", key)
 			req.Header.Set("Content-Type", "application/json")
 			resp, err := hc.Do(req)

@@ -75,12 +75,6 @@ func TestInboundMessagesAndConversations(t *testing.T) {
 	if conv == "" {
 		t.Fatalf("an accepted message has no conversationId: %v", tplMsg)
 	}
-	// The first message of a thread announces it.
-	waitFor(t, func() bool { return rcv.event("conversation.new", "conversationId", conv) != nil })
-	if ev := rcv.event("conversation.new", "conversationId", conv); ev["firstMessageId"] != tplMsg["id"] || ev["phoneNumber"] != "+15005550100" {
-		t.Errorf("conversation.new = %v", ev)
-	}
-
 	// The contact writes from an ad: the contact and the window open, the referral is kept.
 	waitFor(t, func() bool { return messageOf(in, key, tplMsg["id"].(string))["status"] == "read" })
 	got := receive(t, in, key, `{"from":"+15005550100","channel":"whatsapp","text":"Is it in stock?","profileName":"Ada",
@@ -93,6 +87,15 @@ func TestInboundMessagesAndConversations(t *testing.T) {
 		t.Errorf("reply context = %v", content)
 	}
 	inboundID := got["id"].(string)
+	// The contact's first message announces the conversation to the inbox (the template did not).
+	waitFor(t, func() bool { return rcv.event("conversation.new", "conversationId", conv) != nil })
+	if ev := rcv.event("conversation.new", "conversationId", conv); ev["firstMessageId"] != inboundID || ev["phoneNumber"] != "+15005550100" ||
+		ev["profileName"] != "Ada" || ev["contactId"] == nil || ev["firstMessageText"] != "Is it in stock?" {
+		t.Errorf("conversation.new = %v", ev)
+	}
+	if n := in.count("SELECT count(*) FROM webhook_deliveries WHERE event = 'conversation.new' AND data->>'conversationId' = $1", conv); n != 1 {
+		t.Errorf("%d conversation.new deliveries for one conversation (the template started it silently)", n)
+	}
 	waitFor(t, func() bool { return rcv.event("message.inbound", "messageId", inboundID) != nil })
 	ev := rcv.event("message.inbound", "messageId", inboundID)
 	if ev["conversationId"] != conv || ev["profileName"] != "Ada" || ev["providerTimestamp"] == nil ||

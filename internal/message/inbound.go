@@ -101,7 +101,7 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
 		if err != nil {
 			return err
 		}
-		if conv.Inserted {
+		if conv.InboundCount == 1 {
 			if err := s.conversationNew(ctx, tx, msg, contactID, in.ProfileName); err != nil {
 				return err
 			}
@@ -151,30 +151,24 @@ func (s *Service) inboundEvent(ctx context.Context, tx pgx.Tx, msg db.Message, c
 	return err
 }
 
-// conversationNew enqueues conversation.new for a message that started a conversation.
+// conversationNew enqueues conversation.new for the contact's first message in a conversation:
+// the inbox has a new conversation to answer. A thread the business started (a send, a
+// broadcast) announces nothing until the contact writes, so a campaign does not raise one event
+// per recipient.
 func (s *Service) conversationNew(ctx context.Context, tx pgx.Tx, msg db.Message, contactID, profileName string) error {
-	address, ours := msg.Recipient, msg.Originator
-	if msg.Direction == "inbound" {
-		address, ours = msg.Originator, msg.Recipient
-	}
 	data := map[string]any{"conversationId": *msg.ConversationID, "channel": msg.Channel, "firstMessageId": msg.ID,
-		"firstMessageText": msg.Body, "contactIdentifier": address, "direction": msg.Direction}
-	switch classify(address) {
+		"firstMessageText": msg.Body, "contactIdentifier": msg.Originator, "contactId": contactID, "profileName": nil}
+	switch classify(msg.Originator) {
 	case phoneRecipient:
-		data["phoneNumber"] = address
+		data["phoneNumber"] = msg.Originator
 	case emailRecipient:
-		data["email"] = address
+		data["email"] = msg.Originator
 	}
 	if profileName != "" {
 		data["profileName"] = profileName
-	} else {
-		data["profileName"] = nil
-	}
-	if contactID != "" {
-		data["contactId"] = contactID
 	}
 	_, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: msg.Project, Name: "conversation.new", Sender: msg.Sender,
-		From: address, To: ours, Transport: msg.Channel, Data: data})
+		From: msg.Originator, To: msg.Recipient, Transport: msg.Channel, Data: data})
 	return err
 }
 

@@ -268,14 +268,8 @@ func (s *Service) accept(ctx context.Context, key apikey.Key, snd *v1alpha1.Send
 		}
 		// Last, so that the conversation's row is locked only until the commit: sends to one
 		// contact queue behind each other for that long only.
-		conv, err := touch(ctx, tx, thread{msg: msg})
-		if err != nil {
-			return err
-		}
-		if conv.Inserted {
-			return s.conversationNew(ctx, tx, msg, deref(conv.ContactID), "")
-		}
-		return nil
+		_, err := touch(ctx, tx, thread{msg: msg})
+		return err
 	})
 	var dup *ErrDuplicate
 	if errors.As(err, &dup) {

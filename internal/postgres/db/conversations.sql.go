@@ -56,7 +56,7 @@ func (q *Queries) FindContactChannel(ctx context.Context, arg FindContactChannel
 }
 
 const getConversation = `-- name: GetConversation :one
-SELECT id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count, unread_count, last_message_id, last_message_at, last_message_channel, last_message_direction, last_message_text, profile_name, referral, whatsapp_window_until, typing_until, created_at, updated_at FROM conversations WHERE id = $1 AND project = $2 AND test_mode = $3
+SELECT id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count, unread_count, inbound_count, last_message_id, last_message_at, last_message_channel, last_message_direction, last_message_text, profile_name, referral, whatsapp_window_until, typing_until, created_at, updated_at FROM conversations WHERE id = $1 AND project = $2 AND test_mode = $3
 `
 
 type GetConversationParams struct {
@@ -79,6 +79,7 @@ func (q *Queries) GetConversation(ctx context.Context, arg GetConversationParams
 		&i.Channels,
 		&i.MessageCount,
 		&i.UnreadCount,
+		&i.InboundCount,
 		&i.LastMessageID,
 		&i.LastMessageAt,
 		&i.LastMessageChannel,
@@ -224,7 +225,7 @@ func (q *Queries) ListConversationMessages(ctx context.Context, arg ListConversa
 }
 
 const listConversations = `-- name: ListConversations :many
-SELECT id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count, unread_count, last_message_id, last_message_at, last_message_channel, last_message_direction, last_message_text, profile_name, referral, whatsapp_window_until, typing_until, created_at, updated_at FROM conversations
+SELECT id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count, unread_count, inbound_count, last_message_id, last_message_at, last_message_channel, last_message_direction, last_message_text, profile_name, referral, whatsapp_window_until, typing_until, created_at, updated_at FROM conversations
 WHERE project = $1 AND test_mode = $2
   AND ($3::text IS NULL OR $3::text = ANY(channels))
   AND ($4::text IS NULL OR sender = $4)
@@ -279,6 +280,7 @@ func (q *Queries) ListConversations(ctx context.Context, arg ListConversationsPa
 			&i.Channels,
 			&i.MessageCount,
 			&i.UnreadCount,
+			&i.InboundCount,
 			&i.LastMessageID,
 			&i.LastMessageAt,
 			&i.LastMessageChannel,
@@ -336,7 +338,7 @@ func (q *Queries) NoteInbound(ctx context.Context, arg NoteInboundParams) error 
 const readConversation = `-- name: ReadConversation :one
 UPDATE conversations SET unread_count = 0, updated_at = $1
 WHERE id = $2 AND project = $3 AND test_mode = $4
-RETURNING id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count, unread_count, last_message_id, last_message_at, last_message_channel, last_message_direction, last_message_text, profile_name, referral, whatsapp_window_until, typing_until, created_at, updated_at
+RETURNING id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count, unread_count, inbound_count, last_message_id, last_message_at, last_message_channel, last_message_direction, last_message_text, profile_name, referral, whatsapp_window_until, typing_until, created_at, updated_at
 `
 
 type ReadConversationParams struct {
@@ -366,6 +368,7 @@ func (q *Queries) ReadConversation(ctx context.Context, arg ReadConversationPara
 		&i.Channels,
 		&i.MessageCount,
 		&i.UnreadCount,
+		&i.InboundCount,
 		&i.LastMessageID,
 		&i.LastMessageAt,
 		&i.LastMessageChannel,
@@ -397,7 +400,7 @@ func (q *Queries) StartTyping(ctx context.Context, arg StartTypingParams) error 
 
 const touchConversation = `-- name: TouchConversation :one
 INSERT INTO conversations AS c (id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count,
-                                unread_count, last_message_id, last_message_at, last_message_channel,
+                                unread_count, inbound_count, last_message_id, last_message_at, last_message_channel,
                                 last_message_direction, last_message_text, profile_name, referral,
                                 whatsapp_window_until, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6,
@@ -405,7 +408,7 @@ VALUES ($1, $2, $3, $4, $5, $6,
                   WHERE cc.project = $2 AND cc.test_mode = $3
                     AND cc.channel = ANY($8::text[]) AND cc.identifier = $5
                   ORDER BY cc.created_at LIMIT 1)),
-        ARRAY[$9::text], 1, $10, $11, $12, $9::text, $13, $14,
+        ARRAY[$9::text], 1, $10, $10, $11, $12, $9::text, $13, $14,
         $15, $16, $17, $12, $12)
 ON CONFLICT (id) DO UPDATE SET
     contact_id = coalesce(c.contact_id, excluded.contact_id),
@@ -414,6 +417,7 @@ ON CONFLICT (id) DO UPDATE SET
                     ELSE c.channels || excluded.last_message_channel END,
     message_count = c.message_count + 1,
     unread_count = c.unread_count + excluded.unread_count,
+    inbound_count = c.inbound_count + excluded.inbound_count,
     last_message_id = excluded.last_message_id,
     last_message_at = excluded.last_message_at,
     last_message_channel = excluded.last_message_channel,
@@ -424,7 +428,7 @@ ON CONFLICT (id) DO UPDATE SET
     whatsapp_window_until = greatest(c.whatsapp_window_until, excluded.whatsapp_window_until),
     typing_until = CASE WHEN excluded.last_message_direction = 'outbound' THEN NULL ELSE c.typing_until END,
     updated_at = excluded.updated_at
-RETURNING id, contact_id, (xmax = 0)::boolean AS inserted
+RETURNING id, contact_id, inbound_count
 `
 
 type TouchConversationParams struct {
@@ -448,13 +452,13 @@ type TouchConversationParams struct {
 }
 
 type TouchConversationRow struct {
-	ID        string
-	ContactID *string
-	Inserted  bool
+	ID           string
+	ContactID    *string
+	InboundCount int64
 }
 
 // Records a message in its conversation, creating the conversation with its first message.
-// inserted is true when this message started it. An inbound message counts as unread, opens the
+// inbound_count is 1 for the contact's first message in it. An inbound message counts as unread, opens the
 // WhatsApp window (whatsapp_window_until), brings the contact's profile name and the ad referral
 // of the thread's first message; an outbound one ends a typing indicator.
 func (q *Queries) TouchConversation(ctx context.Context, arg TouchConversationParams) (TouchConversationRow, error) {
@@ -478,6 +482,6 @@ func (q *Queries) TouchConversation(ctx context.Context, arg TouchConversationPa
 		arg.WhatsappWindowUntil,
 	)
 	var i TouchConversationRow
-	err := row.Scan(&i.ID, &i.ContactID, &i.Inserted)
+	err := row.Scan(&i.ID, &i.ContactID, &i.InboundCount)
 	return i, err
 }

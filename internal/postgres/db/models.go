@@ -69,6 +69,7 @@ type Conversation struct {
 	Channels             []string
 	MessageCount         int64
 	UnreadCount          int64
+	InboundCount         int64
 	LastMessageID        string
 	LastMessageAt        time.Time
 	LastMessageChannel   string

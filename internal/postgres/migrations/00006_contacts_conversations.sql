@@ -65,6 +65,7 @@ CREATE TABLE conversations (
     channels              text[]      NOT NULL DEFAULT '{}',
     message_count         bigint      NOT NULL DEFAULT 0,
     unread_count          bigint      NOT NULL DEFAULT 0,
+    inbound_count         bigint      NOT NULL DEFAULT 0,
     last_message_id       text        NOT NULL,
     last_message_at       timestamptz NOT NULL,
     last_message_channel  text        NOT NULL,

@@ -1,10 +1,10 @@
 -- name: TouchConversation :one
 -- Records a message in its conversation, creating the conversation with its first message.
--- inserted is true when this message started it. An inbound message counts as unread, opens the
+-- inbound_count is 1 for the contact's first message in it. An inbound message counts as unread, opens the
 -- WhatsApp window (whatsapp_window_until), brings the contact's profile name and the ad referral
 -- of the thread's first message; an outbound one ends a typing indicator.
 INSERT INTO conversations AS c (id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count,
-                                unread_count, last_message_id, last_message_at, last_message_channel,
+                                unread_count, inbound_count, last_message_id, last_message_at, last_message_channel,
                                 last_message_direction, last_message_text, profile_name, referral,
                                 whatsapp_window_until, created_at, updated_at)
 VALUES (@id, @project, @test_mode, @sender, @contact_identifier, @address,
@@ -12,7 +12,7 @@ VALUES (@id, @project, @test_mode, @sender, @contact_identifier, @address,
                   WHERE cc.project = @project AND cc.test_mode = @test_mode
                     AND cc.channel = ANY(@contact_channels::text[]) AND cc.identifier = @contact_identifier
                   ORDER BY cc.created_at LIMIT 1)),
-        ARRAY[@channel::text], 1, @unread, @message_id, @at, @channel::text, @direction, sqlc.narg(text),
+        ARRAY[@channel::text], 1, @unread, @unread, @message_id, @at, @channel::text, @direction, sqlc.narg(text),
         sqlc.narg(profile_name), sqlc.narg(referral), sqlc.narg(whatsapp_window_until), @at, @at)
 ON CONFLICT (id) DO UPDATE SET
     contact_id = coalesce(c.contact_id, excluded.contact_id),
@@ -21,6 +21,7 @@ ON CONFLICT (id) DO UPDATE SET
                     ELSE c.channels || excluded.last_message_channel END,
     message_count = c.message_count + 1,
     unread_count = c.unread_count + excluded.unread_count,
+    inbound_count = c.inbound_count + excluded.inbound_count,
     last_message_id = excluded.last_message_id,
     last_message_at = excluded.last_message_at,
     last_message_channel = excluded.last_message_channel,
@@ -31,7 +32,7 @@ ON CONFLICT (id) DO UPDATE SET
     whatsapp_window_until = greatest(c.whatsapp_window_until, excluded.whatsapp_window_until),
     typing_until = CASE WHEN excluded.last_message_direction = 'outbound' THEN NULL ELSE c.typing_until END,
     updated_at = excluded.updated_at
-RETURNING id, contact_id, (xmax = 0)::boolean AS inserted;
+RETURNING id, contact_id, inbound_count;
 
 -- name: ConversationWindow :one
 -- The end of the WhatsApp 24-hour window of a conversation (null: never opened).
