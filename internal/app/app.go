@@ -195,15 +195,16 @@ func Run(ctx context.Context, cfg Config) error {
 			cfg.Sandbox = DefaultSandbox
 		}
 		// The workers need the services, and the services the queue: wire the workers in after.
-		dispatch := &message.DispatchWorker{Transport: transport.Sandbox{DeliverAfter: cfg.Sandbox.DeliverAfter, ReadAfter: cfg.Sandbox.ReadAfter}}
-		status := &message.StatusWorker{}
+		sandbox := transport.Sandbox{DeliverAfter: cfg.Sandbox.DeliverAfter, ReadAfter: cfg.Sandbox.ReadAfter}
+		dispatch := &message.DispatchWorker{Transport: sandbox}
+		catchUp := &message.SandboxCatchUpWorker{Sandbox: sandbox}
 		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Delivery: delivery.NewWorker(cfg.Pool, mgr.GetClient(), cfg.Delivery),
-			Dispatch: dispatch, Status: status}, worker.Options{Concurrency: cfg.WorkerConcurrency}, cfg.Role.runs(RoleWorker), log)
+			Dispatch: dispatch, CatchUp: catchUp}, worker.Options{Concurrency: cfg.WorkerConcurrency}, cfg.Role.runs(RoleWorker), log)
 		if err != nil {
 			return err
 		}
 		messages := message.NewService(cfg.Pool, mgr.GetClient(), delivery.NewService(mgr.GetClient(), queue), queue)
-		dispatch.Service, status.Service = messages, messages
+		dispatch.Service, catchUp.Service = messages, messages
 		if cfg.Role.runs(RoleWorker) {
 			if err := mgr.Add(&worker.Runner{Client: queue}); err != nil {
 				return fmt.Errorf("add worker: %w", err)

@@ -385,3 +385,30 @@ func TestSendOptions(t *testing.T) {
 		}
 	}
 }
+
+func TestSandboxCatchesUpLostSteps(t *testing.T) {
+	in := start(t, fastSandbox)
+	acme, key := sendingProject(t, in, nil, apikey.Test)
+	id := in.post("/v1/messages", key, `{"to":"+15005550100","text":"Hi"}`).body["message"].(map[string]any)["id"].(string)
+	waitFor(t, func() bool { return messageOf(in, key, id)["status"] == "delivered" })
+
+	// Messages whose next step's timer went with a process that stopped a minute ago: the
+	// sandbox's own (sbx_ ids) are caught up, whatsapp through to read; another transport's wait
+	// for its provider.
+	for _, m := range []struct{ id, channel, provider string }{
+		{"msg_lost_sms", "sms", "sbx_lost1"}, {"msg_lost_wa", "whatsapp", "sbx_lost2"}, {"msg_provider", "sms", "SM0123"},
+	} {
+		if n := in.count(`WITH i AS (INSERT INTO messages (id, project, test_mode, sender, direction, channel, message_type, status,
+			recipient, originator, provider_message_id, created_at, updated_at)
+			VALUES ($1, $2, true, 'main', 'outbound', $3, 'text', 'sent', '+15005550100', '+15005550006', $4,
+			now() - interval '1 minute', now() - interval '1 minute') RETURNING 1) SELECT count(*) FROM i`, m.id, acme, m.channel, m.provider); n != 1 {
+			t.Fatal("insert a lost message")
+		}
+	}
+	waitFor(t, func() bool {
+		return messageOf(in, key, "msg_lost_sms")["status"] == "delivered" && messageOf(in, key, "msg_lost_wa")["status"] == "read"
+	})
+	if got := messageOf(in, key, "msg_provider")["status"]; got != "sent" {
+		t.Errorf("the sandbox moved another transport's message to %v", got)
+	}
+}

@@ -21,16 +21,6 @@ type DispatchArgs struct {
 // Kind names the job kind.
 func (DispatchArgs) Kind() string { return "message.dispatch" }
 
-// StatusArgs moves a message to a status its transport announced, then schedules the next.
-type StatusArgs struct {
-	MessageID string           `json:"messageId"`
-	Status    string           `json:"status"`
-	Next      []transport.Step `json:"next,omitempty"`
-}
-
-// Kind names the job kind.
-func (StatusArgs) Kind() string { return "message.status" }
-
 // statusFrom says from which statuses a message may move to each status: a late or repeated
 // step is ignored.
 var statusFrom = map[string][]string{
@@ -78,21 +68,10 @@ func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs])
 	return s.move(ctx, m.ID, "sent", &res.ProviderMessageID, nil, res.Steps)
 }
 
-// StatusWorker applies a status change the transport announced.
-type StatusWorker struct {
-	river.WorkerDefaults[StatusArgs]
-	Service *Service
-}
-
-// Work moves the message and schedules the step after.
-func (w *StatusWorker) Work(ctx context.Context, job *river.Job[StatusArgs]) error {
-	return w.Service.move(ctx, job.Args.MessageID, job.Args.Status, nil, nil, job.Args.Next)
-}
-
-// move changes a message's status with its event, and schedules the next step, in one
-// transaction. The next step is a durable job; since the queue promotes future jobs only every
-// few seconds, this process also fires the step on time in memory. Whichever comes second finds
-// the status already moved and does nothing (statuses only move forward).
+// move changes a message's status with its event in one transaction, then plays the
+// transport's next planned step (the sandbox's) in memory when it is due. A step lost with the
+// process is made by the sandbox's catch-up (SandboxCatchUpWorker); statuses only move forward,
+// so a step made twice is made once.
 func (s *Service) move(ctx context.Context, id, status string, providerID *string, failure *transport.Failure, next []transport.Step) error {
 	moved := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -111,28 +90,64 @@ func (s *Service) move(ctx context.Context, id, status string, providerID *strin
 		if err != nil {
 			return fmt.Errorf("move message %s to %s: %w", id, status, err)
 		}
-		m := db.Message(row) // the same columns: the statement returns the moved row
-		if err := s.event(ctx, tx, m); err != nil {
-			return err
-		}
-		if len(next) > 0 {
-			step := next[0]
-			if _, err := s.queue.InsertTx(ctx, tx, StatusArgs{MessageID: id, Status: step.Status, Next: next[1:]},
-				&river.InsertOpts{ScheduledAt: time.Now().Add(step.After)}); err != nil {
-				return fmt.Errorf("schedule %s of message %s: %w", step.Status, id, err)
-			}
-		}
 		moved = true
-		return nil
+		return s.event(ctx, tx, db.Message(row)) // the same columns: the statement returns the moved row
 	})
 	if err == nil && moved && len(next) > 0 {
 		step := next[0]
 		time.AfterFunc(step.After, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			// A failure here is not lost: the durable job makes the same step later.
+			// A failure here is not lost: the catch-up makes the same step later.
 			_ = s.move(ctx, id, step.Status, nil, nil, next[1:])
 		})
 	}
 	return err
+}
+
+// SandboxCatchUpArgs makes the sandbox's simulated steps that are overdue: those whose
+// in-memory timer went with a process that stopped, or fell behind.
+type SandboxCatchUpArgs struct{}
+
+// Kind names the job kind.
+func (SandboxCatchUpArgs) Kind() string { return "message.sandbox_catch_up" }
+
+// SandboxCatchUpEvery is how often the catch-up runs, and how late past its time a step must be
+// before the catch-up makes it (the in-memory timer normally has).
+const SandboxCatchUpEvery = 10 * time.Second
+
+// sandboxCatchUpBatch bounds one run; a longer backlog is taken by the runs after.
+const sandboxCatchUpBatch = 1000
+
+// SandboxCatchUpWorker makes overdue sandbox steps.
+type SandboxCatchUpWorker struct {
+	river.WorkerDefaults[SandboxCatchUpArgs]
+	Service *Service
+	Sandbox transport.Sandbox
+}
+
+// Work moves every sandbox message whose next step is more than SandboxCatchUpEvery late.
+func (w *SandboxCatchUpWorker) Work(ctx context.Context, _ *river.Job[SandboxCatchUpArgs]) error {
+	s := w.Service
+	now := s.now()
+	earliest := min(w.Sandbox.DeliverAfter, w.Sandbox.ReadAfter)
+	rows, err := db.New(s.pool).SandboxInFlight(ctx, db.SandboxInFlightParams{
+		Before: now.Add(-earliest - SandboxCatchUpEvery), MaxRows: sandboxCatchUpBatch})
+	if err != nil {
+		return fmt.Errorf("read overdue sandbox steps: %w", err)
+	}
+	for _, m := range rows {
+		step, ok := w.Sandbox.Next(m.Channel, m.Status)
+		if !ok || m.UpdatedAt.Add(step.After+SandboxCatchUpEvery).After(now) {
+			continue
+		}
+		var rest []transport.Step
+		if after, ok := w.Sandbox.Next(m.Channel, step.Status); ok {
+			rest = []transport.Step{after}
+		}
+		if err := s.move(ctx, m.ID, step.Status, nil, nil, rest); err != nil {
+			return err
+		}
+	}
+	return nil
 }

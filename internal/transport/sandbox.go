@@ -10,7 +10,7 @@ import (
 
 // Sandbox simulates every channel for svc_test_ keys: nothing leaves the machine. A message is
 // sent at once, delivered after DeliverAfter and, on whatsapp, read after ReadAfter more. Magic
-// recipients produce each failure (docs/sandbox.md).
+// recipients produce each failure (docs/messages.md).
 type Sandbox struct {
 	DeliverAfter time.Duration
 	ReadAfter    time.Duration
@@ -44,9 +44,27 @@ func (s Sandbox) Send(_ context.Context, m Outbound) (Result, error) {
 	}
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
-	r := Result{ProviderMessageID: "sbx_" + hex.EncodeToString(b), Steps: []Step{{After: s.DeliverAfter, Status: "delivered"}}}
-	if m.Channel == "whatsapp" {
-		r.Steps = append(r.Steps, Step{After: s.ReadAfter, Status: "read"})
+	r := Result{ProviderMessageID: SandboxIDPrefix + hex.EncodeToString(b)}
+	for status := "sent"; ; {
+		step, ok := s.Next(m.Channel, status)
+		if !ok {
+			return r, nil
+		}
+		r.Steps, status = append(r.Steps, step), step.Status
 	}
-	return r, nil
+}
+
+// SandboxIDPrefix starts the provider id of every message the sandbox sends.
+const SandboxIDPrefix = "sbx_"
+
+// Next is the simulated step after status on channel: delivered DeliverAfter after sent and,
+// on whatsapp, read ReadAfter after delivered.
+func (s Sandbox) Next(channel, status string) (Step, bool) {
+	switch {
+	case status == "sent":
+		return Step{After: s.DeliverAfter, Status: "delivered"}, true
+	case status == "delivered" && channel == "whatsapp":
+		return Step{After: s.ReadAfter, Status: "read"}, true
+	}
+	return Step{}, false
 }

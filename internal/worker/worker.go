@@ -25,7 +25,8 @@ type Deps struct {
 	Keys     *apikey.Service
 	Delivery *delivery.Worker
 	Dispatch *message.DispatchWorker
-	Status   *message.StatusWorker
+	// CatchUp makes the sandbox's overdue steps; it runs every message.SandboxCatchUpEvery.
+	CatchUp *message.SandboxCatchUpWorker
 }
 
 // Options tune the queues.
@@ -43,7 +44,7 @@ func workers(d Deps) *river.Workers {
 	river.AddWorker(w, d.Delivery)
 	if d.Dispatch != nil {
 		river.AddWorker(w, d.Dispatch)
-		river.AddWorker(w, d.Status)
+		river.AddWorker(w, d.CatchUp)
 	}
 	return w
 }
@@ -64,6 +65,12 @@ func NewClient(pool *pgxpool.Pool, d Deps, o Options, work bool, log logr.Logger
 		}
 		if o.DeliveryConcurrency <= 0 {
 			o.DeliveryConcurrency = 200
+		}
+		if d.CatchUp != nil {
+			// One run at a time across replicas: River runs periodic jobs on its elected leader.
+			cfg.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(message.SandboxCatchUpEvery),
+				func() (river.JobArgs, *river.InsertOpts) { return message.SandboxCatchUpArgs{}, nil },
+				&river.PeriodicJobOpts{RunOnStart: true})}
 		}
 		cfg.Queues = map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: o.Concurrency},

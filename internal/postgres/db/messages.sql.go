@@ -397,6 +397,53 @@ func (q *Queries) MarkInboundRead(ctx context.Context, arg MarkInboundReadParams
 	return i, err
 }
 
+const sandboxInFlight = `-- name: SandboxInFlight :many
+SELECT id, status, channel, updated_at FROM messages
+WHERE provider_message_id LIKE 'sbx\_%' AND (status = 'sent' OR (status = 'delivered' AND channel = 'whatsapp'))
+  AND updated_at < $1
+ORDER BY updated_at
+LIMIT $2
+`
+
+type SandboxInFlightParams struct {
+	Before  time.Time
+	MaxRows int32
+}
+
+type SandboxInFlightRow struct {
+	ID        string
+	Status    string
+	Channel   string
+	UpdatedAt time.Time
+}
+
+// Sandbox messages whose next simulated step has been due since before @before (the index
+// messages_sandbox_in_flight holds exactly these rows' predicate).
+func (q *Queries) SandboxInFlight(ctx context.Context, arg SandboxInFlightParams) ([]SandboxInFlightRow, error) {
+	rows, err := q.db.Query(ctx, sandboxInFlight, arg.Before, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SandboxInFlightRow
+	for rows.Next() {
+		var i SandboxInFlightRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Status,
+			&i.Channel,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const senderActivity = `-- name: SenderActivity :one
 SELECT
     count(*) FILTER (WHERE m.direction = 'outbound')::bigint AS outbound,

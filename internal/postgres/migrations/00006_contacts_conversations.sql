@@ -94,6 +94,9 @@ ALTER TABLE messages
 
 CREATE INDEX messages_conversation ON messages (conversation_id, created_at DESC, id DESC);
 CREATE INDEX messages_provider_id ON messages (provider_message_id) WHERE provider_message_id IS NOT NULL;
+-- Sandbox messages with a simulated step to come: only those in flight are in it.
+CREATE INDEX messages_sandbox_in_flight ON messages (updated_at)
+    WHERE provider_message_id LIKE 'sbx\_%' AND (status = 'sent' OR (status = 'delivered' AND channel = 'whatsapp'));
 
 -- Email attachments of a send: inline content (decoded) or a URL the transport fetches.
 CREATE TABLE message_attachments (
@@ -113,6 +116,7 @@ CREATE INDEX message_attachments_message ON message_attachments (message_id, pos
 
 -- +goose Down
 DROP TABLE message_attachments;
+DROP INDEX messages_sandbox_in_flight;
 DROP INDEX messages_provider_id;
 DROP INDEX messages_conversation;
 ALTER TABLE messages DROP COLUMN conversation_id, DROP COLUMN attempted_channels, DROP COLUMN api_version,

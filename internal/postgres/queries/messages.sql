@@ -99,3 +99,12 @@ LIMIT 1;
 UPDATE messages SET status = 'read', updated_at = @updated_at
 WHERE id = @id AND direction = 'inbound' AND status = 'received'
 RETURNING *;
+
+-- name: SandboxInFlight :many
+-- Sandbox messages whose next simulated step has been due since before @before (the index
+-- messages_sandbox_in_flight holds exactly these rows' predicate).
+SELECT id, status, channel, updated_at FROM messages
+WHERE provider_message_id LIKE 'sbx\_%' AND (status = 'sent' OR (status = 'delivered' AND channel = 'whatsapp'))
+  AND updated_at < @before
+ORDER BY updated_at
+LIMIT @max_rows;
