@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/switchboard-io/switchboard/internal/apperror"
@@ -114,36 +113,18 @@ func (s *Server) listContacts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	f := contact.ListFilter{Limit: limit + 1, Tags: contact.ParseTagFilter(q["tag"])}
-	if v := q.Get("phoneNumber"); v != "" {
-		// An unencoded + in a query string reads as a space.
-		if strings.HasPrefix(v, " ") {
-			v = "+" + v[1:]
-		}
-		f.PhoneNumber = &v
-	}
+	f := contact.ListFilter{Limit: limit + 1, Tags: contact.ParseTagFilter(q["tag"]), PhoneNumber: queryAddress(q, "phoneNumber")}
 	if v := q.Get("search"); v != "" {
 		f.Search = &v
 	}
-	if after != nil {
-		t := time.UnixMicro(after.Time)
-		f.BeforeTime, f.BeforeID = &t, &after.ID
-	}
+	f.BeforeTime, f.BeforeID = after.seek()
 	rows, err := s.contacts.List(r.Context(), key, f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	out := page[contactJSON]{Items: []contactJSON{}}
-	for i, c := range rows {
-		if i == limit {
-			last := rows[i-1]
-			out.NextCursor = s.cursors.encode(position{Project: key.Project, List: "contacts", Time: last.CreatedAt.UnixMicro(), ID: last.ID})
-			break
-		}
-		out.Items = append(out.Items, contactView(c))
-	}
-	writeJSON(w, http.StatusOK, out)
+	at := func(c contact.Contact) (time.Time, string) { return c.CreatedAt, c.ID }
+	writeJSON(w, http.StatusOK, pageOf(s.cursors, key.Project, "contacts", rows, limit, at, contactView))
 }
 
 func (s *Server) getContact(w http.ResponseWriter, r *http.Request) {

@@ -107,38 +107,21 @@ func (s *Server) listConversations(v2 bool) http.HandlerFunc {
 		q := r.URL.Query()
 		f := message.ConversationFilter{Limit: limit + 1, Channel: queryOpt(q.Get("channel")), Search: queryOpt(q.Get("search"))}
 		if v2 {
-			f.Address = queryOpt(normalizeAddress(q.Get("from")))
+			f.Address = queryAddress(q, "from")
 		} else {
 			f.Sender = queryOpt(q.Get("senderId"))
 		}
-		if after != nil {
-			t := time.UnixMicro(after.Time)
-			f.BeforeTime, f.BeforeID = &t, &after.ID
-		}
+		f.BeforeTime, f.BeforeID = after.seek()
 		rows, err := s.messages.Conversations(r.Context(), key, f)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		out := page[conversationJSON]{Items: []conversationJSON{}}
-		for i, c := range rows {
-			if i == limit {
-				last := rows[i-1]
-				out.NextCursor = s.cursors.encode(position{Project: key.Project, List: "conversations", Time: last.LastMessageAt.UnixMicro(), ID: last.ID})
-				break
-			}
-			out.Items = append(out.Items, s.conversationView(c, v2))
-		}
-		writeJSON(w, http.StatusOK, out)
+		// The most recently active first.
+		at := func(c db.Conversation) (time.Time, string) { return c.LastMessageAt, c.ID }
+		writeJSON(w, http.StatusOK, pageOf(s.cursors, key.Project, "conversations", rows, limit, at,
+			func(c db.Conversation) conversationJSON { return s.conversationView(c, v2) }))
 	}
-}
-
-// normalizeAddress reads a query's "+" that arrived as a space (an unencoded + in a query string).
-func normalizeAddress(a string) string {
-	if strings.HasPrefix(a, " ") {
-		return "+" + strings.TrimPrefix(a, " ")
-	}
-	return a
 }
 
 func (s *Server) listConversationMessages(w http.ResponseWriter, r *http.Request) {
@@ -150,25 +133,13 @@ func (s *Server) listConversationMessages(w http.ResponseWriter, r *http.Request
 		return
 	}
 	f := message.ListFilter{Limit: limit + 1}
-	if after != nil {
-		t := time.UnixMicro(after.Time)
-		f.BeforeTime, f.BeforeID = &t, &after.ID
-	}
+	f.BeforeTime, f.BeforeID = after.seek()
 	rows, err := s.messages.ConversationMessages(r.Context(), key, id, f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	out := page[messageJSON]{Items: []messageJSON{}}
-	for i, m := range rows {
-		if i == limit {
-			last := rows[i-1]
-			out.NextCursor = s.cursors.encode(position{Project: key.Project, List: "conversation-messages:" + id, Time: last.CreatedAt.UnixMicro(), ID: last.ID})
-			break
-		}
-		out.Items = append(out.Items, messageView(m))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, pageOf(s.cursors, key.Project, "conversation-messages:"+id, rows, limit, messageKey, messageView))
 }
 
 // typing answers POST /v1/messages/{messageId}/typing (no body).

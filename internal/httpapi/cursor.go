@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -101,4 +102,43 @@ func (s *Server) pageRequest(r *http.Request, project, list string) (int, *posit
 type page[T any] struct {
 	Items      []T    `json:"items"`
 	NextCursor string `json:"nextCursor"`
+}
+
+// seek is where a list query continues: before the position's time and id, or from the top
+// when there is no position.
+func (p *position) seek() (*time.Time, *string) {
+	if p == nil {
+		return nil, nil
+	}
+	t := time.UnixMicro(p.Time)
+	return &t, &p.ID
+}
+
+// pageOf makes the page of rows that a list query returned when asked for limit+1: up to limit
+// items and, when there was one more row, the cursor after the last item shown. key is a row's
+// sort key (time, then id).
+func pageOf[T, V any](c *cursorCodec, project, list string, rows []T, limit int, key func(T) (time.Time, string), view func(T) V) page[V] {
+	out := page[V]{Items: make([]V, 0, min(len(rows), limit))}
+	for i, row := range rows {
+		if i == limit {
+			t, id := key(rows[i-1])
+			out.NextCursor = c.encode(position{Project: project, List: list, Time: t.UnixMicro(), ID: id})
+			break
+		}
+		out.Items = append(out.Items, view(row))
+	}
+	return out
+}
+
+// queryAddress reads an address from the query: a "+" sent unencoded arrives as a space, and is
+// put back.
+func queryAddress(q url.Values, name string) *string {
+	v := q.Get(name)
+	if strings.HasPrefix(v, " ") {
+		v = "+" + v[1:]
+	}
+	if v == "" {
+		return nil
+	}
+	return &v
 }

@@ -106,23 +106,14 @@ func (s *Server) listMessagesAs(w http.ResponseWriter, r *http.Request, view fun
 		return nil
 	}
 	f.Channel, f.Status, f.To = opt("channel"), opt("status"), opt("to")
-	if after != nil {
-		t := time.UnixMicro(after.Time)
-		f.BeforeTime, f.BeforeID = &t, &after.ID
-	}
+	f.BeforeTime, f.BeforeID = after.seek()
 	rows, err := s.messages.List(r.Context(), key, f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	out := page[any]{Items: []any{}}
-	for i, m := range rows {
-		if i == limit {
-			last := rows[i-1]
-			out.NextCursor = s.cursors.encode(position{Project: key.Project, List: "messages", Time: last.CreatedAt.UnixMicro(), ID: last.ID})
-			break
-		}
-		out.Items = append(out.Items, view(m))
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeJSON(w, http.StatusOK, pageOf(s.cursors, key.Project, "messages", rows, limit, messageKey, view))
 }
+
+// messageKey is a message's place in a list: newest first, then by id.
+func messageKey(m db.Message) (time.Time, string) { return m.CreatedAt, m.ID }

@@ -41,8 +41,9 @@ func messageV2View(m db.Message) messageV2JSON {
 	v := messageV2JSON{ID: m.ID, From: m.Originator, To: m.Recipient, Channel: m.Channel, Direction: m.Direction,
 		MessageType: m.MessageType, Status: m.Status, Text: m.Body, Content: m.Content, ProviderMessageID: m.ProviderMessageID,
 		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, ConversationID: m.ConversationID,
-		AttemptedChannels: append(append([]string{}, m.AttemptedChannels...), m.Channel),
-		CreatedAt:         m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
+		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
+	// The channels tried, in order: a fallback's earlier ones, then the one it is on.
+	v.AttemptedChannels = append(append([]string{}, m.AttemptedChannels...), m.Channel)
 	if m.ErrorProviderCode != nil {
 		v.ErrorDetails = &errorDetailsJSON{ProviderCode: *m.ErrorProviderCode}
 	}

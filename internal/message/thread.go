@@ -3,7 +3,6 @@ package message
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -156,13 +155,4 @@ func newContact(ctx context.Context, tx pgx.Tx, project string, testMode bool, c
 		return "", fmt.Errorf("find contact: %w", err)
 	}
 	return id, nil
-}
-
-// referralJSON encodes an ad referral, or nil when there is none.
-func referralJSON(r map[string]any) []byte {
-	if len(r) == 0 {
-		return nil
-	}
-	b, _ := json.Marshal(r)
-	return b
 }
