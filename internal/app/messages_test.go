@@ -412,3 +412,36 @@ func TestSandboxCatchesUpLostSteps(t *testing.T) {
 		t.Errorf("the sandbox moved another transport's message to %v", got)
 	}
 }
+
+func TestSandboxMagicRecipients(t *testing.T) {
+	in := start(t, fastSandbox)
+	_, key := sendingProject(t, in, nil, apikey.Test)
+	openWindow(t, in, key, "+15005550009")
+	sent := map[string]string{}
+	for body, code := range map[string]string{
+		`{"to":"+15005550001","text":"x"}`:                                              "RISK_BLOCKED",
+		`{"to":"+15005550002","text":"x"}`:                                              "SENDING_SUSPENDED",
+		`{"to":"+15005550003","text":"x"}`:                                              "TEN_DLC_REQUIRED",
+		`{"to":"+15005550010","text":"x"}`:                                              "RISK_REJECTED",
+		`{"to":"+15005550011","text":"x"}`:                                              "RISK_REVIEW_EXPIRED",
+		`{"to":"malformed@sandbox.switchboard.io","subject":"s","text":"x"}`:            "EMAIL_INVALID_RECIPIENT",
+		`{"to":"suppressed@sandbox.switchboard.io","subject":"s","text":"x"}`:           "EMAIL_RECIPIENT_SUPPRESSED",
+		`{"to":"nobody@nomx.sandbox.switchboard.io","subject":"s","text":"x"}`:          "EMAIL_DOMAIN_NOT_FOUND",
+		`{"to":"+15005550009","text":"x","channel":"whatsapp","fallbackEnabled":false}`: "WHATSAPP_UNDELIVERABLE",
+	} {
+		r := in.post("/v1/messages", key, body)
+		if r.status != 200 {
+			t.Fatalf("%s = %d %v", body, r.status, r.body)
+		}
+		sent[r.body["message"].(map[string]any)["id"].(string)] = code
+	}
+	for id, code := range sent {
+		waitFor(t, func() bool { return messageOf(in, key, id)["status"] == "failed" })
+		if m := messageOf(in, key, id); m["errorCode"] != code || m["errorMessage"] == "" {
+			t.Errorf("%s to %v failed with %v, want %s", id, m["to"], m["errorCode"], code)
+		}
+	}
+	// Any other recipient is delivered.
+	id := in.post("/v1/messages", key, `{"to":"+15005550012","text":"x"}`).body["message"].(map[string]any)["id"].(string)
+	waitFor(t, func() bool { return messageOf(in, key, id)["status"] == "delivered" })
+}

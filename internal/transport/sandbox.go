@@ -16,11 +16,15 @@ type Sandbox struct {
 	ReadAfter    time.Duration
 }
 
-// MagicRecipients make the sandbox fail a send with the given error code.
+// MagicRecipients make the sandbox fail a send with the given error code: one for each code a
+// message can fail with before or at its provider (docs/messages.md lists them).
 var MagicRecipients = map[string]Failure{
 	"+15005550001":                       {Code: "RISK_BLOCKED", Message: "The content was refused by risk review."},
 	"+15005550002":                       {Code: "SENDING_SUSPENDED", Message: "Sending is suspended for this account."},
 	"+15005550003":                       {Code: "TEN_DLC_REQUIRED", Message: "This +1 destination needs a registered 10DLC brand and campaign."},
+	"+15005550010":                       {Code: "RISK_REJECTED", Message: "Risk review held the message and the reviewer refused it."},
+	"+15005550011":                       {Code: "RISK_REVIEW_EXPIRED", Message: "Risk review held the message and its review window closed."},
+	"malformed@sandbox.switchboard.io":   {Code: "EMAIL_INVALID_RECIPIENT", Message: "The recipient's address is malformed."},
 	"suppressed@sandbox.switchboard.io":  {Code: "EMAIL_RECIPIENT_SUPPRESSED", Message: "The address is on the suppression list after a bounce or complaint."},
 	"nobody@nomx.sandbox.switchboard.io": {Code: "EMAIL_DOMAIN_NOT_FOUND", Message: "The recipient's domain has no MX or A records."},
 }
