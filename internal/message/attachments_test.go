@@ -115,13 +115,15 @@ func TestAttachmentsReachTheTransport(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	subject := "Invoice"
-	for _, m := range []db.InsertMessageParams{
+	for _, m := range []db.RecordMessageParams{
 		{ID: "msg_email", Project: "acme", Sender: "main", Direction: "outbound", Channel: "email", MessageType: "text",
-			Status: "queued", Recipient: "ada@example.com", Subject: &subject, Options: []byte(`{}`), CreatedAt: now},
+			Status: "queued", Recipient: "ada@example.com", Subject: &subject, Options: []byte(`{}`), CreatedAt: now,
+			ConversationID: "conv_email", ContactIdentifier: "ada@example.com", ContactChannels: []string{"email"}},
 		{ID: "msg_sms", Project: "acme", Sender: "main", Direction: "outbound", Channel: "sms", MessageType: "text",
-			Status: "queued", Recipient: "+15005550100", Options: []byte(`{}`), CreatedAt: now},
+			Status: "queued", Recipient: "+15005550100", Options: []byte(`{}`), CreatedAt: now,
+			ConversationID: "conv_sms", ContactIdentifier: "+15005550100", ContactChannels: []string{"sms"}},
 	} {
-		if err := db.New(pool).InsertMessage(ctx, m); err != nil {
+		if _, err := db.New(pool).RecordMessage(ctx, m); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -86,18 +86,11 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
 		if msg.Content, err = json.Marshal(content); err != nil {
 			return fmt.Errorf("encode content: %w", err)
 		}
-		if err := q.InsertMessage(ctx, db.InsertMessageParams{ID: msg.ID, Project: msg.Project, TestMode: msg.TestMode,
-			Sender: msg.Sender, Direction: msg.Direction, Channel: msg.Channel, MessageType: msg.MessageType, Status: msg.Status,
-			Recipient: msg.Recipient, Originator: msg.Originator, Body: msg.Body, Content: msg.Content,
-			ConversationID: msg.ConversationID, APIVersion: msg.APIVersion, ProviderMessageID: msg.ProviderMessageID,
-			ProviderTimestamp: msg.ProviderTimestamp, CreatedAt: now}); err != nil {
-			return fmt.Errorf("insert inbound message: %w", err)
-		}
 		var referral []byte
 		if in.Referral != nil {
 			referral, _ = json.Marshal(in.Referral)
 		}
-		conv, err := touch(ctx, tx, thread{msg: msg, contactID: &contactID, profileName: profile, referral: referral})
+		conv, err := record(ctx, tx, thread{msg: msg, contactID: &contactID, profileName: profile, referral: referral})
 		if err != nil {
 			return err
 		}

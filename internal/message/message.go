@@ -204,8 +204,8 @@ func (s *Service) Send(ctx context.Context, key apikey.Key, senderID string, in 
 	return s.accept(ctx, key, snd, channel, c, in, "v1")
 }
 
-// accept stores the message with its idempotency key, its message.queued event and its
-// dispatch job in one transaction.
+// accept stores the message with its idempotency key, its conversation, its message.queued
+// event and its dispatch job in one transaction.
 // version is the API generation that accepted it ("v1" or "v2"). A free-form WhatsApp message
 // needs the contact's 24-hour window open.
 func (s *Service) accept(ctx context.Context, key apikey.Key, snd *v1alpha1.Sender, channel v1alpha1.Channel, c checked, in SendInput, version string) (db.Message, error) {
@@ -241,16 +241,7 @@ func (s *Service) accept(ctx context.Context, key apikey.Key, snd *v1alpha1.Send
 		APIVersion: version, CreatedAt: now, UpdatedAt: now}
 
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
-		if err := q.InsertMessage(ctx, db.InsertMessageParams{ID: msg.ID, Project: msg.Project, TestMode: msg.TestMode,
-			Sender: msg.Sender, Direction: msg.Direction, Channel: msg.Channel, MessageType: msg.MessageType, Status: msg.Status,
-			Recipient: msg.Recipient, Originator: msg.Originator, Body: msg.Body, Content: content, Subject: msg.Subject,
-			Metadata: metadata, Options: optionsJSON, ConversationID: msg.ConversationID, APIVersion: version, CreatedAt: now}); err != nil {
-			return fmt.Errorf("insert message: %w", err)
-		}
-		if err := storeAttachments(ctx, tx, msg.ID, c.attachments, now); err != nil {
-			return err
-		}
+		// The key first: a retry racing the original waits here, and then does nothing else.
 		if in.IdempotencyKey != nil {
 			owner, err := claim(ctx, tx, msg, *in.IdempotencyKey)
 			if err != nil {
@@ -266,10 +257,12 @@ func (s *Service) accept(ctx context.Context, key apikey.Key, snd *v1alpha1.Send
 		if _, err := s.queue.InsertTx(ctx, tx, DispatchArgs{MessageID: msg.ID}, nil); err != nil {
 			return fmt.Errorf("enqueue dispatch: %w", err)
 		}
-		// Last, so that the conversation's row is locked only until the commit: sends to one
-		// contact queue behind each other for that long only.
-		_, err := touch(ctx, tx, thread{msg: msg})
-		return err
+		// The message and its conversation last, so that the conversation's row is locked only
+		// until the commit: sends to one contact queue behind each other for that long only.
+		if _, err := record(ctx, tx, thread{msg: msg}); err != nil {
+			return err
+		}
+		return storeAttachments(ctx, tx, msg.ID, c.attachments, now)
 	})
 	var dup *ErrDuplicate
 	if errors.As(err, &dup) {

@@ -64,7 +64,7 @@ func contactChannel(channel string) string {
 	return channel
 }
 
-// thread is what a message adds to its conversation.
+// thread is a message and what it adds to its conversation.
 type thread struct {
 	msg         db.Message
 	contactID   *string
@@ -72,8 +72,8 @@ type thread struct {
 	referral    []byte
 }
 
-// touch records msg in its conversation inside tx and says whether it started the conversation.
-func touch(ctx context.Context, tx pgx.Tx, t thread) (db.TouchConversationRow, error) {
+// record stores msg and records it in its conversation inside tx, in one statement.
+func record(ctx context.Context, tx pgx.Tx, t thread) (db.RecordMessageRow, error) {
 	m := t.msg
 	address, ours, unread := m.Recipient, m.Originator, int64(0)
 	var window *time.Time
@@ -84,15 +84,17 @@ func touch(ctx context.Context, tx pgx.Tx, t thread) (db.TouchConversationRow, e
 			window = &w
 		}
 	}
-	address = addressKey(address)
-	row, err := db.New(tx).TouchConversation(ctx, db.TouchConversationParams{
-		ID: *m.ConversationID, Project: m.Project, TestMode: m.TestMode, Sender: m.Sender, ContactIdentifier: address, Address: ours,
-		ContactID: t.contactID, ContactChannels: contactChannels(m.Channel), Channel: m.Channel, Unread: unread,
-		MessageID: m.ID, At: m.CreatedAt, Direction: m.Direction, Text: m.Body, ProfileName: t.profileName,
-		Referral: t.referral, WhatsappWindowUntil: window,
+	row, err := db.New(tx).RecordMessage(ctx, db.RecordMessageParams{
+		ID: m.ID, Project: m.Project, TestMode: m.TestMode, Sender: m.Sender, Direction: m.Direction, Channel: m.Channel,
+		MessageType: m.MessageType, Status: m.Status, Recipient: m.Recipient, Originator: m.Originator, Body: m.Body,
+		Content: m.Content, Subject: m.Subject, Metadata: m.Metadata, Options: m.Options, APIVersion: m.APIVersion,
+		ProviderMessageID: m.ProviderMessageID, ProviderTimestamp: m.ProviderTimestamp, CreatedAt: m.CreatedAt,
+		ConversationID: *m.ConversationID, ContactIdentifier: addressKey(address), Address: ours, ContactID: t.contactID,
+		ContactChannels: contactChannels(m.Channel), Unread: unread, ProfileName: t.profileName, Referral: t.referral,
+		WhatsappWindowUntil: window,
 	})
 	if err != nil {
-		return row, fmt.Errorf("record message %s in conversation %s: %w", m.ID, *m.ConversationID, err)
+		return row, fmt.Errorf("store message %s in conversation %s: %w", m.ID, *m.ConversationID, err)
 	}
 	return row, nil
 }

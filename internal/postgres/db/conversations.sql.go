@@ -384,32 +384,32 @@ func (q *Queries) ReadConversation(ctx context.Context, arg ReadConversationPara
 	return i, err
 }
 
-const startTyping = `-- name: StartTyping :exec
-UPDATE conversations SET typing_until = $1 WHERE id = $2
-`
-
-type StartTypingParams struct {
-	Until *time.Time
-	ID    string
-}
-
-func (q *Queries) StartTyping(ctx context.Context, arg StartTypingParams) error {
-	_, err := q.db.Exec(ctx, startTyping, arg.Until, arg.ID)
-	return err
-}
-
-const touchConversation = `-- name: TouchConversation :one
+const recordMessage = `-- name: RecordMessage :one
+WITH m AS (
+    INSERT INTO messages (id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator,
+                          body, content, subject, metadata, options, conversation_id, api_version, provider_message_id,
+                          provider_timestamp, created_at, updated_at)
+    VALUES ($10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
+            $20, $21, $22, $23, $24,
+            $1, $25, $26, $27, $28, $28)
+    RETURNING id, project, test_mode, sender, channel, direction, body, created_at
+)
 INSERT INTO conversations AS c (id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count,
                                 unread_count, inbound_count, last_message_id, last_message_at, last_message_channel,
                                 last_message_direction, last_message_text, profile_name, referral,
                                 whatsapp_window_until, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6,
-        coalesce($7, (SELECT cc.contact_id FROM contact_channels cc
-                  WHERE cc.project = $2 AND cc.test_mode = $3
-                    AND cc.channel = ANY($8::text[]) AND cc.identifier = $5
-                  ORDER BY cc.created_at LIMIT 1)),
-        ARRAY[$9::text], 1, $10, $10, $11, $12, $9::text, $13, $14,
-        $15, $16, $17, $12, $12)
+SELECT $1::text AS id, m.project AS project, m.test_mode AS test_mode, m.sender AS sender,
+       $2::text AS contact_identifier, $3::text AS address,
+       coalesce($4::text, (SELECT cc.contact_id FROM contact_channels cc
+                 WHERE cc.project = m.project AND cc.test_mode = m.test_mode
+                   AND cc.channel = ANY($5::text[]) AND cc.identifier = $2::text
+                 ORDER BY cc.created_at LIMIT 1)) AS contact_id,
+       ARRAY[m.channel] AS channels, 1 AS message_count, $6::bigint AS unread_count, $6::bigint AS inbound_count,
+       m.id AS last_message_id, m.created_at AS last_message_at, m.channel AS last_message_channel,
+       m.direction AS last_message_direction, m.body AS last_message_text, $7::text AS profile_name,
+       $8::jsonb AS referral, $9::timestamptz AS whatsapp_window_until,
+       m.created_at AS created_at, m.created_at AS updated_at
+FROM m
 ON CONFLICT (id) DO UPDATE SET
     contact_id = coalesce(c.contact_id, excluded.contact_id),
     address = CASE WHEN excluded.address = '' THEN c.address ELSE excluded.address END,
@@ -428,60 +428,96 @@ ON CONFLICT (id) DO UPDATE SET
     whatsapp_window_until = greatest(c.whatsapp_window_until, excluded.whatsapp_window_until),
     typing_until = CASE WHEN excluded.last_message_direction = 'outbound' THEN NULL ELSE c.typing_until END,
     updated_at = excluded.updated_at
-RETURNING id, contact_id, inbound_count
+RETURNING c.contact_id, c.inbound_count
 `
 
-type TouchConversationParams struct {
+type RecordMessageParams struct {
+	ConversationID      string
+	ContactIdentifier   string
+	Address             string
+	ContactID           *string
+	ContactChannels     []string
+	Unread              int64
+	ProfileName         *string
+	Referral            []byte
+	WhatsappWindowUntil *time.Time
 	ID                  string
 	Project             string
 	TestMode            bool
 	Sender              string
-	ContactIdentifier   string
-	Address             string
-	ContactID           interface{}
-	ContactChannels     []string
-	Channel             string
-	Unread              int64
-	MessageID           string
-	At                  time.Time
 	Direction           string
-	Text                *string
-	ProfileName         *string
-	Referral            []byte
-	WhatsappWindowUntil *time.Time
+	Channel             string
+	MessageType         string
+	Status              string
+	Recipient           string
+	Originator          string
+	Body                *string
+	Content             []byte
+	Subject             *string
+	Metadata            []byte
+	Options             []byte
+	APIVersion          string
+	ProviderMessageID   *string
+	ProviderTimestamp   *time.Time
+	CreatedAt           time.Time
 }
 
-type TouchConversationRow struct {
-	ID           string
+type RecordMessageRow struct {
 	ContactID    *string
 	InboundCount int64
 }
 
-// Records a message in its conversation, creating the conversation with its first message.
-// inbound_count is 1 for the contact's first message in it. An inbound message counts as unread, opens the
-// WhatsApp window (whatsapp_window_until), brings the contact's profile name and the ad referral
-// of the thread's first message; an outbound one ends a typing indicator.
-func (q *Queries) TouchConversation(ctx context.Context, arg TouchConversationParams) (TouchConversationRow, error) {
-	row := q.db.QueryRow(ctx, touchConversation,
-		arg.ID,
-		arg.Project,
-		arg.TestMode,
-		arg.Sender,
+// Stores a message and records it in its conversation, in one statement: the conversation is
+// created with its first message and brought up to date by each later one. inbound_count is 1
+// for the contact's first message in it. An inbound message counts as unread, opens the WhatsApp
+// window (whatsapp_window_until), brings the contact's profile name and the ad referral of the
+// thread's first message; an outbound one ends a typing indicator.
+func (q *Queries) RecordMessage(ctx context.Context, arg RecordMessageParams) (RecordMessageRow, error) {
+	row := q.db.QueryRow(ctx, recordMessage,
+		arg.ConversationID,
 		arg.ContactIdentifier,
 		arg.Address,
 		arg.ContactID,
 		arg.ContactChannels,
-		arg.Channel,
 		arg.Unread,
-		arg.MessageID,
-		arg.At,
-		arg.Direction,
-		arg.Text,
 		arg.ProfileName,
 		arg.Referral,
 		arg.WhatsappWindowUntil,
+		arg.ID,
+		arg.Project,
+		arg.TestMode,
+		arg.Sender,
+		arg.Direction,
+		arg.Channel,
+		arg.MessageType,
+		arg.Status,
+		arg.Recipient,
+		arg.Originator,
+		arg.Body,
+		arg.Content,
+		arg.Subject,
+		arg.Metadata,
+		arg.Options,
+		arg.APIVersion,
+		arg.ProviderMessageID,
+		arg.ProviderTimestamp,
+		arg.CreatedAt,
 	)
-	var i TouchConversationRow
-	err := row.Scan(&i.ID, &i.ContactID, &i.InboundCount)
+	var i RecordMessageRow
+	err := row.Scan(&i.ContactID, &i.InboundCount)
 	return i, err
+}
+
+const startTyping = `-- name: StartTyping :exec
+UPDATE conversations SET typing_until = $1 WHERE id = $2
+`
+
+type StartTypingParams struct {
+	Until *time.Time
+	ID    string
+}
+
+func (q *Queries) StartTyping(ctx context.Context, arg StartTypingParams) error {
+	_, err := q.db.Exec(ctx, startTyping, arg.Until, arg.ID)
+	return err
 }

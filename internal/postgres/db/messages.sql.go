@@ -218,64 +218,6 @@ func (q *Queries) GetMessageByProviderID(ctx context.Context, arg GetMessageByPr
 	return i, err
 }
 
-const insertMessage = `-- name: InsertMessage :exec
-INSERT INTO messages (id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator,
-                      body, content, subject, metadata, options, conversation_id, api_version, provider_message_id,
-                      provider_timestamp, created_at, updated_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-        $11, $12, $13, $14, $15, $16, $17, $18,
-        $19, $20, $20)
-`
-
-type InsertMessageParams struct {
-	ID                string
-	Project           string
-	TestMode          bool
-	Sender            string
-	Direction         string
-	Channel           string
-	MessageType       string
-	Status            string
-	Recipient         string
-	Originator        string
-	Body              *string
-	Content           []byte
-	Subject           *string
-	Metadata          []byte
-	Options           []byte
-	ConversationID    *string
-	APIVersion        string
-	ProviderMessageID *string
-	ProviderTimestamp *time.Time
-	CreatedAt         time.Time
-}
-
-func (q *Queries) InsertMessage(ctx context.Context, arg InsertMessageParams) error {
-	_, err := q.db.Exec(ctx, insertMessage,
-		arg.ID,
-		arg.Project,
-		arg.TestMode,
-		arg.Sender,
-		arg.Direction,
-		arg.Channel,
-		arg.MessageType,
-		arg.Status,
-		arg.Recipient,
-		arg.Originator,
-		arg.Body,
-		arg.Content,
-		arg.Subject,
-		arg.Metadata,
-		arg.Options,
-		arg.ConversationID,
-		arg.APIVersion,
-		arg.ProviderMessageID,
-		arg.ProviderTimestamp,
-		arg.CreatedAt,
-	)
-	return err
-}
-
 const listMessages = `-- name: ListMessages :many
 SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp, error_provider_code FROM messages
 WHERE project = $1 AND test_mode = $2

@@ -98,6 +98,12 @@ CREATE INDEX messages_provider_id ON messages (provider_message_id) WHERE provid
 CREATE INDEX messages_sandbox_in_flight ON messages (updated_at)
     WHERE provider_message_id LIKE 'sbx\_%' AND (status = 'sent' OR (status = 'delivered' AND channel = 'whatsapp'));
 
+-- A send claims its idempotency key first, before it stores the message (which it does last,
+-- with its conversation, so the conversation's row stays locked only until the commit): the key
+-- may point at the message until the transaction ends.
+ALTER TABLE message_idempotency_keys
+    ALTER CONSTRAINT message_idempotency_keys_message_id_fkey DEFERRABLE INITIALLY DEFERRED;
+
 -- Email attachments of a send: inline content (decoded) or a URL the transport fetches.
 CREATE TABLE message_attachments (
     id           text        PRIMARY KEY,
@@ -116,6 +122,8 @@ CREATE INDEX message_attachments_message ON message_attachments (message_id, pos
 
 -- +goose Down
 DROP TABLE message_attachments;
+ALTER TABLE message_idempotency_keys
+    ALTER CONSTRAINT message_idempotency_keys_message_id_fkey NOT DEFERRABLE;
 DROP INDEX messages_sandbox_in_flight;
 DROP INDEX messages_provider_id;
 DROP INDEX messages_conversation;

@@ -1,19 +1,34 @@
--- name: TouchConversation :one
--- Records a message in its conversation, creating the conversation with its first message.
--- inbound_count is 1 for the contact's first message in it. An inbound message counts as unread, opens the
--- WhatsApp window (whatsapp_window_until), brings the contact's profile name and the ad referral
--- of the thread's first message; an outbound one ends a typing indicator.
+-- name: RecordMessage :one
+-- Stores a message and records it in its conversation, in one statement: the conversation is
+-- created with its first message and brought up to date by each later one. inbound_count is 1
+-- for the contact's first message in it. An inbound message counts as unread, opens the WhatsApp
+-- window (whatsapp_window_until), brings the contact's profile name and the ad referral of the
+-- thread's first message; an outbound one ends a typing indicator.
+WITH m AS (
+    INSERT INTO messages (id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator,
+                          body, content, subject, metadata, options, conversation_id, api_version, provider_message_id,
+                          provider_timestamp, created_at, updated_at)
+    VALUES (@id, @project, @test_mode, @sender, @direction, @channel, @message_type, @status, @recipient, @originator,
+            sqlc.narg(body), sqlc.narg(content), sqlc.narg(subject), sqlc.narg(metadata), sqlc.narg(options),
+            @conversation_id, @api_version, sqlc.narg(provider_message_id), sqlc.narg(provider_timestamp), @created_at, @created_at)
+    RETURNING id, project, test_mode, sender, channel, direction, body, created_at
+)
 INSERT INTO conversations AS c (id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count,
                                 unread_count, inbound_count, last_message_id, last_message_at, last_message_channel,
                                 last_message_direction, last_message_text, profile_name, referral,
                                 whatsapp_window_until, created_at, updated_at)
-VALUES (@id, @project, @test_mode, @sender, @contact_identifier, @address,
-        coalesce(sqlc.narg(contact_id), (SELECT cc.contact_id FROM contact_channels cc
-                  WHERE cc.project = @project AND cc.test_mode = @test_mode
-                    AND cc.channel = ANY(@contact_channels::text[]) AND cc.identifier = @contact_identifier
-                  ORDER BY cc.created_at LIMIT 1)),
-        ARRAY[@channel::text], 1, @unread, @unread, @message_id, @at, @channel::text, @direction, sqlc.narg(text),
-        sqlc.narg(profile_name), sqlc.narg(referral), sqlc.narg(whatsapp_window_until), @at, @at)
+SELECT @conversation_id::text AS id, m.project AS project, m.test_mode AS test_mode, m.sender AS sender,
+       @contact_identifier::text AS contact_identifier, @address::text AS address,
+       coalesce(sqlc.narg(contact_id)::text, (SELECT cc.contact_id FROM contact_channels cc
+                 WHERE cc.project = m.project AND cc.test_mode = m.test_mode
+                   AND cc.channel = ANY(@contact_channels::text[]) AND cc.identifier = @contact_identifier::text
+                 ORDER BY cc.created_at LIMIT 1)) AS contact_id,
+       ARRAY[m.channel] AS channels, 1 AS message_count, @unread::bigint AS unread_count, @unread::bigint AS inbound_count,
+       m.id AS last_message_id, m.created_at AS last_message_at, m.channel AS last_message_channel,
+       m.direction AS last_message_direction, m.body AS last_message_text, sqlc.narg(profile_name)::text AS profile_name,
+       sqlc.narg(referral)::jsonb AS referral, sqlc.narg(whatsapp_window_until)::timestamptz AS whatsapp_window_until,
+       m.created_at AS created_at, m.created_at AS updated_at
+FROM m
 ON CONFLICT (id) DO UPDATE SET
     contact_id = coalesce(c.contact_id, excluded.contact_id),
     address = CASE WHEN excluded.address = '' THEN c.address ELSE excluded.address END,
@@ -32,7 +47,7 @@ ON CONFLICT (id) DO UPDATE SET
     whatsapp_window_until = greatest(c.whatsapp_window_until, excluded.whatsapp_window_until),
     typing_until = CASE WHEN excluded.last_message_direction = 'outbound' THEN NULL ELSE c.typing_until END,
     updated_at = excluded.updated_at
-RETURNING id, contact_id, inbound_count;
+RETURNING c.contact_id, c.inbound_count;
 
 -- name: ConversationWindow :one
 -- The end of the WhatsApp 24-hour window of a conversation (null: never opened).

@@ -1,11 +1,3 @@
--- name: InsertMessage :exec
-INSERT INTO messages (id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator,
-                      body, content, subject, metadata, options, conversation_id, api_version, provider_message_id,
-                      provider_timestamp, created_at, updated_at)
-VALUES (@id, @project, @test_mode, @sender, @direction, @channel, @message_type, @status, @recipient, @originator,
-        @body, @content, @subject, @metadata, @options, @conversation_id, @api_version, sqlc.narg(provider_message_id),
-        sqlc.narg(provider_timestamp), @created_at, @created_at);
-
 -- name: ClaimIdempotencyKey :one
 -- Returns the message id the key already points to, or the new one when this send claims it.
 WITH claimed AS (
