@@ -86,6 +86,9 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
 		if msg.Content, err = json.Marshal(content); err != nil {
 			return fmt.Errorf("encode content: %w", err)
 		}
+		if string(msg.Content) == "{}" {
+			msg.Content = nil // a plain text message carries no content
+		}
 		var referral []byte
 		if in.Referral != nil {
 			referral, _ = json.Marshal(in.Referral)
