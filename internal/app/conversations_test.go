@@ -236,6 +236,9 @@ func TestV2RepliesStayInTheirThread(t *testing.T) {
 	if r := in.post("/v2/messages", key, `{"conversationId":"`+conv+`","to":"+15005550199","text":"x"}`); r.status != 400 || len(fieldErrors(r)) != 1 {
 		t.Errorf("to another contact in the thread = %d %v", r.status, r.body)
 	}
+	if r := in.post("/v2/messages", key, `{"conversationId":"`+conv+`","from":"someone@else.example","text":"x"}`); r.status != 400 || len(fieldErrors(r)) != 1 {
+		t.Errorf("from another address in the thread = %d %v", r.status, r.body)
+	}
 	if r := in.post("/v2/messages", key, `{"conversationId":"conv_nope","text":"x"}`); r.status != 404 {
 		t.Errorf("unknown conversation = %d %v", r.status, r.body)
 	}
