@@ -10,7 +10,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
@@ -51,12 +50,8 @@ func messageOf(in *instance, key, id string) map[string]any {
 
 func TestInboundMessagesAndConversations(t *testing.T) {
 	rcv := newHookReceiver(t)
-	in := start(t, fastSandbox, deliveringTo(rcv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs))
+	in := start(t, fastSandbox, rcv.trusted())
 	acme, key := sendingProject(t, in, rcv, apikey.Test)
-	waitFor(t, func() bool {
-		var snd v1alpha1.Sender
-		return in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: "main"}, &snd) == nil && snd.Status.WebhookSecret != nil
-	})
 
 	// Outside the window WhatsApp takes templates only; the refusal stores nothing.
 	r := in.post("/v1/messages", key, `{"to":"+15005550100","text":"Hi","channel":"whatsapp"}`)
@@ -308,12 +303,8 @@ func TestWhatsAppFallsBackToSMS(t *testing.T) {
 
 func TestConcurrentFirstMessagesMakeOneContactAndConversation(t *testing.T) {
 	rcv := newHookReceiver(t)
-	in := start(t, fastSandbox, deliveringTo(rcv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs))
-	acme, key := sendingProject(t, in, rcv, apikey.Test)
-	waitFor(t, func() bool {
-		var snd v1alpha1.Sender
-		return in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: "main"}, &snd) == nil && snd.Status.WebhookSecret != nil
-	})
+	in := start(t, fastSandbox, rcv.trusted())
+	_, key := sendingProject(t, in, rcv, apikey.Test)
 	var wg sync.WaitGroup
 	codes := make(chan int, 10)
 	for i := 0; i < 10; i++ {

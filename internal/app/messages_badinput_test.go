@@ -1,16 +1,12 @@
 package app_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 )
 
@@ -144,15 +140,10 @@ func badSends() []badSend {
 // every invalid field in details.errors, and nothing stored, queued or announced.
 func TestSendBadInput(t *testing.T) {
 	rcv := newHookReceiver(t)
-	in := start(t, fastSandbox, deliveringTo(rcv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs))
-	acme, key := sendingProject(t, in, rcv, apikey.Test)
-	// With the webhook's secret in place a valid send records its message.queued delivery, so
-	// "no webhook delivery" below is something a bad send could break.
-	waitFor(t, func() bool {
-		var snd v1alpha1.Sender
-		return in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: "main"}, &snd) == nil && snd.Status.WebhookSecret != nil
-	})
-
+	in := start(t, fastSandbox, rcv.trusted())
+	// sendingProject returns with the webhook's secret in place: a valid send records its
+	// message.queued delivery, so "no webhook delivery" below is something a bad send could break.
+	_, key := sendingProject(t, in, rcv, apikey.Test)
 	for _, gen := range []string{"v1", "v2"} {
 		for _, c := range badSends() {
 			r := in.post("/"+gen+"/messages", key, c.body)

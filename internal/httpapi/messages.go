@@ -99,13 +99,7 @@ func (s *Server) listMessagesAs(w http.ResponseWriter, r *http.Request, view fun
 	}
 	q := r.URL.Query()
 	f := message.ListFilter{Limit: limit + 1}
-	opt := func(name string) *string {
-		if v := q.Get(name); v != "" {
-			return &v
-		}
-		return nil
-	}
-	f.Channel, f.Status, f.To = opt("channel"), opt("status"), opt("to")
+	f.Channel, f.Status, f.To = queryOpt(q.Get("channel")), queryOpt(q.Get("status")), queryAddress(q, "to")
 	f.BeforeTime, f.BeforeID = after.seek()
 	rows, err := s.messages.List(r.Context(), key, f)
 	if err != nil {

@@ -102,7 +102,7 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
 				return err
 			}
 		}
-		return s.inboundEvent(ctx, tx, msg, content, in)
+		return s.inboundEvent(ctx, tx, msg, in)
 	})
 	if err != nil {
 		return db.Message{}, err
@@ -128,13 +128,13 @@ func replyContext(ctx context.Context, q *db.Queries, in Inbound, c *Content) er
 
 // inboundEvent enqueues message.inbound: the message as the contact sent it, its conversation,
 // the provider's receive time in Unix milliseconds (null for SMS and email), and the referral.
-func (s *Service) inboundEvent(ctx context.Context, tx pgx.Tx, msg db.Message, content Content, in Inbound) error {
+func (s *Service) inboundEvent(ctx context.Context, tx pgx.Tx, msg db.Message, in Inbound) error {
 	var providerTS any
 	if in.ProviderTimestamp != nil {
 		providerTS = in.ProviderTimestamp.UnixMilli()
 	}
 	data := map[string]any{"messageId": msg.ID, "conversationId": *msg.ConversationID, "from": msg.Originator, "to": msg.Recipient,
-		"channel": msg.Channel, "messageType": msg.MessageType, "status": msg.Status, "text": msg.Body, "content": content,
+		"channel": msg.Channel, "messageType": msg.MessageType, "status": msg.Status, "text": msg.Body, "content": json.RawMessage(msg.Content),
 		"providerTimestamp": providerTS, "providerMessageId": msg.ProviderMessageID, "timestamp": msg.CreatedAt.UnixMilli()}
 	if in.ProfileName != "" {
 		data["profileName"] = in.ProfileName

@@ -109,8 +109,11 @@ func (s *Service) Inject(ctx context.Context, key apikey.Key, senderID string, i
 	}
 	if in.ReplyToMessageID != nil && *in.ReplyToMessageID != "" {
 		quoted, err := s.Get(ctx, key, *in.ReplyToMessageID)
-		if err != nil {
+		if e := apperror.As(err); e != nil && e.Kind == apperror.NotFound {
 			return db.Message{}, apperror.InvalidFields(apperror.FieldError{Path: "replyToMessageId", Message: "no such message in this project"})
+		}
+		if err != nil {
+			return db.Message{}, err
 		}
 		if quoted.ProviderMessageID == nil {
 			return db.Message{}, apperror.InvalidFields(apperror.FieldError{Path: "replyToMessageId", Message: "the message has not reached the contact yet"})
