@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"slices"
 
+	"github.com/switchboard-io/switchboard/internal/addr"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
@@ -52,7 +53,7 @@ func (c Contact) PrimaryPhone() string {
 
 func (c Contact) primaryPhoneChannel() *db.ContactChannel {
 	for _, t := range PhoneChannels {
-		if ch := c.primary(t); ch != nil && IsE164(ch.Identifier) {
+		if ch := c.primary(t); ch != nil && addr.IsE164(ch.Identifier) {
 			return ch
 		}
 	}

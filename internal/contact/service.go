@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/switchboard-io/switchboard/internal/addr"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/optional"
@@ -235,7 +236,7 @@ func (s *Service) Get(ctx context.Context, key apikey.Key, id string) (Contact, 
 // ByPhone returns the key's contact that has phone on a phone channel (sms first, then
 // whatsapp, then voice when different contacts hold it on each).
 func (s *Service) ByPhone(ctx context.Context, key apikey.Key, phone string) (Contact, error) {
-	if !IsE164(phone) {
+	if !addr.IsE164(phone) {
 		return Contact{}, apperror.InvalidFields(apperror.FieldError{Path: "phoneNumber", Message: "must be an E.164 phone number such as +14155551234"})
 	}
 	q := db.New(s.pool)
@@ -266,7 +267,7 @@ type ListFilter struct {
 // List returns the key's contacts, newest first, with their channels.
 func (s *Service) List(ctx context.Context, key apikey.Key, f ListFilter) ([]Contact, error) {
 	var errs []apperror.FieldError
-	if f.PhoneNumber != nil && !IsE164(*f.PhoneNumber) {
+	if f.PhoneNumber != nil && !addr.IsE164(*f.PhoneNumber) {
 		errs = append(errs, apperror.FieldError{Path: "phoneNumber", Message: "must be an E.164 phone number such as +14155551234 (send + as %2B)"})
 	}
 	var pattern *string

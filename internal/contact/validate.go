@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/switchboard-io/switchboard/internal/addr"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 )
 
@@ -32,16 +33,7 @@ const (
 	maxIdentifierLength = 320
 )
 
-var (
-	e164Re       = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
-	scopedUserRe = regexp.MustCompile(`^[A-Z]{2}\.[0-9A-Za-z]{6,}$`)
-	emailRe      = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[^@\s]+$`)
-	numericIDRe  = regexp.MustCompile(`^-?[0-9]{1,20}$`)
-	countryRe    = regexp.MustCompile(`^[A-Za-z]{2}$`)
-)
-
-// IsE164 tells whether s is an E.164 phone number.
-func IsE164(s string) bool { return e164Re.MatchString(s) }
+var countryRe = regexp.MustCompile(`^[A-Za-z]{2}$`)
 
 // checkChannel validates a channel type at path.
 func checkChannel(path string, ch *string) *apperror.FieldError {
@@ -62,20 +54,24 @@ func normalizeIdentifier(channel, identifier string) (string, string) {
 	}
 	switch channel {
 	case "sms", "voice":
-		if !e164Re.MatchString(identifier) {
+		if !addr.IsE164(identifier) {
 			return "", "must be an E.164 phone number such as +14155551234"
 		}
 	case "whatsapp":
-		if !e164Re.MatchString(identifier) && !scopedUserRe.MatchString(identifier) {
+		if !addr.IsE164(identifier) && !addr.IsScopedUserID(identifier) {
 			return "", "must be an E.164 phone number or a business-scoped user id such as US.13491208655302741918"
 		}
 	case "email":
-		if !emailRe.MatchString(identifier) {
+		if !addr.IsEmail(identifier) {
 			return "", "must be an email address"
 		}
 		return strings.ToLower(identifier), ""
-	case "telegram", "instagram", "messenger":
-		if !numericIDRe.MatchString(identifier) {
+	case "telegram":
+		if !addr.IsChatID(identifier) {
+			return "", "must be a numeric telegram chat id"
+		}
+	case "instagram", "messenger":
+		if !addr.IsChatID(identifier) && !addr.IsPageScopedID(identifier) {
 			return "", "must be a numeric " + channel + " id"
 		}
 	}

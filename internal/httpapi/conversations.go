@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/switchboard-io/switchboard/internal/addr"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
@@ -60,7 +61,7 @@ func (s *Server) conversationView(c db.Conversation, v2 bool) conversationJSON {
 	if strings.Contains(c.ContactIdentifier, "@") {
 		out.Email = c.ContactIdentifier
 	}
-	if message.IsScopedUserID(c.ContactIdentifier) {
+	if addr.IsScopedUserID(c.ContactIdentifier) {
 		out.WhatsApp = &whatsAppJSON{BSUID: c.ContactIdentifier}
 	}
 	now := s.now()

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/addr"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/delivery"
@@ -70,7 +71,7 @@ func options(in SendInput) (Options, []apperror.FieldError) {
 		o.HTMLBody = *in.HTMLBody
 	}
 	if in.ReplyTo != nil {
-		if !emailRe.MatchString(*in.ReplyTo) {
+		if !addr.IsEmail(*in.ReplyTo) {
 			errs = append(errs, apperror.FieldError{Path: "replyTo", Message: "must be an email address"})
 		}
 		o.ReplyTo = *in.ReplyTo

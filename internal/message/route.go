@@ -2,11 +2,11 @@ package message
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/addr"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 )
 
@@ -21,29 +21,15 @@ const (
 	chatIDRecipient     // a numeric chat id: telegram, instagram, messenger
 )
 
-var (
-	e164Re       = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
-	emailRe      = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[^@\s]+$`)
-	scopedUserRe = regexp.MustCompile(`^[A-Z]{2}\.[0-9A-Za-z]{6,}$`)
-	// A chat id is bare digits, no leading zero: a user id of up to 15 digits, or a Telegram
-	// group or channel, negative, up to 16 digits (-100 and the channel's id). A positive number
-	// of 16 digits or more is not a chat id (and not E.164, at most 15 digits): most likely a
-	// phone number missing its +, so it is refused rather than sent nowhere.
-	chatIDRe = regexp.MustCompile(`^(-[1-9][0-9]{0,15}|[1-9][0-9]{0,14})$`)
-	// pageScopedIDRe is an Instagram or Messenger page-scoped user id, 16 or 17 digits today: a
-	// chat id only on a send that names one of those channels.
-	pageScopedIDRe = regexp.MustCompile(`^[1-9][0-9]{15,19}$`)
-)
-
 func classify(to string) recipientKind {
 	switch {
-	case e164Re.MatchString(to):
+	case addr.IsE164(to):
 		return phoneRecipient
-	case emailRe.MatchString(to):
+	case addr.IsEmail(to):
 		return emailRecipient
-	case scopedUserRe.MatchString(to):
+	case addr.IsScopedUserID(to):
 		return scopedUserRecipient
-	case chatIDRe.MatchString(to):
+	case addr.IsChatID(to):
 		return chatIDRecipient
 	}
 	return invalidRecipient
@@ -53,7 +39,7 @@ func classify(to string) recipientKind {
 func classifyFor(to, channel string) recipientKind {
 	k := classify(to)
 	if k == invalidRecipient && (channel == string(v1alpha1.ChannelInstagram) || channel == string(v1alpha1.ChannelMessenger)) &&
-		pageScopedIDRe.MatchString(to) {
+		addr.IsPageScopedID(to) {
 		return chatIDRecipient
 	}
 	return k
@@ -128,6 +114,3 @@ func joinChannels(cs []v1alpha1.Channel) string {
 	}
 	return strings.Join(s, ", ")
 }
-
-// IsScopedUserID says whether address is a WhatsApp business-scoped user id.
-func IsScopedUserID(address string) bool { return scopedUserRe.MatchString(address) }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/addr"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/transport/telegram"
 )
@@ -76,7 +77,7 @@ func e164Of(display, fallback string) string {
 			b.WriteRune(r)
 		}
 	}
-	if e164.MatchString(b.String()) {
+	if addr.IsE164(b.String()) {
 		return b.String()
 	}
 	return fallback
@@ -189,11 +190,11 @@ func (s *Service) CreateAddress(ctx context.Context, project string, in CreateIn
 		address = *in.Address
 	}
 	switch {
-	case typ == v1alpha1.ChannelEmail && !email.MatchString(address):
+	case typ == v1alpha1.ChannelEmail && !addr.IsEmail(address):
 		errs = append(errs, apperror.FieldError{Path: "address", Message: "must be an email address for email"})
-	case (typ == v1alpha1.ChannelSMS || typ == v1alpha1.ChannelVoice) && !e164.MatchString(address):
+	case (typ == v1alpha1.ChannelSMS || typ == v1alpha1.ChannelVoice) && !addr.IsE164(address):
 		errs = append(errs, apperror.FieldError{Path: "address", Message: "must be an E.164 number for " + string(typ)})
-	case typ == v1alpha1.ChannelSMSOneway && address != "" && !e164.MatchString(address):
+	case typ == v1alpha1.ChannelSMSOneway && address != "" && !addr.IsE164(address):
 		errs = append(errs, apperror.FieldError{Path: "address", Message: "must be an E.164 number, or left out for one-way SMS"})
 	case typ == v1alpha1.ChannelTelegram && (in.BotToken == nil || *in.BotToken == ""):
 		errs = append(errs, apperror.FieldError{Path: "botToken", Message: "is required to attach a Telegram bot"})

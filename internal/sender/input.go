@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/addr"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 )
 
@@ -30,7 +31,7 @@ func apply(spec *v1alpha1.SenderSpec, in Input) []apperror.FieldError {
 		spec.DisplayName = *in.Name
 	}
 	if in.PhoneNumber != nil {
-		if !e164.MatchString(*in.PhoneNumber) {
+		if !addr.IsE164(*in.PhoneNumber) {
 			bad("phoneNumber", "must be an E.164 number, e.g. +14155550100")
 		}
 		spec.PhoneNumber = *in.PhoneNumber
@@ -49,7 +50,7 @@ func apply(spec *v1alpha1.SenderSpec, in Input) []apperror.FieldError {
 	}
 
 	if in.EmailAddress != nil {
-		if !email.MatchString(*in.EmailAddress) || len(*in.EmailAddress) > 254 {
+		if !addr.IsEmail(*in.EmailAddress) || len(*in.EmailAddress) > 254 {
 			bad("emailAddress", "must be an email address")
 		}
 		if spec.Email == nil {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/addr"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 )
 
@@ -57,7 +58,7 @@ func (s *Service) UpdateProfile(ctx context.Context, project, id string, in Prof
 	maxLen("about", in.About, 139)
 	maxLen("address", in.Address, 256)
 	maxLen("description", in.Description, 512)
-	if in.Email != nil && *in.Email != "" && !email.MatchString(*in.Email) {
+	if in.Email != nil && *in.Email != "" && !addr.IsEmail(*in.Email) {
 		bad("email", "must be an email address")
 	}
 	if in.Websites != nil {

@@ -6,7 +6,6 @@ package sender
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 
@@ -24,11 +23,6 @@ import (
 	"github.com/switchboard-io/switchboard/internal/kubewrite"
 	"github.com/switchboard-io/switchboard/internal/randid"
 	"github.com/switchboard-io/switchboard/internal/transport/telegram"
-)
-
-var (
-	e164  = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
-	email = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[^@\s]+$`)
 )
 
 // Service manages Senders.

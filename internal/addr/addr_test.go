@@ -1,0 +1,29 @@
+package addr
+
+import "testing"
+
+func TestForms(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		s                                     string
+		e164, email, scoped, chat, pageScoped bool
+	}{
+		{s: "+14155551234", e164: true},
+		{s: "+1415555123456789"}, // 16 digits: too long for E.164
+		{s: "+0415555123"},       // no country code starts with 0
+		{s: "ada@example.com", email: true},
+		{s: "ada@localhost"}, // no domain
+		{s: "US.1349a8f2c", scoped: true},
+		{s: "123456789", chat: true},
+		{s: "-1001234567890", chat: true},         // a Telegram channel
+		{s: "0123456"},                            // a national number, not a chat id
+		{s: "1234567890123456", pageScoped: true}, // 16 digits: a page-scoped id only
+		{s: "hello"},
+	}
+	for _, tc := range tests {
+		got := [5]bool{IsE164(tc.s), IsEmail(tc.s), IsScopedUserID(tc.s), IsChatID(tc.s), IsPageScopedID(tc.s)}
+		if got != [5]bool{tc.e164, tc.email, tc.scoped, tc.chat, tc.pageScoped} {
+			t.Errorf("%q: e164, email, scoped, chat, page-scoped = %v", tc.s, got)
+		}
+	}
+}
