@@ -16,7 +16,18 @@ var (
 	chatIDRe = regexp.MustCompile(`^(-[1-9][0-9]{0,15}|[1-9][0-9]{0,14})$`)
 	// pageScopedIDRe is an Instagram or Messenger page-scoped user id, 16 or 17 digits today.
 	pageScopedIDRe = regexp.MustCompile(`^[1-9][0-9]{15,19}$`)
+	formattedE164  = regexp.MustCompile(`^\+[0-9\s\-().]+$`)
+	phoneNoise     = regexp.MustCompile(`[\s\-().]`)
 )
+
+// Normalize reads a "+" number written with spaces, dashes, dots or parentheses ("+1 (500)
+// 555-0100") as the E.164 number it is; anything else comes back as it is.
+func Normalize(s string) string {
+	if formattedE164.MatchString(s) {
+		return phoneNoise.ReplaceAllString(s, "")
+	}
+	return s
+}
 
 // IsE164 says whether s is an E.164 number: + and up to 15 digits.
 func IsE164(s string) bool { return e164Re.MatchString(s) }

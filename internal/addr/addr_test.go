@@ -27,3 +27,18 @@ func TestForms(t *testing.T) {
 		}
 	}
 }
+
+func TestNormalize(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"+1 (500) 555-0100": "+15005550100",
+		"+1 500-555-0100":   "+15005550100",
+		"+1.500.555.0100":   "+15005550100",
+		"15005550100":       "15005550100", // bare digits stay a chat id
+		"ada@example.com":   "ada@example.com",
+	} {
+		if got := Normalize(in); got != want {
+			t.Errorf("Normalize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -380,7 +380,7 @@ func originator(snd *v1alpha1.Sender, ch v1alpha1.Channel) string {
 	case v1alpha1.ChannelWhatsApp:
 		if snd.Spec.WhatsApp != nil && snd.Spec.WhatsApp.DisplayPhoneNumber != "" {
 			// The number as an address: "+1 500-555-0006" is +15005550006.
-			return normalizeTo(snd.Spec.WhatsApp.DisplayPhoneNumber)
+			return addr.Normalize(snd.Spec.WhatsApp.DisplayPhoneNumber)
 		}
 	case v1alpha1.ChannelTelegram, v1alpha1.ChannelInstagram, v1alpha1.ChannelMessenger:
 		return ""

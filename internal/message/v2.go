@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/addr"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
@@ -33,26 +34,15 @@ type AddressBook interface {
 	SendersAt(ctx context.Context, project, address string) ([]*v1alpha1.Sender, error)
 }
 
-var (
-	bareDigits    = regexp.MustCompile(`^[0-9]{8,15}$`)
-	phoneNoise    = regexp.MustCompile(`[\s\-().]`)
-	formattedE164 = regexp.MustCompile(`^\+[0-9\s\-().]+$`)
-)
-
-// normalizeTo reads a "+" number with spaces, dashes or parentheses as E.164 (spec: v2 send
-// details).
-func normalizeTo(to string) string {
-	if formattedE164.MatchString(to) {
-		return phoneNoise.ReplaceAllString(to, "")
-	}
-	return to
-}
+// bareDigits is a to of 8 to 15 digits without +: read as a chat id, never guessed to be a
+// number (spec: v2 send details).
+var bareDigits = regexp.MustCompile(`^[0-9]{8,15}$`)
 
 // SendV2 accepts a v2 send: only active connections are picked, a missing connection is 409
 // no_channel with what to connect, contradictions are 400, bare digits are a chat id.
 func (s *Service) SendV2(ctx context.Context, key apikey.Key, book AddressBook, in SendV2Input) (db.Message, Routing, error) {
 	if in.To != nil {
-		n := normalizeTo(*in.To)
+		n := addr.Normalize(*in.To)
 		in.To = &n
 	}
 	// A reply in a thread goes from the thread's sender to the thread's contact.

@@ -71,14 +71,8 @@ func addresses(snd *v1alpha1.Sender, on []v1alpha1.Channel) []Address {
 
 // e164Of turns a displayed number ("+1 500-555-0006") into E.164, or falls back.
 func e164Of(display, fallback string) string {
-	var b strings.Builder
-	for _, r := range display {
-		if r == '+' || (r >= '0' && r <= '9') {
-			b.WriteRune(r)
-		}
-	}
-	if addr.IsE164(b.String()) {
-		return b.String()
+	if n := addr.Normalize(display); addr.IsE164(n) {
+		return n
 	}
 	return fallback
 }
