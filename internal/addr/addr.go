@@ -3,7 +3,10 @@
 // contacts and senders read addresses through it, so one form means the same everywhere.
 package addr
 
-import "regexp"
+import (
+	"regexp"
+	"strings"
+)
 
 var (
 	e164Re       = regexp.MustCompile(`^\+[1-9][0-9]{6,14}$`)
@@ -45,3 +48,12 @@ func IsChatID(s string) bool { return chatIDRe.MatchString(s) }
 // IsPageScopedID says whether s is an Instagram or Messenger page-scoped user id, longer than
 // other chat ids: a chat id only where one of those channels is named.
 func IsPageScopedID(s string) bool { return pageScopedIDRe.MatchString(s) }
+
+// Key is an address as contacts and conversations hold it, so that one address written two ways
+// is one: email addresses in lower case, the rest as written.
+func Key(s string) string {
+	if strings.Contains(s, "@") {
+		return strings.ToLower(s)
+	}
+	return s
+}

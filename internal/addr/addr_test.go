@@ -42,3 +42,10 @@ func TestNormalize(t *testing.T) {
 		}
 	}
 }
+
+func TestKey(t *testing.T) {
+	t.Parallel()
+	if Key("Ana@Example.com") != "ana@example.com" || Key("+15005550100") != "+15005550100" || Key("US.AbCdEf12") != "US.AbCdEf12" {
+		t.Errorf("Key: %q %q %q", Key("Ana@Example.com"), Key("+15005550100"), Key("US.AbCdEf12"))
+	}
+}

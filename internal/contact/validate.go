@@ -65,7 +65,7 @@ func normalizeIdentifier(channel, identifier string) (string, string) {
 		if !addr.IsEmail(identifier) {
 			return "", "must be an email address"
 		}
-		return strings.ToLower(identifier), ""
+		return addr.Key(identifier), ""
 	case "telegram":
 		if !addr.IsChatID(identifier) {
 			return "", "must be a numeric telegram chat id"

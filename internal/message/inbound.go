@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/switchboard-io/switchboard/internal/addr"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
@@ -70,12 +71,12 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
 
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.New(tx)
-		contactID, err := newContact(ctx, tx, in.Project, in.TestMode, contactChannel(in.Channel), addressKey(in.From), profile, now)
+		contactID, err := newContact(ctx, tx, in.Project, in.TestMode, contactChannel(in.Channel), addr.Key(in.From), profile, now)
 		if err != nil {
 			return err
 		}
 		if err := q.NoteInbound(ctx, db.NoteInboundParams{At: now, Project: in.Project, TestMode: in.TestMode,
-			Channel: contactChannel(in.Channel), Identifier: addressKey(in.From), ProfileName: profile}); err != nil {
+			Channel: contactChannel(in.Channel), Identifier: addr.Key(in.From), ProfileName: profile}); err != nil {
 			return fmt.Errorf("note inbound message: %w", err)
 		}
 		if in.ReplyToProviderMessageID != "" {

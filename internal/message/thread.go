@@ -6,12 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/addr"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/randid"
@@ -21,15 +21,6 @@ import (
 // WhatsApp messages (spec: What the service does 3).
 const WhatsAppWindow = 24 * time.Hour
 
-// addressKey is an address as contacts and conversations hold it: email addresses in lower case
-// (as the contacts API stores them), the rest as written.
-func addressKey(address string) string {
-	if strings.Contains(address, "@") {
-		return strings.ToLower(address)
-	}
-	return address
-}
-
 // conversationID is the id of the thread between a sender and a contact address. It is derived,
 // not drawn, so a send knows its conversation without reading or locking anything first.
 func conversationID(project string, testMode bool, sender, address string) string {
@@ -37,7 +28,7 @@ func conversationID(project string, testMode bool, sender, address string) strin
 	if testMode {
 		mode = "test"
 	}
-	sum := sha256.Sum256([]byte(project + "\x00" + mode + "\x00" + sender + "\x00" + addressKey(address)))
+	sum := sha256.Sum256([]byte(project + "\x00" + mode + "\x00" + sender + "\x00" + addr.Key(address)))
 	digits := new(big.Int).SetBytes(sum[:18]).Text(62)
 	// big.Int's base-62 digits are 0-9a-zA-Z; pad to a fixed width like the other ids.
 	for len(digits) < 24 {
@@ -89,7 +80,7 @@ func record(ctx context.Context, tx pgx.Tx, t thread) (db.RecordMessageRow, erro
 		MessageType: m.MessageType, Status: m.Status, Recipient: m.Recipient, Originator: m.Originator, Body: m.Body,
 		Content: m.Content, Subject: m.Subject, Metadata: m.Metadata, Options: m.Options, APIVersion: m.APIVersion,
 		ProviderMessageID: m.ProviderMessageID, ProviderTimestamp: m.ProviderTimestamp, CreatedAt: m.CreatedAt,
-		ConversationID: *m.ConversationID, ContactIdentifier: addressKey(address), Address: ours, ContactID: t.contactID,
+		ConversationID: *m.ConversationID, ContactIdentifier: addr.Key(address), Address: ours, ContactID: t.contactID,
 		ContactChannels: contactChannels(m.Channel), Unread: unread, ProfileName: t.profileName, Referral: t.referral,
 		WhatsappWindowUntil: window,
 	})

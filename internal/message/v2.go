@@ -54,7 +54,7 @@ func (s *Service) SendV2(ctx context.Context, key apikey.Key, book AddressBook, 
 			return db.Message{}, Routing{}, err
 		}
 		thread = &conv
-		if in.To != nil && addressKey(*in.To) != conv.ContactIdentifier {
+		if in.To != nil && addr.Key(*in.To) != conv.ContactIdentifier {
 			threadErrs = append(threadErrs, apperror.FieldError{Path: "to", Message: "is not the contact of conversation " + conv.ID + "; leave it out to reply in the thread"})
 		}
 		in.To = &conv.ContactIdentifier
