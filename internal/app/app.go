@@ -40,7 +40,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
 	"github.com/switchboard-io/switchboard/internal/sender"
-	"github.com/switchboard-io/switchboard/internal/transport"
+	"github.com/switchboard-io/switchboard/internal/transport/sandbox"
 	"github.com/switchboard-io/switchboard/internal/transport/telegram"
 	"github.com/switchboard-io/switchboard/internal/worker"
 )
@@ -195,9 +195,9 @@ func Run(ctx context.Context, cfg Config) error {
 			cfg.Sandbox = DefaultSandbox
 		}
 		// The workers need the services, and the services the queue: wire the workers in after.
-		sandbox := transport.Sandbox{DeliverAfter: cfg.Sandbox.DeliverAfter, ReadAfter: cfg.Sandbox.ReadAfter}
-		dispatch := &message.DispatchWorker{Transport: sandbox}
-		catchUp := &message.SandboxCatchUpWorker{Sandbox: sandbox}
+		sbx := sandbox.Sandbox{DeliverAfter: cfg.Sandbox.DeliverAfter, ReadAfter: cfg.Sandbox.ReadAfter}
+		dispatch := &message.DispatchWorker{Transport: sbx}
+		catchUp := &message.SandboxCatchUpWorker{Sandbox: sbx}
 		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Delivery: delivery.NewWorker(cfg.Pool, mgr.GetClient(), cfg.Delivery),
 			Dispatch: dispatch, CatchUp: catchUp}, worker.Options{Concurrency: cfg.WorkerConcurrency}, cfg.Role.runs(RoleWorker), log)
 		if err != nil {

@@ -155,7 +155,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}
 
 	url := "http://" + displayAddr(listener.Addr())
-	env := fmt.Sprintf("SWITCHBOARD_URL=%s\nSWITCHBOARD_API_KEY=%s\nKUBECONFIG=%s\n", url, key, kubeconfig)
+	// DATABASE_URL lets the documented CLI (switchboard apikey create …) work against this system.
+	env := fmt.Sprintf("SWITCHBOARD_URL=%s\nSWITCHBOARD_API_KEY=%s\nKUBECONFIG=%s\nDATABASE_URL=%s\n", url, key, kubeconfig, dbURL)
 	if err := writeFileAtomic(envFile, []byte(env), 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", envFile, err)
 	}

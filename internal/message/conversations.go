@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/transport"
 )
 
 // TypingLifetime is how long a typing indicator shows unless a reply ends it (spec: Limits).
@@ -128,7 +129,7 @@ func (s *Service) React(ctx context.Context, key apikey.Key, senderID, id string
 	}
 	channel, messageType := m.Channel, "reaction"
 	return s.Send(ctx, key, senderID, SendInput{To: &to, Channel: &channel, MessageType: &messageType,
-		Content: &Content{Emoji: *emoji, ReactTo: m.ID}})
+		Content: &transport.Content{Emoji: *emoji, ReactTo: m.ID}})
 }
 
 func ptrTime(t time.Time) *time.Time { return &t }

@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/addr"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/transport"
 )
 
 // Inbound is a contact's message as a transport received it.
@@ -26,7 +27,7 @@ type Inbound struct {
 	From, To    string
 	MessageType string
 	Text        string
-	Content     *Content
+	Content     *transport.Content
 	// ProviderMessageID and ProviderTimestamp are the provider's id and receive time (none for
 	// SMS and email timestamps).
 	ProviderMessageID string
@@ -34,7 +35,7 @@ type Inbound struct {
 	// ProfileName is the name the contact shows on the channel.
 	ProfileName string
 	// Referral is the ad the contact came from (WhatsApp; only on a thread's first message).
-	Referral *Referral
+	Referral *transport.Referral
 	// ReplyToProviderMessageID is the provider's id of the message the contact quoted.
 	ReplyToProviderMessageID string
 }
@@ -50,7 +51,7 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
 	}
 	now := s.now().UTC().Truncate(time.Microsecond)
 	conversation := conversationID(in.Project, in.TestMode, in.Sender, in.From)
-	content := Content{}
+	content := transport.Content{}
 	if in.Content != nil {
 		content = *in.Content
 	}
@@ -113,7 +114,7 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
 
 // replyContext fills the quoted message's id, sender, text and type when the contact replied to
 // a message Switchboard knows.
-func replyContext(ctx context.Context, q *db.Queries, in Inbound, c *Content) error {
+func replyContext(ctx context.Context, q *db.Queries, in Inbound, c *transport.Content) error {
 	c.ReplyToProviderMessageID = in.ReplyToProviderMessageID
 	quoted, err := q.GetMessageByProviderID(ctx, db.GetMessageByProviderIDParams{Project: in.Project, TestMode: in.TestMode,
 		ProviderMessageID: &in.ReplyToProviderMessageID})
@@ -167,11 +168,4 @@ func (s *Service) conversationNew(ctx context.Context, tx pgx.Tx, msg db.Message
 	_, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: msg.Project, Name: "conversation.new", Sender: msg.Sender,
 		From: msg.Originator, To: msg.Recipient, Transport: msg.Channel, Data: data})
 	return err
-}
-
-// dropInboundFields clears what only an inbound message carries (the reply context and the ad
-// referral, which Switchboard fills in): a send cannot claim them.
-func (c *Content) dropInboundFields() {
-	c.ReplyToMessageID, c.ReplyToProviderMessageID, c.ReplyToFrom, c.ReplyToText, c.ReplyToMessageType = "", "", "", "", ""
-	c.Referral = nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/index"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/transport"
 	"github.com/switchboard-io/switchboard/internal/randid"
 )
 
@@ -38,19 +39,19 @@ const (
 
 // SendInput is the body of POST /v1/messages (the fields this version handles).
 type SendInput struct {
-	To             *string           `json:"to"`
-	Channel        *string           `json:"channel"`
-	MessageType    *string           `json:"messageType"`
-	Text           *string           `json:"text"`
-	Content        *Content          `json:"content"`
-	Subject        *string           `json:"subject"`
-	HTMLBody       *string           `json:"htmlBody"`
-	ReplyTo        *string           `json:"replyTo"`
-	Fallback       *bool             `json:"fallbackEnabled"`
-	VoiceLanguage  *string           `json:"voiceLanguage"`
-	Metadata       map[string]string `json:"metadata"`
-	IdempotencyKey *string           `json:"idempotencyKey"`
-	Attachments    []Attachment      `json:"attachments"`
+	To             *string            `json:"to"`
+	Channel        *string            `json:"channel"`
+	MessageType    *string            `json:"messageType"`
+	Text           *string            `json:"text"`
+	Content        *transport.Content `json:"content"`
+	Subject        *string            `json:"subject"`
+	HTMLBody       *string            `json:"htmlBody"`
+	ReplyTo        *string            `json:"replyTo"`
+	Fallback       *bool              `json:"fallbackEnabled"`
+	VoiceLanguage  *string            `json:"voiceLanguage"`
+	Metadata       map[string]string  `json:"metadata"`
+	IdempotencyKey *string            `json:"idempotencyKey"`
+	Attachments    []Attachment       `json:"attachments"`
 }
 
 // Options are a send's settings that are not content, stored with the message.
@@ -226,9 +227,7 @@ func (s *Service) accept(ctx context.Context, key apikey.Key, snd *v1alpha1.Send
 		metadata, _ = json.Marshal(in.Metadata)
 	}
 	if in.Content != nil {
-		sent := *in.Content
-		sent.dropInboundFields()
-		content, _ = json.Marshal(sent)
+		content, _ = json.Marshal(in.Content.Outbound())
 	}
 	opts, _ := options(in) // validated by check
 	optionsJSON, _ := json.Marshal(opts)

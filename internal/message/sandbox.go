@@ -9,21 +9,22 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/transport"
 	"github.com/switchboard-io/switchboard/internal/randid"
 )
 
 // InjectInput is the body of POST /v1/sandbox/inbound: a message as if a contact had sent it.
 type InjectInput struct {
-	From        *string  `json:"from"`
-	Channel     *string  `json:"channel"`
-	MessageType *string  `json:"messageType"`
-	Text        *string  `json:"text"`
-	Content     *Content `json:"content"`
+	From        *string            `json:"from"`
+	Channel     *string            `json:"channel"`
+	MessageType *string            `json:"messageType"`
+	Text        *string            `json:"text"`
+	Content     *transport.Content `json:"content"`
 	// To is the address written to; by default the sender's address on the channel. For
 	// catch-all email it is the original recipient.
-	To          *string   `json:"to"`
-	ProfileName *string   `json:"profileName"`
-	Referral    *Referral `json:"referral"`
+	To          *string             `json:"to"`
+	ProfileName *string             `json:"profileName"`
+	Referral    *transport.Referral `json:"referral"`
 	// ReplyToMessageID is a message of the conversation the contact quotes.
 	ReplyToMessageID *string `json:"replyToMessageId"`
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/transport"
+	"github.com/switchboard-io/switchboard/internal/transport/sandbox"
 )
 
 // DispatchArgs hands a queued message to its transport.
@@ -56,14 +57,14 @@ func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs])
 	}
 	res, err := w.Transport.Send(ctx, transport.Outbound{ID: m.ID, Channel: m.Channel, MessageType: m.MessageType,
 		To: m.Recipient, From: m.Originator, Text: deref(m.Body), Subject: deref(m.Subject), Attachments: attachments})
-	if err != nil {
-		return fmt.Errorf("send message %s: %w", m.ID, err) // retried by the queue
-	}
-	if res.Failure != nil {
-		if done, err := s.fallBack(ctx, m, res.Failure); done || err != nil {
+	if failure := transport.AsFailure(err); failure != nil {
+		if done, err := s.fallBack(ctx, m, failure); done || err != nil {
 			return err
 		}
-		return s.move(ctx, m.ID, "failed", nil, res.Failure, nil)
+		return s.move(ctx, m.ID, "failed", nil, failure, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("send message %s: %w", m.ID, err) // retried by the queue
 	}
 	return s.move(ctx, m.ID, "sent", &res.ProviderMessageID, nil, res.Steps)
 }
@@ -123,7 +124,7 @@ const sandboxCatchUpBatch = 1000
 type SandboxCatchUpWorker struct {
 	river.WorkerDefaults[SandboxCatchUpArgs]
 	Service *Service
-	Sandbox transport.Sandbox
+	Sandbox sandbox.Sandbox
 }
 
 // Work moves every sandbox message whose next step is more than SandboxCatchUpEvery late.

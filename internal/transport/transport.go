@@ -1,11 +1,15 @@
 // Package transport is the boundary between Switchboard and the upstream providers that carry
-// messages. A transport sends one message and says what happened; providers that report later
-// (delivery receipts, read receipts) do it through their callbacks, the sandbox through the
-// steps it plans.
+// messages: the types a transport takes and returns, and how its errors classify. A transport
+// sends one message and says what happened; providers that report later (delivery receipts,
+// read receipts, inbound messages) do it through their callbacks, the sandbox through the steps
+// it plans. Each provider's code lives in a package below this one, with a local peer that
+// speaks its protocol for tests (transport/<name>/<name>test).
 package transport
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -15,11 +19,24 @@ type Outbound struct {
 	Channel     string
 	MessageType string
 	To          string
-	From        string
-	Text        string
-	Subject     string
+	// From is the sender's address on the channel (its number, its email address); empty where
+	// the account itself is the address (a bot).
+	From    string
+	Text    string
+	Subject string
+	// Content is what a non-text message carries; nil for plain text.
+	Content *Content
+	// VoiceLanguage is the language a voice message is spoken in (a BCP 47 tag); empty lets the
+	// transport pick one from the recipient's country.
+	VoiceLanguage string
 	// Attachments are an email's attachments, in order.
 	Attachments []Attachment
+	// AccountToken is the sender's own credential on the channel (a Telegram bot token), read
+	// from the Secret its Sender references; empty when the provider's credentials suffice.
+	AccountToken string
+	// StatusCallback is the URL the provider reports this message's status changes to; empty
+	// when the provider has none or the installation has no public URL.
+	StatusCallback string
 }
 
 // Attachment is an email attachment: its bytes, or a URL the transport fetches when it sends.
@@ -33,7 +50,33 @@ type Attachment struct {
 	URL     string
 }
 
-// Failure is a refusal with the message's errorCode (spec: Errors, message errorCode values).
+// Step is a later status change the transport already knows of (the sandbox's simulation).
+type Step struct {
+	After  time.Duration
+	Status string
+}
+
+// Result is the outcome of a send the provider accepted.
+type Result struct {
+	// ProviderMessageID is the upstream's id of the accepted message; its callbacks name it.
+	ProviderMessageID string
+	// Steps are status changes to come, each after the previous one (the sandbox's).
+	Steps []Step
+}
+
+// Transport sends messages for the channels it carries.
+//
+// Send returns a *Failure when the provider refused the message for good (the message fails
+// with Failure.Code), a *Temporary when it should be tried again later (rate limits, provider
+// outages), and any other error for trouble on the way (a network error): also tried again.
+type Transport interface {
+	// Channels are the channels the transport carries.
+	Channels() []string
+	Send(ctx context.Context, m Outbound) (Result, error)
+}
+
+// Failure is a permanent refusal: the message fails with Code as its errorCode (spec: Errors,
+// message errorCode values; docs/transports.md lists the codes a provider's errors map to).
 type Failure struct {
 	Code    string
 	Message string
@@ -41,23 +84,70 @@ type Failure struct {
 	ProviderCode string
 }
 
-// Step is a later status change the transport already knows of (the sandbox's simulation).
-type Step struct {
-	After  time.Duration
-	Status string
+func (f *Failure) Error() string {
+	if f.ProviderCode != "" {
+		return fmt.Sprintf("%s (provider code %s): %s", f.Code, f.ProviderCode, f.Message)
+	}
+	return f.Code + ": " + f.Message
 }
 
-// Result is the outcome of a send.
-type Result struct {
-	// ProviderMessageID is the upstream's id of the accepted message.
+// Temporary is a refusal for now: the provider asked to slow down, or is failing. The message
+// is tried again, after RetryAfter when the provider said how long.
+type Temporary struct {
+	Err        error
+	RetryAfter time.Duration
+	// ProviderCode is the provider's own code, kept if the retries run out.
+	ProviderCode string
+}
+
+func (t *Temporary) Error() string { return "temporary: " + t.Err.Error() }
+func (t *Temporary) Unwrap() error { return t.Err }
+
+// AsFailure returns the permanent failure err carries, or nil when err is worth trying again.
+func AsFailure(err error) *Failure {
+	var f *Failure
+	if errors.As(err, &f) {
+		return f
+	}
+	return nil
+}
+
+// Status changes a provider reports in its callbacks, in Switchboard's terms.
+const (
+	StatusSent      = "sent"
+	StatusDelivered = "delivered"
+	StatusRead      = "read"
+	StatusFailed    = "failed"
+)
+
+// StatusUpdate is a provider's report about a message it accepted.
+type StatusUpdate struct {
 	ProviderMessageID string
-	// Failure, when set, means the message failed and was not sent.
+	// Status is one of the Status constants; empty for a report that changes nothing (Twilio's
+	// "queued" after the message was already sent).
+	Status string
+	// Failure is set when Status is StatusFailed.
 	Failure *Failure
-	// Steps are status changes to come, each after the previous one.
-	Steps []Step
 }
 
-// Transport sends messages for the channels it carries.
-type Transport interface {
-	Send(ctx context.Context, m Outbound) (Result, error)
+// Inbound is a contact's message as a provider delivered it.
+type Inbound struct {
+	Channel string
+	// From is the contact's address (E.164 number, email address, chat id); To is the address
+	// written to (our number, our email address; empty for a bot, whose account is the address).
+	From, To    string
+	MessageType string
+	Text        string
+	Content     *Content
+	// ProviderMessageID and ProviderTimestamp are the provider's id and receive time (nil for
+	// SMS and email, which carry none).
+	ProviderMessageID string
+	ProviderTimestamp *time.Time
+	// ProfileName is the name the contact shows on the channel.
+	ProfileName string
+	// ReplyToProviderMessageID is the provider's id of the message the contact quoted.
+	ReplyToProviderMessageID string
+	// Unsupported names what arrived when Switchboard cannot represent it (a poll, a game):
+	// it is announced as message.unsupported rather than stored as a message.
+	Unsupported string
 }

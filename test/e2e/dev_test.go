@@ -227,6 +227,13 @@ func TestDevRunsSeedsAndStopsCleanly(t *testing.T) {
 		}
 	}
 
+	// The documented CLI works against the dev system with dev.env's settings.
+	apikey := exec.Command(bin, "apikey", "create", "--project", "default", "--name", "from-dev-env")
+	apikey.Env = append(os.Environ(), "DATABASE_URL="+env["DATABASE_URL"])
+	if out, err := apikey.CombinedOutput(); err != nil || !strings.Contains(string(out), "svc_") {
+		t.Fatalf("switchboard apikey create with dev.env's DATABASE_URL: %v\n%s", err, out)
+	}
+
 	// kubectl sees the seeded sender Ready.
 	kubectl := exec.Command(filepath.Join(assets, "kubectl"), "get", "senders", "-n", "default")
 	kubectl.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)

@@ -1,4 +1,6 @@
-package transport
+// Package sandbox is the transport of every svc_test_ key: it simulates every channel in
+// process and nothing leaves the machine.
+package sandbox
 
 import (
 	"context"
@@ -6,9 +8,12 @@ import (
 	"encoding/hex"
 	"strings"
 	"time"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/transport"
 )
 
-// Sandbox simulates every channel for svc_test_ keys: nothing leaves the machine. A message is
+// Sandbox simulates every channel. A message is
 // sent at once, delivered after DeliverAfter and, on whatsapp, read after ReadAfter more. Magic
 // recipients produce each failure (docs/messages.md).
 type Sandbox struct {
@@ -18,7 +23,7 @@ type Sandbox struct {
 
 // MagicRecipients make the sandbox fail a send with the given error code: one for each code a
 // message can fail with before or at its provider (docs/messages.md lists them).
-var MagicRecipients = map[string]Failure{
+var MagicRecipients = map[string]transport.Failure{
 	"+15005550001":                       {Code: "RISK_BLOCKED", Message: "The content was refused by risk review."},
 	"+15005550002":                       {Code: "SENDING_SUSPENDED", Message: "Sending is suspended for this account."},
 	"+15005550003":                       {Code: "TEN_DLC_REQUIRED", Message: "This +1 destination needs a registered 10DLC brand and campaign."},
@@ -34,21 +39,30 @@ var MagicRecipients = map[string]Failure{
 const WhatsAppUnreachable = "+15005550009"
 
 // whatsAppUndeliverable is Meta's "message undeliverable" (error 131026), as the sandbox reports it.
-var whatsAppUndeliverable = Failure{Code: "WHATSAPP_UNDELIVERABLE", ProviderCode: "131026",
+var whatsAppUndeliverable = transport.Failure{Code: "WHATSAPP_UNDELIVERABLE", ProviderCode: "131026",
 	Message: "The recipient cannot be reached on WhatsApp (no account, or an old app version)."}
 
-// Send implements Transport.
-func (s Sandbox) Send(_ context.Context, m Outbound) (Result, error) {
+// Channels implements transport.Transport: every channel.
+func (s Sandbox) Channels() []string {
+	out := make([]string, len(v1alpha1.AllChannels))
+	for i, c := range v1alpha1.AllChannels {
+		out[i] = string(c)
+	}
+	return out
+}
+
+// Send implements transport.Transport.
+func (s Sandbox) Send(_ context.Context, m transport.Outbound) (transport.Result, error) {
 	if f, ok := MagicRecipients[strings.ToLower(m.To)]; ok {
-		return Result{Failure: &f}, nil
+		return transport.Result{}, &f
 	}
 	if m.To == WhatsAppUnreachable && m.Channel == "whatsapp" {
 		f := whatsAppUndeliverable
-		return Result{Failure: &f}, nil
+		return transport.Result{}, &f
 	}
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
-	r := Result{ProviderMessageID: SandboxIDPrefix + hex.EncodeToString(b)}
+	r := transport.Result{ProviderMessageID: IDPrefix + hex.EncodeToString(b)}
 	for status := "sent"; ; {
 		step, ok := s.Next(m.Channel, status)
 		if !ok {
@@ -58,17 +72,17 @@ func (s Sandbox) Send(_ context.Context, m Outbound) (Result, error) {
 	}
 }
 
-// SandboxIDPrefix starts the provider id of every message the sandbox sends.
-const SandboxIDPrefix = "sbx_"
+// IDPrefix starts the provider id of every message the sandbox sends.
+const IDPrefix = "sbx_"
 
 // Next is the simulated step after status on channel: delivered DeliverAfter after sent and,
 // on whatsapp, read ReadAfter after delivered.
-func (s Sandbox) Next(channel, status string) (Step, bool) {
+func (s Sandbox) Next(channel, status string) (transport.Step, bool) {
 	switch {
 	case status == "sent":
-		return Step{After: s.DeliverAfter, Status: "delivered"}, true
+		return transport.Step{After: s.DeliverAfter, Status: "delivered"}, true
 	case status == "delivered" && channel == "whatsapp":
-		return Step{After: s.ReadAfter, Status: "read"}, true
+		return transport.Step{After: s.ReadAfter, Status: "read"}, true
 	}
-	return Step{}, false
+	return transport.Step{}, false
 }
