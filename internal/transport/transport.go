@@ -34,6 +34,8 @@ type Outbound struct {
 	// AccountToken is the sender's own credential on the channel (a Telegram bot token), read
 	// from the Secret its Sender references; empty when the provider's credentials suffice.
 	AccountToken string
+	// ReactToProviderMessageID is, for a reaction, the provider's id of the message reacted to.
+	ReactToProviderMessageID string
 	// StatusCallback is the URL the provider reports this message's status changes to; empty
 	// when the provider has none or the installation has no public URL.
 	StatusCallback string
