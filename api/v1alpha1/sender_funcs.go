@@ -18,6 +18,9 @@ package v1alpha1
 
 import (
 	"slices"
+	"strings"
+
+	"github.com/switchboard-io/switchboard/internal/addr"
 )
 
 // AllChannels lists every channel, in the order the spec lists them.
@@ -97,4 +100,71 @@ func (s *Sender) EmailInEffect() (receiving, catchAll bool) {
 	e := s.Spec.Email
 	receiving = e != nil && e.ReceivingEnabled && s.Spec.Transport.ReceivesEmail()
 	return receiving, receiving && e.CatchAllEnabled
+}
+
+// SendableChannels are the channels the sender can send on now, computed from its spec: the
+// configured and activated channels its transport carries. The controller publishes them as
+// status.channels, the API shows them, and a send picks among them, so a sender changed a moment
+// ago sends as its answer said.
+func (s *Sender) SendableChannels() []Channel {
+	var out []Channel
+	for _, c := range s.Spec.ActiveChannels() {
+		if s.Spec.Transport.Supports(c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Address is the sender's address on a configured channel, as contacts see it, as GET
+// /v2/channels lists it and as a message shows it in from: the number (sms, voice), the WhatsApp
+// number in E.164, the bot's @username, the account or page id, the email address. One-way SMS
+// without a number sends from the sender's name (an alphanumeric sender id). It is "" when the
+// channel is not configured.
+func (s *Sender) Address(c Channel) string {
+	spec := &s.Spec
+	switch c {
+	case ChannelSMS:
+		if spec.SMS != nil {
+			return spec.PhoneNumber
+		}
+	case ChannelSMSOneway:
+		if spec.SMSOneway != nil {
+			if spec.PhoneNumber != "" {
+				return spec.PhoneNumber
+			}
+			return s.Name
+		}
+	case ChannelVoice:
+		if spec.Voice != nil {
+			return spec.PhoneNumber
+		}
+	case ChannelWhatsApp:
+		if a := spec.WhatsApp; a != nil {
+			if n := addr.Normalize(a.DisplayPhoneNumber); addr.IsE164(n) {
+				return n
+			}
+			return a.AccountID
+		}
+	case ChannelTelegram:
+		if a := spec.Telegram; a != nil {
+			if a.DisplayName != "" {
+				return "@" + strings.TrimPrefix(a.DisplayName, "@")
+			}
+			return a.AccountID
+		}
+	case ChannelInstagram:
+		if spec.Instagram != nil {
+			return spec.Instagram.AccountID
+		}
+	case ChannelMessenger:
+		if spec.Messenger != nil {
+			return spec.Messenger.AccountID
+		}
+	case ChannelEmail:
+		if spec.Email != nil {
+			return spec.Email.Address
+		}
+	}
+	return ""
 }

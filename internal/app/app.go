@@ -40,6 +40,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
 	"github.com/switchboard-io/switchboard/internal/sender"
+	"github.com/switchboard-io/switchboard/internal/transport/registry"
 	"github.com/switchboard-io/switchboard/internal/transport/sandbox"
 	"github.com/switchboard-io/switchboard/internal/transport/telegram"
 	"github.com/switchboard-io/switchboard/internal/worker"
@@ -195,16 +196,21 @@ func Run(ctx context.Context, cfg Config) error {
 			cfg.Sandbox = DefaultSandbox
 		}
 		// The workers need the services, and the services the queue: wire the workers in after.
-		sbx := sandbox.Sandbox{DeliverAfter: cfg.Sandbox.DeliverAfter, ReadAfter: cfg.Sandbox.ReadAfter}
-		dispatch := &message.DispatchWorker{Transport: sbx}
-		catchUp := &message.SandboxCatchUpWorker{Sandbox: sbx}
+		sbx := &sandbox.Sandbox{DeliverAfter: cfg.Sandbox.DeliverAfter, ReadAfter: cfg.Sandbox.ReadAfter}
+		transports := &registry.Registry{Sandbox: sbx, Reader: mgr.GetClient()}
+		dispatch := &message.DispatchWorker{}
+		catchUp := &sandbox.CatchUpWorker{Pool: cfg.Pool, Sandbox: sbx}
 		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Delivery: delivery.NewWorker(cfg.Pool, mgr.GetClient(), cfg.Delivery),
 			Dispatch: dispatch, CatchUp: catchUp}, worker.Options{Concurrency: cfg.WorkerConcurrency}, cfg.Role.runs(RoleWorker), log)
 		if err != nil {
 			return err
 		}
-		messages := message.NewService(cfg.Pool, mgr.GetClient(), delivery.NewService(mgr.GetClient(), queue), queue)
-		dispatch.Service, catchUp.Service = messages, messages
+		messages := message.NewService(cfg.Pool, mgr.GetClient(), delivery.NewService(mgr.GetClient(), queue), queue, transports, nil)
+		dispatch.Service = messages
+		sbx.Advance = func(ctx context.Context, id, status string) error {
+			_, err := messages.ApplyStatus(ctx, message.StatusChange{MessageID: id, Status: status})
+			return err
+		}
 		if cfg.Role.runs(RoleWorker) {
 			if err := mgr.Add(&worker.Runner{Client: queue}); err != nil {
 				return fmt.Errorf("add worker: %w", err)

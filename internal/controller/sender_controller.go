@@ -62,7 +62,7 @@ func (r *SenderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	sender.Status.ObservedGeneration = sender.Generation
 	sender.Status.Channels = nil
 	if readyResult.ready {
-		sender.Status.Channels = sender.Spec.ActiveChannels()
+		sender.Status.Channels = sender.SendableChannels()
 	}
 	// One default per project: the oldest of the senders that ask to be it.
 	d := v1alpha1.DefaultSender(siblings.Items)

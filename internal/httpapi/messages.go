@@ -39,28 +39,17 @@ func messageView(m db.Message) messageJSON {
 }
 
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
-	var in message.SendInput
+	var in sendBody
 	if err := decodeJSON(r, &in, false); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	withIdempotencyHeader(r, &in)
-	m, err := s.messages.Send(r.Context(), keyFrom(r.Context()), r.Header.Get("Service-Sender"), in)
+	m, _, err := s.messages.Send(r.Context(), keyFrom(r.Context()), in.v1Request(r))
 	if err != nil {
 		s.writeError(w, r, replayOr(err, func(m db.Message) any { return messageView(m) }))
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"message": messageView(m)})
-}
-
-// withIdempotencyHeader takes the idempotency key from the Idempotency-Key header when the body
-// (where existing clients put it) has none.
-func withIdempotencyHeader(r *http.Request, in *message.SendInput) {
-	if in.IdempotencyKey == nil {
-		if h := r.Header.Get("Idempotency-Key"); h != "" {
-			in.IdempotencyKey = &h
-		}
-	}
 }
 
 // replayOr turns an idempotent retry into 409 idempotent_replay with the original message, in

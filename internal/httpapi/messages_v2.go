@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
@@ -54,13 +53,12 @@ func messageV2View(m db.Message) messageV2JSON {
 }
 
 func (s *Server) sendMessageV2(w http.ResponseWriter, r *http.Request) {
-	var in message.SendV2Input
+	var in sendV2Body
 	if err := decodeJSON(r, &in, false); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	withIdempotencyHeader(r, &in.SendInput)
-	m, routing, err := s.messages.SendV2(r.Context(), keyFrom(r.Context()), s.senders, in)
+	m, routing, err := s.messages.Send(r.Context(), keyFrom(r.Context()), in.v2Request(r))
 	if err != nil {
 		s.writeError(w, r, replayOr(err, func(m db.Message) any { return messageV2View(m) }))
 		return

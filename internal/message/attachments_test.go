@@ -20,7 +20,9 @@ import (
 // decodeAttachments reads body's attachments as the API decodes a send.
 func decodeAttachments(t *testing.T, body string) []Attachment {
 	t.Helper()
-	var in SendInput
+	var in struct {
+		Attachments []Attachment `json:"attachments"`
+	}
 	if err := json.Unmarshal([]byte(body), &in); err != nil {
 		t.Fatalf("decode %s: %v", body, err)
 	}

@@ -128,8 +128,9 @@ func (s *Service) React(ctx context.Context, key apikey.Key, senderID, id string
 		senderID = m.Sender
 	}
 	channel, messageType := m.Channel, "reaction"
-	return s.Send(ctx, key, senderID, SendInput{To: &to, Channel: &channel, MessageType: &messageType,
-		Content: &transport.Content{Emoji: *emoji, ReactTo: m.ID}})
+	msg, _, err := s.Send(ctx, key, Request{To: &to, Channel: &channel, MessageType: &messageType,
+		Content: &transport.Content{Emoji: *emoji, ReactTo: m.ID}, SenderID: senderID})
+	return msg, err
 }
 
 func ptrTime(t time.Time) *time.Time { return &t }

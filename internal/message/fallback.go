@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,21 +15,13 @@ import (
 	"github.com/switchboard-io/switchboard/internal/transport"
 )
 
-// Failures of a fallback that v2 checks before it (spec: States/Message, the v2 rows).
-var (
-	smsInactive = transport.Failure{Code: "CHANNEL_INACTIVE",
-		Message: "WhatsApp could not deliver the message and the fallback to SMS is off: the sender's SMS connection is switched off."}
-	tenDLCRequired = transport.Failure{Code: "TEN_DLC_REQUIRED",
-		Message: "WhatsApp could not deliver the message, and SMS to a +1 number needs an approved 10DLC campaign."}
-)
-
 // fallBack sends a WhatsApp message its transport refused as SMS instead, when the send allows
 // it (fallbackEnabled, the default), the recipient is a phone number and the sender has SMS on.
-// The message keeps its id and status (queued); attempted_channels records whatsapp. It reports
+// The message keeps its id (and status queued); attempted_channels records whatsapp. It reports
 // whether it took the failure over: false leaves the message to fail with the transport's error.
 //
-// A v2 send is checked first, as the spec says: with SMS off it fails with CHANNEL_INACTIVE, and
-// to a +1 number without an approved 10DLC campaign with TEN_DLC_REQUIRED.
+// A send that asked for the checked fallback (Request.Strict) runs the fallback policies first:
+// one that fails makes the message fail with its code, keeping the WhatsApp provider's code.
 func (s *Service) fallBack(ctx context.Context, m db.Message, failure *transport.Failure) (bool, error) {
 	if m.Channel != string(v1alpha1.ChannelWhatsApp) || classify(m.Recipient) != phoneRecipient {
 		return false, nil
@@ -52,25 +43,23 @@ func (s *Service) fallBack(ctx context.Context, m db.Message, failure *transport
 	if err != nil {
 		return false, fmt.Errorf("read sender %s: %w", m.Sender, err)
 	}
-	smsOn := contains(activeChannels(&snd), v1alpha1.ChannelSMS)
-	if m.APIVersion == "v2" {
-		if !smsOn {
-			return true, s.failWith(ctx, m, smsInactive, failure)
-		}
-		if strings.HasPrefix(m.Recipient, "+1") {
-			ok, err := s.hasTenDLC(ctx, m.Project)
+	if opts.FallbackChecked {
+		for _, p := range s.fallbackPolicies {
+			f, err := p.CheckFallback(ctx, m, &snd)
 			if err != nil {
 				return false, err
 			}
-			if !ok {
-				return true, s.failWith(ctx, m, tenDLCRequired, failure)
+			if f != nil {
+				f.ProviderCode = failure.ProviderCode
+				_, err := s.ApplyStatus(ctx, StatusChange{MessageID: m.ID, Status: transport.StatusFailed, Failure: f})
+				return true, err
 			}
 		}
-	} else if !smsOn {
+	} else if !contains(snd.SendableChannels(), v1alpha1.ChannelSMS) {
 		return false, nil
 	}
 	return true, pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		_, err := db.New(tx).FallBackToSMS(ctx, db.FallBackToSMSParams{ID: m.ID, Originator: originator(&snd, v1alpha1.ChannelSMS),
+		_, err := db.New(tx).FallBackToSMS(ctx, db.FallBackToSMSParams{ID: m.ID, Originator: snd.Address(v1alpha1.ChannelSMS),
 			UpdatedAt: s.now().UTC()})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // already moved on: a repeated job
@@ -83,22 +72,4 @@ func (s *Service) fallBack(ctx context.Context, m db.Message, failure *transport
 		}
 		return nil
 	})
-}
-
-// failWith fails m with the fallback's own error, keeping the provider's code of the WhatsApp
-// failure that started it.
-func (s *Service) failWith(ctx context.Context, m db.Message, f transport.Failure, cause *transport.Failure) error {
-	f.ProviderCode = cause.ProviderCode
-	return s.move(ctx, m.ID, "failed", nil, &f, nil)
-}
-
-// hasTenDLC says whether the project may send SMS to +1 numbers. 10DLC brands and campaigns are
-// not modelled yet: a project verified up to its 10DLC brand counts as having a campaign.
-func (s *Service) hasTenDLC(ctx context.Context, project string) (bool, error) {
-	var list v1alpha1.ProjectList
-	if err := s.reader.List(ctx, &list, client.InNamespace(project)); err != nil {
-		return false, fmt.Errorf("read project %s: %w", project, err)
-	}
-	p := v1alpha1.NamespaceProject(list.Items)
-	return p != nil && p.Spec.Verification == v1alpha1.VerificationTenDLCBrand, nil
 }

@@ -62,7 +62,7 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
 	}
 	msg := db.Message{ID: id, Project: in.Project, TestMode: in.TestMode, Sender: in.Sender, Direction: "inbound",
 		Channel: in.Channel, MessageType: in.MessageType, Status: "received", Recipient: in.To, Originator: in.From,
-		ConversationID: &conversation, APIVersion: "v1", ProviderTimestamp: in.ProviderTimestamp, CreatedAt: now, UpdatedAt: now}
+		ConversationID: &conversation, ProviderTimestamp: in.ProviderTimestamp, CreatedAt: now, UpdatedAt: now}
 	if in.Text != "" {
 		msg.Body = &in.Text
 	}

@@ -1,13 +1,15 @@
-// Package message sends messages: a send is validated, routed to a channel of its sender and
-// accepted in one Postgres transaction (the message, its idempotency key, its message.queued
-// event and its dispatch job), so an accepted message is never lost. Workers then hand it to the
-// sender's transport and move it through its states, each change with its event in the same
-// transaction.
+// Package message is the lifecycle core of messages. A send takes ordered steps (its thread, its
+// fields, its sender, its channel, the accept policies) and is accepted in one Postgres
+// transaction (Accept: the message, its idempotency key, its message.queued event and its
+// dispatch job), so an accepted message is never lost; a broadcast hands Accept many at once. A
+// worker then runs the dispatch policies and hands the message to the transport the registry
+// picks (Transports), and every later change (the dispatcher's, the sandbox's, a provider's
+// callback) goes through ApplyStatus, each with its event in the same transaction. Inbound
+// messages arrive through Receive.
 package message
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -26,8 +28,8 @@ import (
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/index"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
-	"github.com/switchboard-io/switchboard/internal/transport"
 	"github.com/switchboard-io/switchboard/internal/randid"
+	"github.com/switchboard-io/switchboard/internal/transport"
 )
 
 // Limits of a send's fields.
@@ -37,37 +39,51 @@ const (
 	maxKeyLength     = 255
 )
 
-// SendInput is the body of POST /v1/messages (the fields this version handles).
-type SendInput struct {
-	To             *string            `json:"to"`
-	Channel        *string            `json:"channel"`
-	MessageType    *string            `json:"messageType"`
-	Text           *string            `json:"text"`
-	Content        *transport.Content `json:"content"`
-	Subject        *string            `json:"subject"`
-	HTMLBody       *string            `json:"htmlBody"`
-	ReplyTo        *string            `json:"replyTo"`
-	Fallback       *bool              `json:"fallbackEnabled"`
-	VoiceLanguage  *string            `json:"voiceLanguage"`
-	Metadata       map[string]string  `json:"metadata"`
-	IdempotencyKey *string            `json:"idempotencyKey"`
-	Attachments    []Attachment       `json:"attachments"`
+// Request is a send as a client asked for it, before validation: the fields of POST
+// /v1/messages and /v2/messages in the domain's terms (the wire adapters in httpapi fill it).
+// A nil field was not given.
+type Request struct {
+	To, Channel, MessageType, Text *string
+	Content                        *transport.Content
+	Subject, HTMLBody, ReplyTo     *string
+	Fallback                       *bool
+	VoiceLanguage                  *string
+	Metadata                       map[string]string
+	IdempotencyKey                 *string
+	Attachments                    []Attachment
+
+	// Who sends, first that applies: the sender of ConversationID's thread (a reply), the
+	// sender with address From, the sender SenderID, the project's default sender.
+	ConversationID *string
+	From           *string
+	SenderID       string
+
+	// Strict applies the rules of the current generation (spec: Behaviour differences in v2):
+	// only active connections are picked and a missing one is 409 no_channel with what to
+	// connect, contradictions between fields are 400 whatever the senders have, bare digits are
+	// a chat id and never guessed to be a number, and a WhatsApp-to-SMS fallback first checks
+	// that SMS is on and, for +1 numbers, 10DLC.
+	Strict bool
 }
 
-// Options are a send's settings that are not content, stored with the message.
+// Options are a send's settings that are not content, stored with the message (the json tags
+// are the stored form).
 type Options struct {
 	HTMLBody        string `json:"htmlBody,omitempty"`
 	ReplyTo         string `json:"replyTo,omitempty"`
 	FallbackEnabled bool   `json:"fallbackEnabled"`
+	// FallbackChecked makes a fallback to SMS check first that SMS is on and, for +1, 10DLC
+	// (Request.Strict).
+	FallbackChecked bool   `json:"fallbackChecked,omitempty"`
 	VoiceLanguage   string `json:"voiceLanguage,omitempty"`
 }
 
 var languageTag = regexp.MustCompile(`^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$`)
 
 // options validates and collects a send's options; fallback to SMS is on unless turned off.
-func options(in SendInput) (Options, []apperror.FieldError) {
+func options(in Request) (Options, []apperror.FieldError) {
 	var errs []apperror.FieldError
-	o := Options{FallbackEnabled: in.Fallback == nil || *in.Fallback}
+	o := Options{FallbackEnabled: in.Fallback == nil || *in.Fallback, FallbackChecked: in.Strict}
 	if in.HTMLBody != nil {
 		o.HTMLBody = *in.HTMLBody
 	}
@@ -92,12 +108,21 @@ type Service struct {
 	reader     client.Reader
 	deliveries *delivery.Service
 	queue      *river.Client[pgx.Tx]
+	transports Transports
 	now        func() time.Time
+
+	acceptPolicies   []AcceptPolicy
+	dispatchPolicies []DispatchPolicy
+	fallbackPolicies []FallbackPolicy
 }
 
-// NewService returns a Service.
-func NewService(pool *pgxpool.Pool, reader client.Reader, deliveries *delivery.Service, queue *river.Client[pgx.Tx]) *Service {
-	return &Service{pool: pool, reader: reader, deliveries: deliveries, queue: queue, now: time.Now}
+// NewService returns a Service that sends through transports; carries says which message types
+// each channel's transport can carry (nil: all).
+func NewService(pool *pgxpool.Pool, reader client.Reader, deliveries *delivery.Service, queue *river.Client[pgx.Tx],
+	transports Transports, carries Carries) *Service {
+	s := &Service{pool: pool, reader: reader, deliveries: deliveries, queue: queue, transports: transports, now: time.Now}
+	s.defaultPolicies(carries)
+	return s
 }
 
 // ErrDuplicate wraps the original message of an idempotent retry.
@@ -116,7 +141,7 @@ type checked struct {
 }
 
 // check validates the fields every generation shares and lists every invalid one.
-func check(in SendInput) (checked, []apperror.FieldError) {
+func check(in Request) (checked, []apperror.FieldError) {
 	var errs []apperror.FieldError
 	bad := func(path, msg string) { errs = append(errs, apperror.FieldError{Path: path, Message: msg}) }
 	c := checked{messageType: "text"}
@@ -169,148 +194,6 @@ func check(in SendInput) (checked, []apperror.FieldError) {
 	_, optErrs := options(in)
 	errs = append(errs, optErrs...)
 	return c, errs
-}
-
-// activeChannels is what the sender can send on, computed from its spec as the controller and
-// GET /v1/senders compute it, so a sender changed a moment ago sends as its answer said.
-func activeChannels(snd *v1alpha1.Sender) []v1alpha1.Channel {
-	var active []v1alpha1.Channel
-	for _, c := range snd.Spec.ActiveChannels() {
-		if snd.Spec.Transport.Supports(c) {
-			active = append(active, c)
-		}
-	}
-	return active
-}
-
-// Send accepts a message from the key's project, through senderID or the project's default
-// sender. A retry with an idempotency key already used returns *ErrDuplicate with the original.
-func (s *Service) Send(ctx context.Context, key apikey.Key, senderID string, in SendInput) (db.Message, error) {
-	c, errs := check(in)
-	if len(errs) > 0 {
-		return db.Message{}, apperror.InvalidFields(errs...)
-	}
-	snd, err := s.pickSender(ctx, key.Project, senderID)
-	if err != nil {
-		return db.Message{}, err
-	}
-	active := activeChannels(snd)
-	channel, ferr := route(c.requested, c.kind, c.messageType, active)
-	if ferr != nil {
-		return db.Message{}, apperror.InvalidFields(*ferr)
-	}
-	if !contains(active, channel) {
-		return db.Message{}, apperror.InvalidFields(apperror.FieldError{Path: "channel", Message: fmt.Sprintf(
-			"sender %s cannot send on %s; its channels: %s", snd.Name, channel, joinChannels(active))})
-	}
-	return s.accept(ctx, key, snd, channel, c, in, "v1")
-}
-
-// accept stores the message with its idempotency key, its conversation, its message.queued
-// event and its dispatch job in one transaction.
-// version is the API generation that accepted it ("v1" or "v2"). A free-form WhatsApp message
-// needs the contact's 24-hour window open.
-func (s *Service) accept(ctx context.Context, key apikey.Key, snd *v1alpha1.Sender, channel v1alpha1.Channel, c checked, in SendInput, version string) (db.Message, error) {
-	conversation := conversationID(key.Project, key.TestMode(), snd.Name, c.to)
-	if channel == v1alpha1.ChannelWhatsApp {
-		if err := s.checkWindow(ctx, conversation, c.messageType); err != nil {
-			return db.Message{}, err
-		}
-	}
-	id, err := newID("msg_")
-	if err != nil {
-		return db.Message{}, err
-	}
-	now := s.now().UTC().Truncate(time.Microsecond)
-	var metadata, content []byte
-	if len(in.Metadata) > 0 {
-		metadata, _ = json.Marshal(in.Metadata)
-	}
-	if in.Content != nil {
-		content, _ = json.Marshal(in.Content.Outbound())
-	}
-	opts, _ := options(in) // validated by check
-	optionsJSON, _ := json.Marshal(opts)
-	var body *string
-	if c.text != "" {
-		body = &c.text
-	}
-	msg := db.Message{ID: id, Project: key.Project, TestMode: key.TestMode(), Sender: snd.Name, Direction: "outbound",
-		Channel: string(channel), MessageType: c.messageType, Status: "queued", Recipient: c.to, Originator: originator(snd, channel),
-		Body: body, Content: content, Subject: in.Subject, Metadata: metadata, Options: optionsJSON, ConversationID: &conversation,
-		APIVersion: version, CreatedAt: now, UpdatedAt: now}
-
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// The key first: a retry racing the original waits here, and then does nothing else.
-		if in.IdempotencyKey != nil {
-			owner, err := claim(ctx, tx, msg, *in.IdempotencyKey)
-			if err != nil {
-				return err
-			}
-			if owner != msg.ID {
-				return &ErrDuplicate{Original: db.Message{ID: owner}}
-			}
-		}
-		if err := s.event(ctx, tx, msg); err != nil {
-			return err
-		}
-		if _, err := s.queue.InsertTx(ctx, tx, DispatchArgs{MessageID: msg.ID}, nil); err != nil {
-			return fmt.Errorf("enqueue dispatch: %w", err)
-		}
-		// The message and its conversation last, so that the conversation's row is locked only
-		// until the commit: sends to one contact queue behind each other for that long only.
-		if _, err := record(ctx, tx, thread{msg: msg}); err != nil {
-			return err
-		}
-		return storeAttachments(ctx, tx, msg.ID, c.attachments, now)
-	})
-	var dup *ErrDuplicate
-	if errors.As(err, &dup) {
-		original, gerr := db.New(s.pool).GetMessageByID(ctx, dup.Original.ID)
-		if gerr != nil {
-			return db.Message{}, fmt.Errorf("read original message %s: %w", dup.Original.ID, gerr)
-		}
-		return db.Message{}, &ErrDuplicate{Original: original}
-	}
-	if err != nil {
-		return db.Message{}, err
-	}
-	return msg, nil
-}
-
-// claim records the idempotency key for msg and returns the id of the message that owns it.
-// A concurrent claim that is still uncommitted is waited for; a statement whose snapshot
-// predates the winner's commit sees no row, and is asked again.
-func claim(ctx context.Context, tx pgx.Tx, msg db.Message, key string) (string, error) {
-	q := db.New(tx)
-	for attempt := 0; attempt < 3; attempt++ {
-		owner, err := q.ClaimIdempotencyKey(ctx, db.ClaimIdempotencyKeyParams{
-			Project: msg.Project, TestMode: msg.TestMode, Key: key, MessageID: msg.ID, CreatedAt: msg.CreatedAt})
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue
-		}
-		if err != nil {
-			return "", fmt.Errorf("claim idempotency key: %w", err)
-		}
-		return owner, nil
-	}
-	return "", errors.New("claim idempotency key: the key's owner could not be read")
-}
-
-// event enqueues message.<status> for msg in tx, and message.status for the webhooks that ask
-// for every change under one name.
-func (s *Service) event(ctx context.Context, tx pgx.Tx, msg db.Message) error {
-	data := map[string]any{"messageId": msg.ID, "status": msg.Status, "channel": msg.Channel, "to": msg.Recipient}
-	if msg.ErrorCode != nil {
-		data["errorCode"], data["errorMessage"] = *msg.ErrorCode, deref(msg.ErrorMessage)
-	}
-	for _, name := range []string{"message." + msg.Status, delivery.StatusEvent} {
-		if _, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: msg.Project, Name: name,
-			Sender: msg.Sender, From: msg.Originator, To: msg.Recipient, Transport: msg.Channel, Data: data}); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // Get returns the key's message id; another project's, or another mode's, is not found.
@@ -367,24 +250,6 @@ func (s *Service) pickSender(ctx context.Context, project, id string) (*v1alpha1
 	}
 	return nil, apperror.InvalidFields(apperror.FieldError{Path: "Service-Sender",
 		Message: "the project has no default sender: name one in the Service-Sender header, or set one as default"})
-}
-
-// originator is the sender's address on channel, as the message's from.
-func originator(snd *v1alpha1.Sender, ch v1alpha1.Channel) string {
-	switch ch {
-	case v1alpha1.ChannelEmail:
-		if snd.Spec.Email != nil {
-			return snd.Spec.Email.Address
-		}
-	case v1alpha1.ChannelWhatsApp:
-		if snd.Spec.WhatsApp != nil && snd.Spec.WhatsApp.DisplayPhoneNumber != "" {
-			// The number as an address: "+1 500-555-0006" is +15005550006.
-			return addr.Normalize(snd.Spec.WhatsApp.DisplayPhoneNumber)
-		}
-	case v1alpha1.ChannelTelegram, v1alpha1.ChannelInstagram, v1alpha1.ChannelMessenger:
-		return ""
-	}
-	return snd.Spec.PhoneNumber
 }
 
 func contains[T comparable](list []T, v T) bool {

@@ -9,8 +9,8 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
-	"github.com/switchboard-io/switchboard/internal/transport"
 	"github.com/switchboard-io/switchboard/internal/randid"
+	"github.com/switchboard-io/switchboard/internal/transport"
 )
 
 // InjectInput is the body of POST /v1/sandbox/inbound: a message as if a contact had sent it.
@@ -86,11 +86,11 @@ func (s *Service) Inject(ctx context.Context, key apikey.Key, senderID string, i
 		return db.Message{}, err
 	}
 	ch := v1alpha1.Channel(channel)
-	if !contains(activeChannels(snd), ch) {
+	if !contains(snd.SendableChannels(), ch) {
 		return db.Message{}, apperror.InvalidFields(apperror.FieldError{Path: "channel", Message: fmt.Sprintf(
-			"sender %s does not receive on %s; its channels: %s", snd.Name, channel, joinChannels(activeChannels(snd)))})
+			"sender %s does not receive on %s; its channels: %s", snd.Name, channel, joinChannels(snd.SendableChannels()))})
 	}
-	to := originator(snd, ch)
+	to := snd.Address(ch)
 	if in.To != nil && *in.To != "" {
 		to = *in.To
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/addr"
-	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/randid"
 )
@@ -78,7 +77,7 @@ func record(ctx context.Context, tx pgx.Tx, t thread) (db.RecordMessageRow, erro
 	row, err := db.New(tx).RecordMessage(ctx, db.RecordMessageParams{
 		ID: m.ID, Project: m.Project, TestMode: m.TestMode, Sender: m.Sender, Direction: m.Direction, Channel: m.Channel,
 		MessageType: m.MessageType, Status: m.Status, Recipient: m.Recipient, Originator: m.Originator, Body: m.Body,
-		Content: m.Content, Subject: m.Subject, Metadata: m.Metadata, Options: m.Options, APIVersion: m.APIVersion,
+		Content: m.Content, Subject: m.Subject, Metadata: m.Metadata, Options: m.Options,
 		ProviderMessageID: m.ProviderMessageID, ProviderTimestamp: m.ProviderTimestamp, CreatedAt: m.CreatedAt,
 		ConversationID: *m.ConversationID, ContactIdentifier: addr.Key(address), Address: ours, ContactID: t.contactID,
 		ContactChannels: contactChannels(m.Channel), Unread: unread, ProfileName: t.profileName, Referral: t.referral,
@@ -88,25 +87,6 @@ func record(ctx context.Context, tx pgx.Tx, t thread) (db.RecordMessageRow, erro
 		return row, fmt.Errorf("store message %s in conversation %s: %w", m.ID, *m.ConversationID, err)
 	}
 	return row, nil
-}
-
-// checkWindow refuses a free-form WhatsApp message to a contact who has not written in the last
-// 24 hours; templates open conversations outside the window.
-func (s *Service) checkWindow(ctx context.Context, conversation string, messageType string) error {
-	if messageType == "template" {
-		return nil
-	}
-	until, err := db.New(s.pool).ConversationWindow(ctx, conversation)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("read conversation window: %w", err)
-	}
-	if until != nil && until.After(s.now()) {
-		return nil
-	}
-	e := apperror.New(apperror.Invalid, "whatsapp_window_closed",
-		"The contact has not written in the last 24 hours, so WhatsApp allows only template messages; send a template (messageType template) to start the conversation.")
-	e.Details = map[string]any{"channel": "whatsapp", "windowExpiresAt": until}
-	return e
 }
 
 // newContact makes the contact an inbound message comes from, with the address it wrote from,

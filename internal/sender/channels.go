@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	"k8s.io/client-go/util/retry"
 
@@ -25,56 +24,13 @@ type Address struct {
 
 // addresses lists the channel entries of one sender: every configured channel, on or off.
 func addresses(snd *v1alpha1.Sender, on []v1alpha1.Channel) []Address {
-	spec := &snd.Spec
-	phoneOr := func(fallback string) string {
-		if spec.PhoneNumber != "" {
-			return spec.PhoneNumber
-		}
-		return fallback
-	}
-	configured := map[v1alpha1.Channel]string{}
-	if spec.PhoneNumber != "" && spec.SMS != nil {
-		configured[v1alpha1.ChannelSMS] = spec.PhoneNumber
-	}
-	if spec.SMSOneway != nil {
-		configured[v1alpha1.ChannelSMSOneway] = phoneOr(snd.Name)
-	}
-	if spec.PhoneNumber != "" && spec.Voice != nil {
-		configured[v1alpha1.ChannelVoice] = spec.PhoneNumber
-	}
-	if a := spec.WhatsApp; a != nil {
-		configured[v1alpha1.ChannelWhatsApp] = e164Of(a.DisplayPhoneNumber, a.AccountID)
-	}
-	if a := spec.Telegram; a != nil {
-		configured[v1alpha1.ChannelTelegram] = a.AccountID
-		if a.DisplayName != "" {
-			configured[v1alpha1.ChannelTelegram] = "@" + strings.TrimPrefix(a.DisplayName, "@")
-		}
-	}
-	if a := spec.Instagram; a != nil {
-		configured[v1alpha1.ChannelInstagram] = a.AccountID
-	}
-	if a := spec.Messenger; a != nil {
-		configured[v1alpha1.ChannelMessenger] = a.AccountID
-	}
-	if spec.Email != nil {
-		configured[v1alpha1.ChannelEmail] = spec.Email.Address
-	}
 	var out []Address
 	for _, c := range v1alpha1.AllChannels {
-		if addr, ok := configured[c]; ok {
-			out = append(out, Address{Address: addr, Type: c, Active: slices.Contains(on, c), Sender: snd})
+		if a := snd.Address(c); a != "" {
+			out = append(out, Address{Address: a, Type: c, Active: slices.Contains(on, c), Sender: snd})
 		}
 	}
 	return out
-}
-
-// e164Of turns a displayed number ("+1 500-555-0006") into E.164, or falls back.
-func e164Of(display, fallback string) string {
-	if n := addr.Normalize(display); addr.IsE164(n) {
-		return n
-	}
-	return fallback
 }
 
 // Addresses lists the project's channel entries, sender by sender (oldest first).
@@ -269,7 +225,7 @@ func (s *Service) changeEntry(ctx context.Context, entry Address, mutate func(*v
 	if err != nil {
 		return Address{}, err
 	}
-	for _, a := range addresses(snd, channels(snd)) {
+	for _, a := range addresses(snd, snd.SendableChannels()) {
 		if a.Type == entry.Type {
 			return a, nil
 		}

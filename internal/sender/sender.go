@@ -141,7 +141,7 @@ func (s *Service) List(ctx context.Context, project string) ([]View, error) {
 		if !snd.DeletionTimestamp.IsZero() {
 			continue
 		}
-		out = append(out, View{Sender: snd, Channels: channels(snd), IsDefault: def != nil && def.UID == snd.UID})
+		out = append(out, View{Sender: snd, Channels: snd.SendableChannels(), IsDefault: def != nil && def.UID == snd.UID})
 	}
 	return out, nil
 }
@@ -349,18 +349,7 @@ func (s *Service) view(ctx context.Context, snd *v1alpha1.Sender) (View, error) 
 		list.Items = append(list.Items, *snd) // the cache has not seen it yet
 	}
 	def := v1alpha1.DefaultSender(list.Items)
-	return View{Sender: snd, Channels: channels(snd), IsDefault: def != nil && def.UID == snd.UID}, nil
-}
-
-// channels is what the sender can send on, computed as the controller computes it.
-func channels(snd *v1alpha1.Sender) []v1alpha1.Channel {
-	var out []v1alpha1.Channel
-	for _, c := range snd.Spec.ActiveChannels() {
-		if snd.Spec.Transport.Supports(c) {
-			out = append(out, c)
-		}
-	}
-	return out
+	return View{Sender: snd, Channels: snd.SendableChannels(), IsDefault: def != nil && def.UID == snd.UID}, nil
 }
 
 // clearOtherDefaults makes snd the project's only sender asking to be the default.

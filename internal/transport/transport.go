@@ -52,18 +52,17 @@ type Attachment struct {
 	URL     string
 }
 
-// Step is a later status change the transport already knows of (the sandbox's simulation).
-type Step struct {
-	After  time.Duration
-	Status string
-}
-
 // Result is the outcome of a send the provider accepted.
 type Result struct {
 	// ProviderMessageID is the upstream's id of the accepted message; its callbacks name it.
 	ProviderMessageID string
-	// Steps are status changes to come, each after the previous one (the sandbox's).
-	Steps []Step
+}
+
+// Follower is a transport that reports a sent message's later steps itself, in process (the
+// sandbox, which simulates them): the dispatcher calls Follow once the message's sent status
+// is committed.
+type Follower interface {
+	Follow(messageID, channel string)
 }
 
 // Transport sends messages for the channels it carries.

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/transport/sandbox"
 )
 
 // Deps are the workers of every job kind.
@@ -25,8 +26,8 @@ type Deps struct {
 	Keys     *apikey.Service
 	Delivery *delivery.Worker
 	Dispatch *message.DispatchWorker
-	// CatchUp makes the sandbox's overdue steps; it runs every message.SandboxCatchUpEvery.
-	CatchUp *message.SandboxCatchUpWorker
+	// CatchUp makes the sandbox's overdue steps; it runs every sandbox.CatchUpEvery.
+	CatchUp *sandbox.CatchUpWorker
 }
 
 // Options tune the queues.
@@ -68,8 +69,8 @@ func NewClient(pool *pgxpool.Pool, d Deps, o Options, work bool, log logr.Logger
 		}
 		if d.CatchUp != nil {
 			// One run at a time across replicas: River runs periodic jobs on its elected leader.
-			cfg.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(message.SandboxCatchUpEvery),
-				func() (river.JobArgs, *river.InsertOpts) { return message.SandboxCatchUpArgs{}, nil },
+			cfg.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(sandbox.CatchUpEvery),
+				func() (river.JobArgs, *river.InsertOpts) { return sandbox.CatchUpArgs{}, nil },
 				&river.PeriodicJobOpts{RunOnStart: true})}
 		}
 		cfg.Queues = map[string]river.QueueConfig{

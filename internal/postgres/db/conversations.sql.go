@@ -155,7 +155,7 @@ func (q *Queries) InsertInboundContactChannel(ctx context.Context, arg InsertInb
 }
 
 const listConversationMessages = `-- name: ListConversationMessages :many
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp, error_provider_code FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts FROM messages
 WHERE conversation_id = $1 AND project = $2 AND test_mode = $3
   AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, $5::text))
 ORDER BY created_at DESC, id DESC
@@ -210,9 +210,9 @@ func (q *Queries) ListConversationMessages(ctx context.Context, arg ListConversa
 			&i.Options,
 			&i.ConversationID,
 			&i.AttemptedChannels,
-			&i.APIVersion,
 			&i.ProviderTimestamp,
 			&i.ErrorProviderCode,
+			&i.DispatchAttempts,
 		); err != nil {
 			return nil, err
 		}
@@ -387,11 +387,11 @@ func (q *Queries) ReadConversation(ctx context.Context, arg ReadConversationPara
 const recordMessage = `-- name: RecordMessage :one
 WITH m AS (
     INSERT INTO messages (id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator,
-                          body, content, subject, metadata, options, conversation_id, api_version, provider_message_id,
+                          body, content, subject, metadata, options, conversation_id, provider_message_id,
                           provider_timestamp, created_at, updated_at)
     VALUES ($10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
             $20, $21, $22, $23, $24,
-            $1, $25, $26, $27, $28, $28)
+            $1, $25, $26, $27, $27)
     RETURNING id, project, test_mode, sender, channel, direction, body, created_at
 )
 INSERT INTO conversations AS c (id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count,
@@ -456,7 +456,6 @@ type RecordMessageParams struct {
 	Subject             *string
 	Metadata            []byte
 	Options             []byte
-	APIVersion          string
 	ProviderMessageID   *string
 	ProviderTimestamp   *time.Time
 	CreatedAt           time.Time
@@ -498,7 +497,6 @@ func (q *Queries) RecordMessage(ctx context.Context, arg RecordMessageParams) (R
 		arg.Subject,
 		arg.Metadata,
 		arg.Options,
-		arg.APIVersion,
 		arg.ProviderMessageID,
 		arg.ProviderTimestamp,
 		arg.CreatedAt,

@@ -47,9 +47,9 @@ func (q *Queries) ClaimIdempotencyKey(ctx context.Context, arg ClaimIdempotencyK
 
 const fallBackToSMS = `-- name: FallBackToSMS :one
 UPDATE messages
-SET channel = 'sms', originator = $1, attempted_channels = attempted_channels || channel, updated_at = $2
-WHERE id = $3 AND status = 'queued' AND channel = 'whatsapp'
-RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp, error_provider_code
+SET channel = 'sms', status = 'queued', originator = $1, attempted_channels = attempted_channels || channel, updated_at = $2
+WHERE id = $3 AND status IN ('queued', 'sending') AND channel = 'whatsapp'
+RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts
 `
 
 type FallBackToSMSParams struct {
@@ -85,15 +85,56 @@ func (q *Queries) FallBackToSMS(ctx context.Context, arg FallBackToSMSParams) (M
 		&i.Options,
 		&i.ConversationID,
 		&i.AttemptedChannels,
-		&i.APIVersion,
 		&i.ProviderTimestamp,
 		&i.ErrorProviderCode,
+		&i.DispatchAttempts,
+	)
+	return i, err
+}
+
+const getLiveMessageByProviderID = `-- name: GetLiveMessageByProviderID :one
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts FROM messages
+WHERE provider_message_id = $1 AND NOT test_mode
+ORDER BY created_at DESC
+LIMIT 1
+`
+
+// The live message a provider's callback names (Twilio's ids are unique across accounts).
+func (q *Queries) GetLiveMessageByProviderID(ctx context.Context, providerMessageID *string) (Message, error) {
+	row := q.db.QueryRow(ctx, getLiveMessageByProviderID, providerMessageID)
+	var i Message
+	err := row.Scan(
+		&i.ID,
+		&i.Project,
+		&i.TestMode,
+		&i.Sender,
+		&i.Direction,
+		&i.Channel,
+		&i.MessageType,
+		&i.Status,
+		&i.Recipient,
+		&i.Originator,
+		&i.Body,
+		&i.Content,
+		&i.Subject,
+		&i.Metadata,
+		&i.ProviderMessageID,
+		&i.ErrorCode,
+		&i.ErrorMessage,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Options,
+		&i.ConversationID,
+		&i.AttemptedChannels,
+		&i.ProviderTimestamp,
+		&i.ErrorProviderCode,
+		&i.DispatchAttempts,
 	)
 	return i, err
 }
 
 const getMessage = `-- name: GetMessage :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp, error_provider_code FROM messages WHERE id = $1 AND project = $2 AND test_mode = $3
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts FROM messages WHERE id = $1 AND project = $2 AND test_mode = $3
 `
 
 type GetMessageParams struct {
@@ -128,15 +169,15 @@ func (q *Queries) GetMessage(ctx context.Context, arg GetMessageParams) (Message
 		&i.Options,
 		&i.ConversationID,
 		&i.AttemptedChannels,
-		&i.APIVersion,
 		&i.ProviderTimestamp,
 		&i.ErrorProviderCode,
+		&i.DispatchAttempts,
 	)
 	return i, err
 }
 
 const getMessageByID = `-- name: GetMessageByID :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp, error_provider_code FROM messages WHERE id = $1
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts FROM messages WHERE id = $1
 `
 
 func (q *Queries) GetMessageByID(ctx context.Context, id string) (Message, error) {
@@ -165,15 +206,15 @@ func (q *Queries) GetMessageByID(ctx context.Context, id string) (Message, error
 		&i.Options,
 		&i.ConversationID,
 		&i.AttemptedChannels,
-		&i.APIVersion,
 		&i.ProviderTimestamp,
 		&i.ErrorProviderCode,
+		&i.DispatchAttempts,
 	)
 	return i, err
 }
 
 const getMessageByProviderID = `-- name: GetMessageByProviderID :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp, error_provider_code FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts FROM messages
 WHERE project = $1 AND test_mode = $2 AND provider_message_id = $3
 ORDER BY created_at DESC
 LIMIT 1
@@ -211,15 +252,39 @@ func (q *Queries) GetMessageByProviderID(ctx context.Context, arg GetMessageByPr
 		&i.Options,
 		&i.ConversationID,
 		&i.AttemptedChannels,
-		&i.APIVersion,
 		&i.ProviderTimestamp,
 		&i.ErrorProviderCode,
+		&i.DispatchAttempts,
 	)
 	return i, err
 }
 
+const isOptedOut = `-- name: IsOptedOut :one
+SELECT EXISTS (SELECT 1 FROM opt_outs
+               WHERE project = $1 AND test_mode = $2 AND originator = $3 AND recipient = $4)
+`
+
+type IsOptedOutParams struct {
+	Project    string
+	TestMode   bool
+	Originator string
+	Recipient  string
+}
+
+func (q *Queries) IsOptedOut(ctx context.Context, arg IsOptedOutParams) (bool, error) {
+	row := q.db.QueryRow(ctx, isOptedOut,
+		arg.Project,
+		arg.TestMode,
+		arg.Originator,
+		arg.Recipient,
+	)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const listMessages = `-- name: ListMessages :many
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp, error_provider_code FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts FROM messages
 WHERE project = $1 AND test_mode = $2
   AND ($3::text IS NULL OR channel = $3)
   AND ($4::text IS NULL OR status = $4)
@@ -281,9 +346,9 @@ func (q *Queries) ListMessages(ctx context.Context, arg ListMessagesParams) ([]M
 			&i.Options,
 			&i.ConversationID,
 			&i.AttemptedChannels,
-			&i.APIVersion,
 			&i.ProviderTimestamp,
 			&i.ErrorProviderCode,
+			&i.DispatchAttempts,
 		); err != nil {
 			return nil, err
 		}
@@ -298,7 +363,7 @@ func (q *Queries) ListMessages(ctx context.Context, arg ListMessagesParams) ([]M
 const markInboundRead = `-- name: MarkInboundRead :one
 UPDATE messages SET status = 'read', updated_at = $1
 WHERE id = $2 AND direction = 'inbound' AND status = 'received'
-RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp, error_provider_code
+RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts
 `
 
 type MarkInboundReadParams struct {
@@ -332,11 +397,57 @@ func (q *Queries) MarkInboundRead(ctx context.Context, arg MarkInboundReadParams
 		&i.Options,
 		&i.ConversationID,
 		&i.AttemptedChannels,
-		&i.APIVersion,
 		&i.ProviderTimestamp,
 		&i.ErrorProviderCode,
+		&i.DispatchAttempts,
 	)
 	return i, err
+}
+
+const optIn = `-- name: OptIn :exec
+DELETE FROM opt_outs WHERE project = $1 AND test_mode = $2 AND originator = $3 AND recipient = $4
+`
+
+type OptInParams struct {
+	Project    string
+	TestMode   bool
+	Originator string
+	Recipient  string
+}
+
+func (q *Queries) OptIn(ctx context.Context, arg OptInParams) error {
+	_, err := q.db.Exec(ctx, optIn,
+		arg.Project,
+		arg.TestMode,
+		arg.Originator,
+		arg.Recipient,
+	)
+	return err
+}
+
+const optOut = `-- name: OptOut :exec
+INSERT INTO opt_outs (project, test_mode, originator, recipient, created_at)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT DO NOTHING
+`
+
+type OptOutParams struct {
+	Project    string
+	TestMode   bool
+	Originator string
+	Recipient  string
+	CreatedAt  time.Time
+}
+
+func (q *Queries) OptOut(ctx context.Context, arg OptOutParams) error {
+	_, err := q.db.Exec(ctx, optOut,
+		arg.Project,
+		arg.TestMode,
+		arg.Originator,
+		arg.Recipient,
+		arg.CreatedAt,
+	)
+	return err
 }
 
 const sandboxInFlight = `-- name: SandboxInFlight :many
@@ -444,7 +555,7 @@ WITH moved AS (
         error_code = $3, error_message = $4,
         error_provider_code = $5, updated_at = $6
     WHERE msg.id = $7 AND msg.status = ANY($8::text[])
-    RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.api_version, msg.provider_timestamp, msg.error_provider_code
+    RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.provider_timestamp, msg.error_provider_code, msg.dispatch_attempts
 ), outcome AS (
     UPDATE contact_channels cc
     SET total_attempts = cc.total_attempts
@@ -463,7 +574,7 @@ WITH moved AS (
       AND cc.identifier = CASE WHEN strpos(m.recipient, '@') > 0 THEN lower(m.recipient) ELSE m.recipient END
     RETURNING cc.id
 )
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, api_version, provider_timestamp, error_provider_code FROM moved
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts FROM moved
 `
 
 type SetMessageStatusParams struct {
@@ -500,9 +611,9 @@ type SetMessageStatusRow struct {
 	Options           []byte
 	ConversationID    *string
 	AttemptedChannels []string
-	APIVersion        string
 	ProviderTimestamp *time.Time
 	ErrorProviderCode *string
+	DispatchAttempts  int32
 }
 
 // Moves a message forward; a late or repeated step is ignored (returns no row). In the same
@@ -545,9 +656,55 @@ func (q *Queries) SetMessageStatus(ctx context.Context, arg SetMessageStatusPara
 		&i.Options,
 		&i.ConversationID,
 		&i.AttemptedChannels,
-		&i.APIVersion,
 		&i.ProviderTimestamp,
 		&i.ErrorProviderCode,
+		&i.DispatchAttempts,
+	)
+	return i, err
+}
+
+const startDispatch = `-- name: StartDispatch :one
+UPDATE messages SET status = 'sending', dispatch_attempts = dispatch_attempts + 1, updated_at = $1
+WHERE id = $2 AND status IN ('queued', 'sending')
+RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts
+`
+
+type StartDispatchParams struct {
+	UpdatedAt time.Time
+	ID        string
+}
+
+// Records a call to the provider about to be made: the message shows 'sending' and counts the
+// attempt, committed before the call. Returns no row when the message has moved on.
+func (q *Queries) StartDispatch(ctx context.Context, arg StartDispatchParams) (Message, error) {
+	row := q.db.QueryRow(ctx, startDispatch, arg.UpdatedAt, arg.ID)
+	var i Message
+	err := row.Scan(
+		&i.ID,
+		&i.Project,
+		&i.TestMode,
+		&i.Sender,
+		&i.Direction,
+		&i.Channel,
+		&i.MessageType,
+		&i.Status,
+		&i.Recipient,
+		&i.Originator,
+		&i.Body,
+		&i.Content,
+		&i.Subject,
+		&i.Metadata,
+		&i.ProviderMessageID,
+		&i.ErrorCode,
+		&i.ErrorMessage,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Options,
+		&i.ConversationID,
+		&i.AttemptedChannels,
+		&i.ProviderTimestamp,
+		&i.ErrorProviderCode,
+		&i.DispatchAttempts,
 	)
 	return i, err
 }

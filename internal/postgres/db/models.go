@@ -106,9 +106,9 @@ type Message struct {
 	Options           []byte
 	ConversationID    *string
 	AttemptedChannels []string
-	APIVersion        string
 	ProviderTimestamp *time.Time
 	ErrorProviderCode *string
+	DispatchAttempts  int32
 }
 
 type MessageAttachment struct {
@@ -130,6 +130,14 @@ type MessageIdempotencyKey struct {
 	Key       string
 	MessageID string
 	CreatedAt time.Time
+}
+
+type OptOut struct {
+	Project    string
+	TestMode   bool
+	Originator string
+	Recipient  string
+	CreatedAt  time.Time
 }
 
 type SwitchboardSetting struct {

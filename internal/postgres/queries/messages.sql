@@ -77,8 +77,8 @@ LIMIT 1;
 -- name: FallBackToSMS :one
 -- Moves a queued WhatsApp message that its transport refused to SMS, remembering the channel tried.
 UPDATE messages
-SET channel = 'sms', originator = @originator, attempted_channels = attempted_channels || channel, updated_at = @updated_at
-WHERE id = @id AND status = 'queued' AND channel = 'whatsapp'
+SET channel = 'sms', status = 'queued', originator = @originator, attempted_channels = attempted_channels || channel, updated_at = @updated_at
+WHERE id = @id AND status IN ('queued', 'sending') AND channel = 'whatsapp'
 RETURNING *;
 
 -- name: GetMessageByProviderID :one
@@ -100,3 +100,29 @@ WHERE provider_message_id LIKE 'sbx\_%' AND (status = 'sent' OR (status = 'deliv
   AND updated_at < @before
 ORDER BY updated_at
 LIMIT @max_rows;
+
+-- name: StartDispatch :one
+-- Records a call to the provider about to be made: the message shows 'sending' and counts the
+-- attempt, committed before the call. Returns no row when the message has moved on.
+UPDATE messages SET status = 'sending', dispatch_attempts = dispatch_attempts + 1, updated_at = @updated_at
+WHERE id = @id AND status IN ('queued', 'sending')
+RETURNING *;
+
+-- name: GetLiveMessageByProviderID :one
+-- The live message a provider's callback names (Twilio's ids are unique across accounts).
+SELECT * FROM messages
+WHERE provider_message_id = @provider_message_id AND NOT test_mode
+ORDER BY created_at DESC
+LIMIT 1;
+
+-- name: OptOut :exec
+INSERT INTO opt_outs (project, test_mode, originator, recipient, created_at)
+VALUES (@project, @test_mode, @originator, @recipient, @created_at)
+ON CONFLICT DO NOTHING;
+
+-- name: OptIn :exec
+DELETE FROM opt_outs WHERE project = @project AND test_mode = @test_mode AND originator = @originator AND recipient = @recipient;
+
+-- name: IsOptedOut :one
+SELECT EXISTS (SELECT 1 FROM opt_outs
+               WHERE project = @project AND test_mode = @test_mode AND originator = @originator AND recipient = @recipient);

@@ -13,12 +13,17 @@ import (
 	"github.com/switchboard-io/switchboard/internal/transport"
 )
 
-// Sandbox simulates every channel. A message is
-// sent at once, delivered after DeliverAfter and, on whatsapp, read after ReadAfter more. Magic
-// recipients produce each failure (docs/messages.md).
+// Sandbox simulates every channel. A message is sent at once, delivered after DeliverAfter
+// and, on whatsapp, read after ReadAfter more. Magic recipients produce each failure
+// (docs/messages.md). The later steps run on in-memory timers (Follow); a step lost with a
+// stopped process is made by the catch-up (CatchUpWorker). Statuses only move forward, so a
+// step made twice is made once.
 type Sandbox struct {
 	DeliverAfter time.Duration
 	ReadAfter    time.Duration
+	// Advance moves a message to a status with its event (the message lifecycle's
+	// ApplyStatus); set before the first Follow.
+	Advance func(ctx context.Context, messageID, status string) error
 }
 
 // MagicRecipients make the sandbox fail a send with the given error code: one for each code a
@@ -43,7 +48,7 @@ var whatsAppUndeliverable = transport.Failure{Code: "WHATSAPP_UNDELIVERABLE", Pr
 	Message: "The recipient cannot be reached on WhatsApp (no account, or an old app version)."}
 
 // Channels implements transport.Transport: every channel.
-func (s Sandbox) Channels() []string {
+func (s *Sandbox) Channels() []string {
 	out := make([]string, len(v1alpha1.AllChannels))
 	for i, c := range v1alpha1.AllChannels {
 		out[i] = string(c)
@@ -52,7 +57,7 @@ func (s Sandbox) Channels() []string {
 }
 
 // Send implements transport.Transport.
-func (s Sandbox) Send(_ context.Context, m transport.Outbound) (transport.Result, error) {
+func (s *Sandbox) Send(_ context.Context, m transport.Outbound) (transport.Result, error) {
 	if f, ok := MagicRecipients[strings.ToLower(m.To)]; ok {
 		return transport.Result{}, &f
 	}
@@ -62,14 +67,34 @@ func (s Sandbox) Send(_ context.Context, m transport.Outbound) (transport.Result
 	}
 	b := make([]byte, 12)
 	_, _ = rand.Read(b)
-	r := transport.Result{ProviderMessageID: IDPrefix + hex.EncodeToString(b)}
-	for status := "sent"; ; {
-		step, ok := s.Next(m.Channel, status)
-		if !ok {
-			return r, nil
-		}
-		r.Steps, status = append(r.Steps, step), step.Status
+	return transport.Result{ProviderMessageID: IDPrefix + hex.EncodeToString(b)}, nil
+}
+
+// Follow plays the message's later steps on timers, once its sent status is committed.
+func (s *Sandbox) Follow(messageID, channel string) {
+	s.playFrom(messageID, channel, transport.StatusSent)
+}
+
+// playFrom schedules the step after status, and from it the next.
+func (s *Sandbox) playFrom(messageID, channel, status string) {
+	step, ok := s.Next(channel, status)
+	if !ok {
+		return
 	}
+	time.AfterFunc(step.After, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		// A failure here is not lost: the catch-up makes the same step later.
+		if err := s.Advance(ctx, messageID, step.Status); err == nil {
+			s.playFrom(messageID, channel, step.Status)
+		}
+	})
+}
+
+// Step is a simulated status change, After the previous one.
+type Step struct {
+	After  time.Duration
+	Status string
 }
 
 // IDPrefix starts the provider id of every message the sandbox sends.
@@ -77,12 +102,12 @@ const IDPrefix = "sbx_"
 
 // Next is the simulated step after status on channel: delivered DeliverAfter after sent and,
 // on whatsapp, read ReadAfter after delivered.
-func (s Sandbox) Next(channel, status string) (transport.Step, bool) {
+func (s *Sandbox) Next(channel, status string) (Step, bool) {
 	switch {
 	case status == "sent":
-		return transport.Step{After: s.DeliverAfter, Status: "delivered"}, true
+		return Step{After: s.DeliverAfter, Status: "delivered"}, true
 	case status == "delivered" && channel == "whatsapp":
-		return transport.Step{After: s.ReadAfter, Status: "read"}, true
+		return Step{After: s.ReadAfter, Status: "read"}, true
 	}
-	return transport.Step{}, false
+	return Step{}, false
 }

@@ -1,0 +1,175 @@
+package message
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/switchboard-io/switchboard/internal/delivery"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/transport"
+)
+
+// Outbound is a message ready to be accepted: valid, with its sender and channel chosen. A send
+// makes one; a broadcast makes one per recipient and accepts them in batches.
+type Outbound struct {
+	Project  string
+	TestMode bool
+	// Sender is the Sender's name; From its address on Channel.
+	Sender      string
+	Channel     string
+	MessageType string
+	To, From    string
+	Text        string
+	Subject     *string
+	Content     *transport.Content
+	Metadata    map[string]string
+	Options     Options
+	// IdempotencyKey, when set, makes a second send with the same key return the first message.
+	IdempotencyKey *string
+	attachments    []attachment
+}
+
+// ConversationID is the thread the message belongs to.
+func (o *Outbound) ConversationID() string {
+	return conversationID(o.Project, o.TestMode, o.Sender, o.To)
+}
+
+// Accept stores a batch of messages inside tx, the caller's transaction: for each, its
+// idempotency key, its message.queued event, its dispatch job, the message itself in its
+// conversation and its attachments. Everything commits or nothing does, so an accepted message
+// is never lost. A key already used by another message returns *ErrDuplicate naming it; the
+// caller must roll back. Outbound threads raise no conversation.new: a campaign does not
+// announce one conversation per recipient.
+//
+// Lock order: the idempotency key first (a retry racing the original waits there, and then does
+// nothing else), then the message with its conversation last, so that the conversation's row is
+// locked only until the commit.
+func (s *Service) Accept(ctx context.Context, tx pgx.Tx, batch []Outbound) ([]db.Message, error) {
+	now := s.now().UTC().Truncate(time.Microsecond)
+	msgs := make([]db.Message, len(batch))
+	jobs := make([]river.InsertManyParams, len(batch))
+	for i := range batch {
+		m, err := stored(&batch[i], now)
+		if err != nil {
+			return nil, err
+		}
+		if key := batch[i].IdempotencyKey; key != nil {
+			owner, err := claim(ctx, tx, m, *key)
+			if err != nil {
+				return nil, err
+			}
+			if owner != m.ID {
+				return nil, &ErrDuplicate{Original: db.Message{ID: owner}}
+			}
+		}
+		if err := s.event(ctx, tx, m); err != nil {
+			return nil, err
+		}
+		msgs[i], jobs[i] = m, river.InsertManyParams{Args: DispatchArgs{MessageID: m.ID}}
+	}
+	if _, err := s.queue.InsertManyTx(ctx, tx, jobs); err != nil {
+		return nil, fmt.Errorf("enqueue dispatch: %w", err)
+	}
+	for i, m := range msgs {
+		if _, err := record(ctx, tx, thread{msg: m}); err != nil {
+			return nil, err
+		}
+		if err := storeAttachments(ctx, tx, m.ID, batch[i].attachments, now); err != nil {
+			return nil, err
+		}
+	}
+	return msgs, nil
+}
+
+// stored is o as its row: queued, with a new id.
+func stored(o *Outbound, now time.Time) (db.Message, error) {
+	id, err := newID("msg_")
+	if err != nil {
+		return db.Message{}, err
+	}
+	conversation := o.ConversationID()
+	m := db.Message{ID: id, Project: o.Project, TestMode: o.TestMode, Sender: o.Sender, Direction: "outbound",
+		Channel: o.Channel, MessageType: o.MessageType, Status: "queued", Recipient: o.To, Originator: o.From,
+		Subject: o.Subject, ConversationID: &conversation, CreatedAt: now, UpdatedAt: now}
+	if o.Text != "" {
+		text := o.Text
+		m.Body = &text
+	}
+	if len(o.Metadata) > 0 {
+		if m.Metadata, err = json.Marshal(o.Metadata); err != nil {
+			return db.Message{}, fmt.Errorf("encode metadata: %w", err)
+		}
+	}
+	if o.Content != nil {
+		if m.Content, err = json.Marshal(o.Content.Outbound()); err != nil {
+			return db.Message{}, fmt.Errorf("encode content: %w", err)
+		}
+	}
+	if m.Options, err = json.Marshal(o.Options); err != nil {
+		return db.Message{}, fmt.Errorf("encode options: %w", err)
+	}
+	return m, nil
+}
+
+// acceptOne accepts one message in its own transaction; an idempotent retry returns
+// *ErrDuplicate with the original message.
+func (s *Service) acceptOne(ctx context.Context, o Outbound) (db.Message, error) {
+	var msgs []db.Message
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		msgs, err = s.Accept(ctx, tx, []Outbound{o})
+		return err
+	})
+	var dup *ErrDuplicate
+	if errors.As(err, &dup) {
+		original, gerr := db.New(s.pool).GetMessageByID(ctx, dup.Original.ID)
+		if gerr != nil {
+			return db.Message{}, fmt.Errorf("read original message %s: %w", dup.Original.ID, gerr)
+		}
+		return db.Message{}, &ErrDuplicate{Original: original}
+	}
+	if err != nil {
+		return db.Message{}, err
+	}
+	return msgs[0], nil
+}
+
+// claim records the idempotency key for msg and returns the id of the message that owns it.
+// A concurrent claim that is still uncommitted is waited for; a statement whose snapshot
+// predates the winner's commit sees no row, and is asked again.
+func claim(ctx context.Context, tx pgx.Tx, msg db.Message, key string) (string, error) {
+	q := db.New(tx)
+	for attempt := 0; attempt < 3; attempt++ {
+		owner, err := q.ClaimIdempotencyKey(ctx, db.ClaimIdempotencyKeyParams{
+			Project: msg.Project, TestMode: msg.TestMode, Key: key, MessageID: msg.ID, CreatedAt: msg.CreatedAt})
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("claim idempotency key: %w", err)
+		}
+		return owner, nil
+	}
+	return "", errors.New("claim idempotency key: the key's owner could not be read")
+}
+
+// event enqueues message.<status> for msg in tx, and message.status for the webhooks that ask
+// for every change under one name.
+func (s *Service) event(ctx context.Context, tx pgx.Tx, msg db.Message) error {
+	data := map[string]any{"messageId": msg.ID, "status": msg.Status, "channel": msg.Channel, "to": msg.Recipient}
+	if msg.ErrorCode != nil {
+		data["errorCode"], data["errorMessage"] = *msg.ErrorCode, deref(msg.ErrorMessage)
+	}
+	for _, name := range []string{"message." + msg.Status, delivery.StatusEvent} {
+		if _, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: msg.Project, Name: name,
+			Sender: msg.Sender, From: msg.Originator, To: msg.Recipient, Transport: msg.Channel, Data: data}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

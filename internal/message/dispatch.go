@@ -1,0 +1,227 @@
+package message
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/transport"
+)
+
+// Transports picks how a message goes out: the sandbox for test keys, always; for live keys the
+// transport of the provider the sender's channel uses. A *transport.Failure from Route fails the
+// message (no provider serves the channel); another error is tried again.
+type Transports interface {
+	Route(ctx context.Context, m db.Message) (Route, error)
+}
+
+// Route is the transport of one message and what it needs besides the message.
+type Route struct {
+	Transport transport.Transport
+	// AccountToken is the sender's own credential on the channel (a bot token).
+	AccountToken string
+	// StatusCallback is where the provider reports the message's status changes.
+	StatusCallback string
+	// External: the transport reaches a real provider, whose sends cannot be taken back; each
+	// call is recorded before it is made (status sending), and bounded.
+	External bool
+}
+
+// Dispatch retries: a provider that answers "later" (429, 5xx) or cannot be reached is tried
+// again after 1, 2, 4 … seconds, at most dispatchBackoffCap apart, MaxDispatchAttempts calls in
+// all; then the message fails with ErrProviderUnavailable. A crash between a provider's answer
+// and the commit of sent leaves the message sending: the next attempt calls the provider again,
+// so a message goes out at most MaxDispatchAttempts times (docs/transports.md).
+const (
+	MaxDispatchAttempts = 8
+	dispatchBackoffCap  = time.Minute
+)
+
+// Dispatch error codes of Switchboard's own (docs/transports.md).
+const (
+	ErrProviderUnavailable = "PROVIDER_UNAVAILABLE"
+)
+
+// DispatchArgs hands a queued message to its transport.
+type DispatchArgs struct {
+	MessageID string `json:"messageId"`
+}
+
+// Kind names the job kind.
+func (DispatchArgs) Kind() string { return "message.dispatch" }
+
+// DispatchWorker sends queued messages.
+type DispatchWorker struct {
+	river.WorkerDefaults[DispatchArgs]
+	Service *Service
+}
+
+// Work runs the dispatch policies, sends the message through its transport and records the
+// outcome with its event.
+func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs]) error {
+	return w.Service.dispatch(ctx, job.Args.MessageID)
+}
+
+func (s *Service) dispatch(ctx context.Context, id string) error {
+	m, err := db.New(s.pool).GetMessageByID(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read message %s: %w", id, err)
+	}
+	if m.Status != "queued" && m.Status != "sending" {
+		return nil // already handed over: a repeated job must not send twice
+	}
+	for _, p := range s.dispatchPolicies {
+		f, err := p.CheckDispatch(ctx, m)
+		if err != nil {
+			return err
+		}
+		if f != nil {
+			return s.fail(ctx, m, f)
+		}
+	}
+	route, err := s.transports.Route(ctx, m)
+	if f := transport.AsFailure(err); f != nil {
+		return s.fail(ctx, m, f)
+	}
+	if err != nil {
+		return fmt.Errorf("pick the transport of message %s: %w", m.ID, err)
+	}
+	if route.External {
+		if m.DispatchAttempts >= MaxDispatchAttempts {
+			return s.fail(ctx, m, &transport.Failure{Code: ErrProviderUnavailable,
+				Message: fmt.Sprintf("The provider did not take the message in %d attempts.", MaxDispatchAttempts)})
+		}
+		started, err := db.New(s.pool).StartDispatch(ctx, db.StartDispatchParams{ID: m.ID, UpdatedAt: s.now().UTC()})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // moved on meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("record the dispatch of message %s: %w", m.ID, err)
+		}
+		m = db.Message(started)
+	}
+	out, err := s.outbound(ctx, m, route)
+	if err != nil {
+		return err
+	}
+	res, err := route.Transport.Send(ctx, out)
+	if f := transport.AsFailure(err); f != nil {
+		return s.fail(ctx, m, f)
+	}
+	if err != nil {
+		return s.later(ctx, m, err)
+	}
+	if _, err := s.ApplyStatus(ctx, StatusChange{MessageID: m.ID, ProviderMessageID: res.ProviderMessageID,
+		Status: transport.StatusSent}); err != nil {
+		return err
+	}
+	if f, ok := route.Transport.(transport.Follower); ok {
+		f.Follow(m.ID, m.Channel)
+	}
+	return nil
+}
+
+// fail fails m with f, unless a WhatsApp message can fall back to SMS; a recipient's opt-out
+// the provider reported is remembered, so later sends fail without calling it.
+func (s *Service) fail(ctx context.Context, m db.Message, f *transport.Failure) error {
+	if done, err := s.fallBack(ctx, m, f); done || err != nil {
+		return err
+	}
+	if f.Code == ErrUnsubscribed {
+		if err := s.SetOptOut(ctx, m.Project, m.TestMode, m.Originator, m.Recipient, true); err != nil {
+			return err
+		}
+	}
+	_, err := s.ApplyStatus(ctx, StatusChange{MessageID: m.ID, Status: transport.StatusFailed, Failure: f})
+	return err
+}
+
+// later tries the message again after a backoff, or fails it once its attempts are spent.
+func (s *Service) later(ctx context.Context, m db.Message, cause error) error {
+	var t *transport.Temporary
+	providerCode := ""
+	if errors.As(cause, &t) {
+		providerCode = t.ProviderCode
+	}
+	if m.DispatchAttempts >= MaxDispatchAttempts {
+		return s.fail(ctx, m, &transport.Failure{Code: ErrProviderUnavailable, ProviderCode: providerCode,
+			Message: fmt.Sprintf("The provider did not take the message in %d attempts.", MaxDispatchAttempts)})
+	}
+	wait := dispatchBackoff(int(m.DispatchAttempts))
+	if t != nil && t.RetryAfter > wait {
+		wait = min(t.RetryAfter, dispatchBackoffCap)
+	}
+	if m.DispatchAttempts == 0 {
+		// Not a provider call that was counted (the sandbox, or a failure before the call):
+		// let the queue's own retries handle it.
+		return fmt.Errorf("send message %s: %w", m.ID, cause)
+	}
+	return river.JobSnooze(wait)
+}
+
+// dispatchBackoff is the wait after the attempt-th call failed for now: 1 s, doubling, capped.
+func dispatchBackoff(attempt int) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	d := time.Second << min(attempt-1, 10)
+	return min(d, dispatchBackoffCap)
+}
+
+// outbound is what the transport needs of m.
+func (s *Service) outbound(ctx context.Context, m db.Message, r Route) (transport.Outbound, error) {
+	q := db.New(s.pool)
+	attachments, err := outboundAttachments(ctx, q, m)
+	if err != nil {
+		return transport.Outbound{}, err
+	}
+	out := transport.Outbound{ID: m.ID, Channel: m.Channel, MessageType: m.MessageType, To: m.Recipient, From: m.Originator,
+		Text: deref(m.Body), Subject: deref(m.Subject), Attachments: attachments, AccountToken: r.AccountToken,
+		StatusCallback: r.StatusCallback}
+	if len(m.Content) > 0 {
+		var c transport.Content
+		if err := json.Unmarshal(m.Content, &c); err != nil {
+			return transport.Outbound{}, fmt.Errorf("read content of message %s: %w", m.ID, err)
+		}
+		out.Content = &c
+		if c.ReactTo != "" {
+			target, err := q.GetMessageByID(ctx, c.ReactTo)
+			if err == nil && target.ProviderMessageID != nil {
+				out.ReactToProviderMessageID = *target.ProviderMessageID
+			}
+		}
+	}
+	if len(m.Options) > 0 {
+		var o Options
+		if err := json.Unmarshal(m.Options, &o); err != nil {
+			return transport.Outbound{}, fmt.Errorf("read options of message %s: %w", m.ID, err)
+		}
+		out.VoiceLanguage = o.VoiceLanguage
+	}
+	return out, nil
+}
+
+// SetOptOut records that recipient asked originator to stop (out true), or to start again.
+func (s *Service) SetOptOut(ctx context.Context, project string, testMode bool, originator, recipient string, out bool) error {
+	q := db.New(s.pool)
+	var err error
+	if out {
+		err = q.OptOut(ctx, db.OptOutParams{Project: project, TestMode: testMode, Originator: originator, Recipient: recipient,
+			CreatedAt: s.now().UTC()})
+	} else {
+		err = q.OptIn(ctx, db.OptInParams{Project: project, TestMode: testMode, Originator: originator, Recipient: recipient})
+	}
+	if err != nil {
+		return fmt.Errorf("record opt-out: %w", err)
+	}
+	return nil
+}

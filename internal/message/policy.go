@@ -1,0 +1,191 @@
+package message
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/transport"
+)
+
+// The policies of the send path are ordered lists of small checks (DESIGN.md §3). A new rule
+// (risk review, sending limits, balance, email pre-flight) is one type and one entry in a list
+// that defaultPolicies builds.
+//
+//   - AcceptPolicy runs before a message is accepted: its error is the answer to the send, and
+//     nothing is stored.
+//   - DispatchPolicy runs when a worker takes the message, before its transport is called: a
+//     Failure fails the message with its errorCode, and the provider is never called.
+//   - FallbackPolicy runs before a WhatsApp message its transport refused goes out as SMS
+//     (when the send asked for the checked fallback): a Failure fails it instead.
+
+// AcceptPolicy refuses a message before it is accepted.
+type AcceptPolicy interface {
+	CheckAccept(ctx context.Context, o *Outbound) error
+}
+
+// DispatchPolicy fails a message before its transport is called; it returns nil to let it go.
+type DispatchPolicy interface {
+	CheckDispatch(ctx context.Context, m db.Message) (*transport.Failure, error)
+}
+
+// FallbackPolicy fails a message before it falls back from WhatsApp to SMS.
+type FallbackPolicy interface {
+	CheckFallback(ctx context.Context, m db.Message, snd *v1alpha1.Sender) (*transport.Failure, error)
+}
+
+// Carries says whether channel can carry messageType (a transport's own limits, such as
+// Telegram's lack of templates); the registry of transports answers it.
+type Carries func(channel, messageType string) bool
+
+// defaultPolicies are the lists in the order they run.
+func (s *Service) defaultPolicies(carries Carries) {
+	s.acceptPolicies = []AcceptPolicy{
+		channelCarries{carries: carries},
+		whatsAppWindow{windows: s, now: s.now},
+	}
+	s.dispatchPolicies = []DispatchPolicy{
+		optedOut{pool: s},
+	}
+	s.fallbackPolicies = []FallbackPolicy{
+		smsConnectionOn{},
+		tenDLCApproved{projects: s.reader},
+	}
+}
+
+// channelCarries refuses a message type the channel's transport cannot carry, naming the channel.
+type channelCarries struct{ carries Carries }
+
+func (p channelCarries) CheckAccept(_ context.Context, o *Outbound) error {
+	if p.carries == nil || p.carries(o.Channel, o.MessageType) {
+		return nil
+	}
+	return apperror.InvalidFields(apperror.FieldError{Path: "messageType",
+		Message: fmt.Sprintf("%s cannot carry %s messages", o.Channel, o.MessageType)})
+}
+
+// windowReader reads when a conversation's WhatsApp window closes (nil: never opened).
+type windowReader interface {
+	whatsAppWindow(ctx context.Context, conversation string) (*time.Time, error)
+}
+
+// whatsAppWindow refuses a free-form WhatsApp message to a contact who has not written in the
+// last 24 hours; templates open conversations outside the window (spec: What the service does 3).
+type whatsAppWindow struct {
+	windows windowReader
+	now     func() time.Time
+}
+
+func (p whatsAppWindow) CheckAccept(ctx context.Context, o *Outbound) error {
+	if o.Channel != string(v1alpha1.ChannelWhatsApp) || o.MessageType == "template" {
+		return nil
+	}
+	until, err := p.windows.whatsAppWindow(ctx, o.ConversationID())
+	if err != nil {
+		return err
+	}
+	if until != nil && until.After(p.now()) {
+		return nil
+	}
+	e := apperror.New(apperror.Invalid, "whatsapp_window_closed",
+		"The contact has not written in the last 24 hours, so WhatsApp allows only template messages; send a template (messageType template) to start the conversation.")
+	e.Details = map[string]any{"channel": "whatsapp", "windowExpiresAt": until}
+	return e
+}
+
+func (s *Service) whatsAppWindow(ctx context.Context, conversation string) (*time.Time, error) {
+	until, err := db.New(s.pool).ConversationWindow(ctx, conversation)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("read conversation window: %w", err)
+	}
+	return until, nil
+}
+
+// ErrUnsubscribed is the errorCode of a message to a recipient who asked the number to stop.
+const ErrUnsubscribed = "RECIPIENT_UNSUBSCRIBED"
+
+// optOutReader says whether a recipient asked a number to stop.
+type optOutReader interface {
+	optedOut(ctx context.Context, m db.Message) (bool, error)
+}
+
+// optedOut fails an SMS or voice message to a recipient who replied STOP to its number: the
+// provider would refuse it (Twilio's 21610) or, worse, deliver it against the recipient's wish.
+type optedOut struct{ pool optOutReader }
+
+func (p optedOut) CheckDispatch(ctx context.Context, m db.Message) (*transport.Failure, error) {
+	if !isPhoneChannel(m.Channel) {
+		return nil, nil
+	}
+	out, err := p.pool.optedOut(ctx, m)
+	if err != nil || !out {
+		return nil, err
+	}
+	return &transport.Failure{Code: ErrUnsubscribed,
+		Message: "The recipient replied STOP to this number; they receive nothing from it until they reply START."}, nil
+}
+
+func (s *Service) optedOut(ctx context.Context, m db.Message) (bool, error) {
+	out, err := db.New(s.pool).IsOptedOut(ctx, db.IsOptedOutParams{Project: m.Project, TestMode: m.TestMode,
+		Originator: m.Originator, Recipient: m.Recipient})
+	if err != nil {
+		return false, fmt.Errorf("read opt-outs: %w", err)
+	}
+	return out, nil
+}
+
+// isPhoneChannel: the channels that go to a number through a telephony provider.
+func isPhoneChannel(channel string) bool {
+	switch v1alpha1.Channel(channel) {
+	case v1alpha1.ChannelSMS, v1alpha1.ChannelSMSOneway, v1alpha1.ChannelVoice:
+		return true
+	}
+	return false
+}
+
+// Failures of a checked fallback (spec: States/Message, the v2 rows).
+var (
+	smsInactive = transport.Failure{Code: "CHANNEL_INACTIVE",
+		Message: "WhatsApp could not deliver the message and the fallback to SMS is off: the sender's SMS connection is switched off."}
+	tenDLCRequired = transport.Failure{Code: "TEN_DLC_REQUIRED",
+		Message: "WhatsApp could not deliver the message, and SMS to a +1 number needs an approved 10DLC campaign."}
+)
+
+// smsConnectionOn fails a fallback when the sender's SMS connection is switched off.
+type smsConnectionOn struct{}
+
+func (smsConnectionOn) CheckFallback(_ context.Context, _ db.Message, snd *v1alpha1.Sender) (*transport.Failure, error) {
+	if contains(snd.SendableChannels(), v1alpha1.ChannelSMS) {
+		return nil, nil
+	}
+	f := smsInactive
+	return &f, nil
+}
+
+// tenDLCApproved fails a fallback to a +1 number when the project has no approved 10DLC
+// campaign. 10DLC brands and campaigns are not modelled yet: a project verified up to its 10DLC
+// brand counts as having a campaign.
+type tenDLCApproved struct{ projects client.Reader }
+
+func (p tenDLCApproved) CheckFallback(ctx context.Context, m db.Message, _ *v1alpha1.Sender) (*transport.Failure, error) {
+	if !strings.HasPrefix(m.Recipient, "+1") {
+		return nil, nil
+	}
+	var list v1alpha1.ProjectList
+	if err := p.projects.List(ctx, &list, client.InNamespace(m.Project)); err != nil {
+		return nil, fmt.Errorf("read project %s: %w", m.Project, err)
+	}
+	if pr := v1alpha1.NamespaceProject(list.Items); pr != nil && pr.Spec.Verification == v1alpha1.VerificationTenDLCBrand {
+		return nil, nil
+	}
+	f := tenDLCRequired
+	return &f, nil
+}

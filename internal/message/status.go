@@ -1,0 +1,78 @@
+package message
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/transport"
+)
+
+// statusFrom says from which statuses a message may move to each status: a late or repeated
+// step is ignored, so statuses only move forward.
+var statusFrom = map[string][]string{
+	transport.StatusSent:      {"queued", "sending"},
+	transport.StatusDelivered: {"sent"},
+	transport.StatusRead:      {"sent", "delivered"},
+	transport.StatusFailed:    {"queued", "sending", "sent"},
+}
+
+// StatusChange is a status a message moves to.
+type StatusChange struct {
+	// MessageID names the message; when it is empty, ProviderMessageID does (a provider's
+	// callback, for live messages).
+	MessageID         string
+	ProviderMessageID string
+	// Status is one of transport's Status constants.
+	Status string
+	// Failure is the errorCode and message of a failed message.
+	Failure *transport.Failure
+}
+
+// ApplyStatus moves a message to a status and writes its event, in one transaction. The
+// dispatcher, the sandbox and providers' callbacks all move messages through it. It reports
+// whether the message moved: a late, repeated or unknown change moves nothing and is no error.
+func (s *Service) ApplyStatus(ctx context.Context, ch StatusChange) (bool, error) {
+	from, ok := statusFrom[ch.Status]
+	if !ok {
+		return false, fmt.Errorf("apply status: unknown status %q", ch.Status)
+	}
+	moved := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		id := ch.MessageID
+		if id == "" {
+			m, err := q.GetLiveMessageByProviderID(ctx, &ch.ProviderMessageID)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("find message of provider id: %w", err)
+			}
+			id = m.ID
+		}
+		p := db.SetMessageStatusParams{ID: id, Status: ch.Status, UpdatedAt: s.now().UTC(), FromStatuses: from}
+		if ch.MessageID != "" && ch.ProviderMessageID != "" {
+			p.ProviderMessageID = &ch.ProviderMessageID
+		}
+		if f := ch.Failure; f != nil {
+			p.ErrorCode, p.ErrorMessage = &f.Code, &f.Message
+			if f.ProviderCode != "" {
+				p.ErrorProviderCode = &f.ProviderCode
+			}
+		}
+		row, err := q.SetMessageStatus(ctx, p)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // not from a status this one follows: stale or repeated
+		}
+		if err != nil {
+			return fmt.Errorf("move message %s to %s: %w", id, ch.Status, err)
+		}
+		moved = true
+		return s.event(ctx, tx, db.Message(row)) // the same columns: the statement returns the moved row
+	})
+	return moved, err
+}

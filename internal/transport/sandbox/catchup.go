@@ -1,0 +1,60 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+)
+
+// CatchUpArgs makes the sandbox's simulated steps that are overdue: those whose in-memory timer
+// went with a process that stopped, or fell behind.
+type CatchUpArgs struct{}
+
+// Kind names the job kind (the name it had before the sandbox was a package of its own, so
+// queued jobs keep working).
+func (CatchUpArgs) Kind() string { return "message.sandbox_catch_up" }
+
+// CatchUpEvery is how often the catch-up runs, and how late past its time a step must be
+// before the catch-up makes it (the in-memory timer normally has).
+const CatchUpEvery = 10 * time.Second
+
+// catchUpBatch bounds one run; a longer backlog is taken by the runs after.
+const catchUpBatch = 1000
+
+// CatchUpWorker makes overdue sandbox steps.
+type CatchUpWorker struct {
+	river.WorkerDefaults[CatchUpArgs]
+	Pool    *pgxpool.Pool
+	Sandbox *Sandbox
+	Now     func() time.Time
+}
+
+// Work moves every sandbox message whose next step is more than CatchUpEvery late.
+func (w *CatchUpWorker) Work(ctx context.Context, _ *river.Job[CatchUpArgs]) error {
+	now := time.Now()
+	if w.Now != nil {
+		now = w.Now()
+	}
+	earliest := min(w.Sandbox.DeliverAfter, w.Sandbox.ReadAfter)
+	rows, err := db.New(w.Pool).SandboxInFlight(ctx, db.SandboxInFlightParams{
+		Before: now.Add(-earliest - CatchUpEvery), MaxRows: catchUpBatch})
+	if err != nil {
+		return fmt.Errorf("read overdue sandbox steps: %w", err)
+	}
+	for _, m := range rows {
+		step, ok := w.Sandbox.Next(m.Channel, m.Status)
+		if !ok || m.UpdatedAt.Add(step.After+CatchUpEvery).After(now) {
+			continue
+		}
+		if err := w.Sandbox.Advance(ctx, m.ID, step.Status); err != nil {
+			return err
+		}
+		w.Sandbox.playFrom(m.ID, m.Channel, step.Status)
+	}
+	return nil
+}
