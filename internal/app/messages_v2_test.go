@@ -1,8 +1,12 @@
 package app_test
 
 import (
+	"context"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 )
 
@@ -78,5 +82,40 @@ func TestSendV2(t *testing.T) {
 	items, _ := r.body["items"].([]any)
 	if r.status != 200 || len(items) != 1 || items[0].(map[string]any)["senderId"] != nil || r.body["nextCursor"] == "" {
 		t.Errorf("list = %d %v", r.status, r.body)
+	}
+}
+
+// A v2 from names one address: only its channels may carry the message, and the answer's from
+// is that address.
+func TestSendV2FromNamesOneAddress(t *testing.T) {
+	in := start(t, fastSandbox)
+	acme := newProject(t, in, v1alpha1.ProjectSpec{})
+	if err := in.k8s.Create(context.Background(), &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "desk"},
+		Spec: v1alpha1.SenderSpec{DisplayName: "Desk", Default: true, PhoneNumber: "+15005550006", SMS: &v1alpha1.Activation{Active: true},
+			Telegram: &v1alpha1.ConnectedAccount{AccountID: "123456789", DisplayName: "acme_bot", Active: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	key := newKey(t, in, acme, apikey.Test)
+	waitFor(t, func() bool { return len(in.get("/v1/senders/desk", key).body["channels"].([]any)) == 2 })
+
+	// From the number, bare digits reach nothing: refused with the number the client probably meant.
+	before := in.count("SELECT count(*) FROM messages")
+	r := in.post("/v2/messages", key, `{"from":"+15005550006","to":"447700900103","text":"Hi"}`)
+	if r.status != 400 || r.body["details"].(map[string]any)["suggestion"] != "+447700900103" {
+		t.Fatalf("from the number to bare digits = %d %v", r.status, r.body)
+	}
+	if after := in.count("SELECT count(*) FROM messages"); after != before {
+		t.Fatalf("a refused send stored %d messages", after-before)
+	}
+	// From the bot, the same digits are a chat: telegram, from the bot's address.
+	r = in.post("/v2/messages", key, `{"from":"@acme_bot","to":"447700900103","text":"Hi"}`)
+	msg, _ := r.body["message"].(map[string]any)
+	if r.status != 202 || msg["channel"] != "telegram" || msg["from"] != "@acme_bot" || r.body["routing"].(map[string]any)["from"] != "@acme_bot" {
+		t.Fatalf("from the bot = %d %v", r.status, r.body)
+	}
+	// From the number, a number: sms from the number.
+	r = in.post("/v2/messages", key, `{"from":"+15005550006","to":"+447700900103","text":"Hi"}`)
+	if msg, _ := r.body["message"].(map[string]any); r.status != 202 || msg["channel"] != "sms" || msg["from"] != "+15005550006" {
+		t.Fatalf("from the number = %d %v", r.status, r.body)
 	}
 }

@@ -1,0 +1,89 @@
+package message
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/delivery"
+	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
+)
+
+// newAcceptingService is a Service on a fresh database whose queue only inserts.
+func newAcceptingService(t *testing.T) *Service {
+	t.Helper()
+	pool := pgtest.NewPool(t)
+	queue, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	reader := fake.NewClientBuilder().WithScheme(scheme).Build()
+	return NewService(pool, reader, delivery.NewService(reader, queue), queue, nil, nil)
+}
+
+func TestAcceptBatch(t *testing.T) {
+	t.Parallel()
+	s := newAcceptingService(t)
+	ctx := context.Background()
+	key := "order-42"
+	batch := []Outbound{
+		{Project: "acme", Sender: "main", Channel: "sms", MessageType: "text", To: "+15005550100", From: "+15005550006", Text: "one"},
+		{Project: "acme", Sender: "main", Channel: "sms", MessageType: "text", To: "+15005550100", From: "+15005550006", Text: "two"},
+		{Project: "acme", Sender: "main", Channel: "sms", MessageType: "text", To: "+15005550101", From: "+15005550006", Text: "three",
+			IdempotencyKey: &key},
+	}
+	var ids []string
+	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		msgs, err := s.Accept(ctx, tx, batch)
+		for _, m := range msgs {
+			ids = append(ids, m.ID)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	count := func(sql string, args ...any) int {
+		var n int
+		if err := s.pool.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if len(ids) != 3 || count(`SELECT count(*) FROM messages WHERE id = ANY($1) AND status = 'queued'`, ids) != 3 {
+		t.Fatalf("accepted %v", ids)
+	}
+	if n := count(`SELECT count(*) FROM river_job WHERE kind = 'message.dispatch' AND args->>'messageId' = ANY($1)`, ids); n != 3 {
+		t.Errorf("%d dispatch jobs, want 3", n)
+	}
+	if n := count(`SELECT count(*) FROM conversations WHERE project = 'acme'`); n != 2 {
+		t.Errorf("%d conversations, want one per recipient", n)
+	}
+	if n := count(`SELECT message_count FROM conversations WHERE contact_identifier = '+15005550100'`); n != 2 {
+		t.Errorf("the first recipient's thread counts %d messages, want 2", n)
+	}
+
+	// A batch holding a key already used is refused whole: nothing of it is stored.
+	again := []Outbound{batch[0], batch[2]}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := s.Accept(ctx, tx, again)
+		return err
+	})
+	var dup *ErrDuplicate
+	if !errors.As(err, &dup) || dup.Original.ID != ids[2] {
+		t.Fatalf("second batch = %v, want ErrDuplicate naming %s", err, ids[2])
+	}
+	if n := count(`SELECT count(*) FROM messages`); n != 3 {
+		t.Errorf("the refused batch left %d messages, want the first batch's 3", n)
+	}
+}

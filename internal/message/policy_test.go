@@ -1,0 +1,155 @@
+package message
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+)
+
+func TestChannelCarries(t *testing.T) {
+	t.Parallel()
+	noTemplatesOnTelegram := func(channel, messageType string) bool { return channel != "telegram" || messageType != "template" }
+	for _, c := range []struct {
+		name        string
+		carries     Carries
+		channel     string
+		messageType string
+		refused     bool
+	}{
+		{"no registry: everything", nil, "telegram", "template", false},
+		{"carried", noTemplatesOnTelegram, "telegram", "image", false},
+		{"not carried", noTemplatesOnTelegram, "telegram", "template", true},
+		{"another channel", noTemplatesOnTelegram, "whatsapp", "template", false},
+	} {
+		err := channelCarries{carries: c.carries}.CheckAccept(context.Background(), &Outbound{Channel: c.channel, MessageType: c.messageType})
+		if (err != nil) != c.refused {
+			t.Errorf("%s: %v, refused want %v", c.name, err, c.refused)
+		}
+		if e := apperror.As(err); err != nil && (e == nil || e.Kind != apperror.Invalid || e.Code != "invalid_request") {
+			t.Errorf("%s: %v, want 400 invalid_request", c.name, err)
+		}
+	}
+}
+
+// windows is a conversation's window as the store would read it.
+type windows map[string]*time.Time
+
+func (w windows) whatsAppWindow(_ context.Context, conversation string) (*time.Time, error) {
+	return w[conversation], nil
+}
+
+func TestWhatsAppWindow(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	o := Outbound{Project: "acme", Sender: "main", To: "+15005550100", Channel: "whatsapp", MessageType: "text"}
+	open, closed := now.Add(time.Hour), now.Add(-time.Second)
+	for _, c := range []struct {
+		name    string
+		until   *time.Time
+		channel string
+		msgType string
+		refused bool
+	}{
+		{"open", &open, "whatsapp", "text", false},
+		{"closed", &closed, "whatsapp", "text", true},
+		{"never opened", nil, "whatsapp", "image", true},
+		{"a template opens it", nil, "whatsapp", "template", false},
+		{"not whatsapp", nil, "sms", "text", false},
+	} {
+		m := o
+		m.Channel, m.MessageType = c.channel, c.msgType
+		p := whatsAppWindow{windows: windows{o.ConversationID(): c.until}, now: func() time.Time { return now }}
+		err := p.CheckAccept(context.Background(), &m)
+		if (err != nil) != c.refused {
+			t.Errorf("%s: %v, refused want %v", c.name, err, c.refused)
+		}
+		if e := apperror.As(err); err != nil && (e == nil || e.Code != "whatsapp_window_closed") {
+			t.Errorf("%s: %v, want whatsapp_window_closed", c.name, err)
+		}
+	}
+}
+
+// optOuts are the recipients who asked a number to stop.
+type optOuts map[[2]string]bool
+
+func (o optOuts) optedOut(_ context.Context, m db.Message) (bool, error) {
+	return o[[2]string{m.Originator, m.Recipient}], nil
+}
+
+func TestOptedOut(t *testing.T) {
+	t.Parallel()
+	stopped := optOuts{{"+15005550006", "+15005550100"}: true}
+	for _, c := range []struct {
+		name, channel, from, to string
+		fails                   bool
+	}{
+		{"opted out", "sms", "+15005550006", "+15005550100", true},
+		{"one-way sms too", "sms_oneway", "+15005550006", "+15005550100", true},
+		{"voice too", "voice", "+15005550006", "+15005550100", true},
+		{"another number of ours", "sms", "+15005550007", "+15005550100", false},
+		{"another recipient", "sms", "+15005550006", "+15005550101", false},
+		{"whatsapp has its own opt-out", "whatsapp", "+15005550006", "+15005550100", false},
+	} {
+		f, err := optedOut{pool: stopped}.CheckDispatch(context.Background(), db.Message{Channel: c.channel, Originator: c.from, Recipient: c.to})
+		if err != nil || (f != nil) != c.fails || (f != nil && f.Code != ErrUnsubscribed) {
+			t.Errorf("%s: %+v %v, fails want %v", c.name, f, err, c.fails)
+		}
+	}
+}
+
+func TestFallbackPolicies(t *testing.T) {
+	t.Parallel()
+	smsOn := &v1alpha1.Sender{Spec: v1alpha1.SenderSpec{Transport: v1alpha1.TransportSandbox, PhoneNumber: "+15005550006",
+		SMS: &v1alpha1.Activation{Active: true}}}
+	smsOff := &v1alpha1.Sender{Spec: v1alpha1.SenderSpec{Transport: v1alpha1.TransportSandbox, PhoneNumber: "+15005550006",
+		SMS: &v1alpha1.Activation{Active: false}}}
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	project := func(ns string, v v1alpha1.Verification) *v1alpha1.Project {
+		return &v1alpha1.Project{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ns}, Spec: v1alpha1.ProjectSpec{Verification: v}}
+	}
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+		project("plain", ""), project("branded", v1alpha1.VerificationTenDLCBrand)).Build()
+	for _, c := range []struct {
+		name   string
+		policy FallbackPolicy
+		m      db.Message
+		snd    *v1alpha1.Sender
+		code   string
+	}{
+		{"sms on", smsConnectionOn{}, db.Message{}, smsOn, ""},
+		{"sms off", smsConnectionOn{}, db.Message{}, smsOff, "CHANNEL_INACTIVE"},
+		{"+1 without 10DLC", tenDLCApproved{projects: reader}, db.Message{Project: "plain", Recipient: "+15005550100"}, smsOn, "TEN_DLC_REQUIRED"},
+		{"+1 with 10DLC", tenDLCApproved{projects: reader}, db.Message{Project: "branded", Recipient: "+15005550100"}, smsOn, ""},
+		{"not +1", tenDLCApproved{projects: reader}, db.Message{Project: "plain", Recipient: "+447700900100"}, smsOn, ""},
+	} {
+		f, err := c.policy.CheckFallback(context.Background(), c.m, c.snd)
+		got := ""
+		if f != nil {
+			got = f.Code
+		}
+		if err != nil || got != c.code {
+			t.Errorf("%s: %q %v, want %q", c.name, got, err, c.code)
+		}
+	}
+}
+
+func TestDispatchBackoff(t *testing.T) {
+	t.Parallel()
+	for attempt, want := range map[int]time.Duration{0: time.Second, 1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second,
+		6: 32 * time.Second, 7: time.Minute, 30: time.Minute} {
+		if got := dispatchBackoff(attempt); got != want {
+			t.Errorf("dispatchBackoff(%d) = %v, want %v", attempt, got, want)
+		}
+	}
+}
