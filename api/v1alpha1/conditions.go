@@ -36,6 +36,20 @@ const (
 	// ReasonWebhookSecretNotFound: spec.webhook.secretRef names a Secret or key that does not exist,
 	// or a Secret without the webhook-secret label.
 	ReasonWebhookSecretNotFound = "WebhookSecretNotFound"
+
+	// ReasonSecretNotFound: the Provider's spec.secretRef names a Secret that does not exist or
+	// does not carry the label SecretLabel (Switchboard's cache holds no other Secret).
+	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonSecretIncomplete: the Provider's Secret lacks a key its type needs; the message names it.
+	ReasonSecretIncomplete = "SecretIncomplete"
+	// ReasonCredentialsRejected: the provider answered that the Provider's credentials are wrong.
+	ReasonCredentialsRejected = "CredentialsRejected"
+	// ReasonProviderUnreachable: the credential check could not get an answer from the provider;
+	// it is tried again with a backoff.
+	ReasonProviderUnreachable = "ProviderUnreachable"
+	// ReasonCheckPending: the Provider's credentials changed and are checked again shortly (checks
+	// of one Provider are spaced out so a burst of edits does not hammer the provider).
+	ReasonCheckPending = "CheckPending"
 )
 
 // SecretLabel marks the Secrets Switchboard reads: webhook signing secrets and provider

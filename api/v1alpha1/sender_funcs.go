@@ -32,7 +32,7 @@ var AllChannels = []Channel{
 // Channels lists the channels the transport can carry.
 func (t Transport) Channels() []Channel {
 	switch t {
-	case TransportSandbox, "":
+	case TransportSandbox, TransportProviders, "":
 		return AllChannels
 	default:
 		return nil
@@ -167,4 +167,51 @@ func (s *Sender) Address(c Channel) string {
 		}
 	}
 	return ""
+}
+
+// ProviderName is the Provider the sender names for channel; "" takes the default.
+func (s *Sender) ProviderName(c Channel) string {
+	spec := &s.Spec
+	switch c {
+	case ChannelSMS:
+		if spec.SMS != nil {
+			return spec.SMS.Provider
+		}
+	case ChannelSMSOneway:
+		if spec.SMSOneway != nil {
+			return spec.SMSOneway.Provider
+		}
+	case ChannelVoice:
+		if spec.Voice != nil {
+			return spec.Voice.Provider
+		}
+	case ChannelWhatsApp, ChannelTelegram, ChannelInstagram, ChannelMessenger:
+		if a := s.connected(c); a != nil {
+			return a.Provider
+		}
+	}
+	return ""
+}
+
+// connected is the account connected on a chat channel, or nil.
+func (s *Sender) connected(c Channel) *ConnectedAccount {
+	switch c {
+	case ChannelWhatsApp:
+		return s.Spec.WhatsApp
+	case ChannelTelegram:
+		return s.Spec.Telegram
+	case ChannelInstagram:
+		return s.Spec.Instagram
+	case ChannelMessenger:
+		return s.Spec.Messenger
+	}
+	return nil
+}
+
+// Credentials names the Secret key of the account connected on channel (a bot token), or nil.
+func (s *Sender) Credentials(c Channel) *SecretKeyRef {
+	if a := s.connected(c); a != nil {
+		return a.CredentialsRef
+	}
+	return nil
 }

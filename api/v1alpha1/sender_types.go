@@ -35,12 +35,17 @@ const (
 	ChannelVoice     Channel = "voice"
 )
 
-// Transport names the code that talks to the upstream provider for a sender.
-// +kubebuilder:validation:Enum=sandbox
+// Transport says where a sender's live messages go. Test keys (svc_test_) always send through
+// the sandbox, whatever the sender says.
+// +kubebuilder:validation:Enum=providers;sandbox
 type Transport string
 
 const (
-	// TransportSandbox simulates every channel in process; every svc_test_ key sends through it.
+	// TransportProviders sends live messages through the Provider each channel uses (the one it
+	// names, else its project's default, else the installation's).
+	TransportProviders Transport = "providers"
+	// TransportSandbox simulates every message of the sender in process, live ones too: a
+	// sender for demos and staging, which never reaches a provider.
 	TransportSandbox Transport = "sandbox"
 )
 
@@ -73,8 +78,8 @@ type SenderSpec struct {
 	// +optional
 	Default bool `json:"default,omitempty"`
 
-	// Transport is the upstream the sender sends through.
-	// +kubebuilder:default=sandbox
+	// Transport is where the sender's live messages go: through Providers, or simulated.
+	// +kubebuilder:default=providers
 	// +optional
 	Transport Transport `json:"transport,omitempty"`
 
@@ -125,6 +130,13 @@ type Activation struct {
 	// Active switches the channel on.
 	// +optional
 	Active bool `json:"active,omitempty"`
+
+	// Provider names the Provider this channel sends through, in the project's namespace or the
+	// installation's; empty takes the project's default Provider for the channel, else the
+	// installation's.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Provider string `json:"provider,omitempty"`
 }
 
 // Enablement switches a channel that needs no connection on.
@@ -132,6 +144,13 @@ type Enablement struct {
 	// Enabled switches the channel on.
 	// +optional
 	Enabled bool `json:"enabled,omitempty"`
+
+	// Provider names the Provider this channel sends through, in the project's namespace or the
+	// installation's; empty takes the project's default Provider for the channel, else the
+	// installation's.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Provider string `json:"provider,omitempty"`
 }
 
 // ConnectedAccount is an account at a provider, connected to the sender (through an invitation,
@@ -165,6 +184,13 @@ type ConnectedAccount struct {
 	// Active switches the connected account on; connected but not active, it is off.
 	// +optional
 	Active bool `json:"active,omitempty"`
+
+	// Provider names the Provider this channel sends through, in the project's namespace or the
+	// installation's; empty takes the project's default Provider for the channel, else the
+	// installation's.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Provider string `json:"provider,omitempty"`
 
 	// Profile is the WhatsApp business profile shown to contacts (WhatsApp accounts only).
 	// +optional

@@ -30,6 +30,7 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/account"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/callback"
 	"github.com/switchboard-io/switchboard/internal/contact"
 	"github.com/switchboard-io/switchboard/internal/controller"
 	"github.com/switchboard-io/switchboard/internal/delivery"
@@ -42,7 +43,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/sender"
 	"github.com/switchboard-io/switchboard/internal/transport/registry"
 	"github.com/switchboard-io/switchboard/internal/transport/sandbox"
-	"github.com/switchboard-io/switchboard/internal/transport/telegram"
+	"github.com/switchboard-io/switchboard/internal/transport/twilio"
 	"github.com/switchboard-io/switchboard/internal/worker"
 )
 
@@ -85,6 +86,13 @@ type Config struct {
 	Sandbox SandboxOptions
 	// TelegramAPI is the Telegram Bot API's address; empty is Telegram's own.
 	TelegramAPI string
+	// PublicURL is the installation's address as providers reach it: their callbacks arrive
+	// under PublicURL/callbacks/<provider>/. Empty: no status callbacks or inbound webhooks.
+	PublicURL string
+	// InstallationNamespace holds the Providers every project may use.
+	InstallationNamespace string
+	// DispatchAttempts bounds the calls to a provider for one message (0: 8).
+	DispatchAttempts int
 	// SenderActivityEvery is how often Sender status reads its traffic from Postgres (a minute).
 	SenderActivityEvery time.Duration
 	Log                 logr.Logger
@@ -180,14 +188,15 @@ func Run(ctx context.Context, cfg Config) error {
 		if every == 0 {
 			every = time.Minute
 		}
-		if err := controller.SetupAll(mgr, &controller.ActivitySource{Pool: cfg.Pool, Every: every}); err != nil {
+		if err := controller.Setup(mgr, controller.Options{Activity: &controller.ActivitySource{Pool: cfg.Pool, Every: every},
+			ProviderChecks: providerChecks()}); err != nil {
 			return fmt.Errorf("set up controllers: %w", err)
 		}
 	}
 	if cfg.Role.runs(RoleAPI) || cfg.Role.runs(RoleWorker) {
 		// Start the informers the API and the workers read before reporting ready, not on the
 		// first request or job.
-		for _, obj := range []client.Object{&v1alpha1.Project{}, &v1alpha1.Sender{}, &corev1.Secret{}} {
+		for _, obj := range []client.Object{&v1alpha1.Project{}, &v1alpha1.Sender{}, &v1alpha1.Provider{}, &corev1.Secret{}} {
 			if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 				return fmt.Errorf("watch %T: %w", obj, err)
 			}
@@ -196,8 +205,14 @@ func Run(ctx context.Context, cfg Config) error {
 			cfg.Sandbox = DefaultSandbox
 		}
 		// The workers need the services, and the services the queue: wire the workers in after.
+		// Telegram bots' webhook secret tokens derive from one key every replica shares.
+		telegramKey, err := postgres.SharedSecret(ctx, cfg.Pool, "telegram_webhook_key", 32)
+		if err != nil {
+			return err
+		}
 		sbx := &sandbox.Sandbox{DeliverAfter: cfg.Sandbox.DeliverAfter, ReadAfter: cfg.Sandbox.ReadAfter}
-		transports := &registry.Registry{Sandbox: sbx, Reader: mgr.GetClient()}
+		transports := &registry.Registry{Sandbox: sbx, Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace,
+			PublicURL: cfg.PublicURL, TelegramAPI: cfg.TelegramAPI, TelegramKey: telegramKey}
 		dispatch := &message.DispatchWorker{}
 		catchUp := &sandbox.CatchUpWorker{Pool: cfg.Pool, Sandbox: sbx}
 		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Delivery: delivery.NewWorker(cfg.Pool, mgr.GetClient(), cfg.Delivery),
@@ -205,7 +220,10 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return err
 		}
-		messages := message.NewService(cfg.Pool, mgr.GetClient(), delivery.NewService(mgr.GetClient(), queue), queue, transports, nil)
+		messages := message.NewService(cfg.Pool, mgr.GetClient(), delivery.NewService(mgr.GetClient(), queue), queue, transports, registry.Carries)
+		if cfg.DispatchAttempts > 0 {
+			messages.SetDispatchAttempts(cfg.DispatchAttempts)
+		}
 		dispatch.Service = messages
 		sbx.Advance = func(ctx context.Context, id, status string) error {
 			_, err := messages.ApplyStatus(ctx, message.StatusChange{MessageID: id, Status: status})
@@ -217,7 +235,7 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}
 		if cfg.Role.runs(RoleAPI) {
-			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, checks, log); err != nil {
+			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, checks, log); err != nil {
 				return err
 			}
 		}
@@ -230,7 +248,7 @@ func Run(ctx context.Context, cfg Config) error {
 // addAPI adds the API server and what it needs: the key authenticator with its revocation
 // listener, the request-rate limiter, the cursor key shared by replicas, and the informers it reads.
 func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Service, queue *river.Client[pgx.Tx],
-	messages *message.Service, checks map[string]healthz.Checker, log logr.Logger) error {
+	messages *message.Service, transports *registry.Registry, checks map[string]healthz.Checker, log logr.Logger) error {
 	auth := apikey.NewAuthenticator(keys, cfg.Pool, log.WithName("apikeys"))
 	if err := mgr.Add(auth); err != nil {
 		return fmt.Errorf("add key authenticator: %w", err)
@@ -246,7 +264,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	server, err := httpapi.New(httpapi.Options{
 		Auth:            auth,
 		Accounts:        account.NewService(mgr.GetClient(), mgr.GetAPIReader(), keys),
-		Senders:         sender.NewService(mgr.GetClient(), mgr.GetAPIReader(), telegram.Client{API: cfg.TelegramAPI}),
+		Senders:         sender.NewService(mgr.GetClient(), mgr.GetAPIReader(), transports),
 		ProjectWebhooks: projectwebhook.NewService(mgr.GetClient(), mgr.GetAPIReader()),
 		Messages:        messages,
 		Contacts:        contact.NewService(cfg.Pool),
@@ -256,7 +274,9 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		CursorKey:       cursorKey,
 		Listener:        cfg.Listener,
 		ReadyChecks:     checks,
-		Log:             log.WithName("api"),
+		Callbacks: &callback.Handler{Messages: messages, Reader: mgr.GetClient(), PublicURL: cfg.PublicURL,
+			InstallationNamespace: cfg.InstallationNamespace, TelegramKey: transports.TelegramKey, Log: log.WithName("callbacks")},
+		Log: log.WithName("api"),
 	})
 	if err != nil {
 		return err
@@ -278,3 +298,20 @@ type SandboxOptions struct {
 var DefaultSandbox = SandboxOptions{DeliverAfter: 500 * time.Millisecond, ReadAfter: time.Second}
 
 func ptr[T any](v T) *T { return &v }
+
+// providerChecks check a Provider's credentials with the provider itself, by type.
+func providerChecks() map[v1alpha1.ProviderType]controller.CredentialCheck {
+	return map[v1alpha1.ProviderType]controller.CredentialCheck{
+		v1alpha1.ProviderTwilio: func(ctx context.Context, p *v1alpha1.Provider, creds map[string][]byte) (string, error) {
+			info, err := twilio.New(twilio.Config{BaseURL: p.Spec.BaseURL, AccountSID: string(creds["accountSid"]),
+				AuthToken: string(creds["authToken"])}).CheckAccount(ctx)
+			if errors.Is(err, twilio.ErrInvalidCredentials) || errors.Is(err, twilio.ErrAccountInactive) {
+				return "", fmt.Errorf("%w: %w", controller.ErrCredentialsRejected, err)
+			}
+			if err != nil {
+				return "", err
+			}
+			return info.FriendlyName, nil
+		},
+	}
+}

@@ -56,7 +56,9 @@ func badSends() []badSend {
 		{"email to on sms", `{` + email + `,"text":"x","channel":"sms"}`, []string{"to"}, ""},
 		{"phone to on email", `{` + phone + `,"subject":"Hi","text":"x","channel":"email"}`, []string{"to"}, ""},
 		{"phone to on telegram", `{` + phone + `,"text":"x","channel":"telegram"}`, []string{"to"}, ""},
-		{"image on sms", `{` + phone + `,"messageType":"image","channel":"sms","content":{"mediaUrl":"https://cdn.acme.example/a.jpg"}}`, []string{"messageType"}, ""},
+		// MMS goes only where the destination takes it (+1); a sticker is never an MMS.
+		{"image on sms abroad", `{"to":"+447700900100","messageType":"image","channel":"sms","content":{"mediaUrl":"https://cdn.acme.example/a.jpg"}}`, []string{"messageType"}, ""},
+		{"sticker on sms", `{` + phone + `,"messageType":"sticker","channel":"sms","content":{"mediaUrl":"https://cdn.acme.example/a.webp"}}`, []string{"messageType"}, ""},
 		// text.
 		{"text missing", `{` + phone + `}`, []string{"text"}, ""},
 		{"text empty", `{` + phone + `,"text":""}`, []string{"text"}, ""},

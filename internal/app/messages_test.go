@@ -355,7 +355,7 @@ func TestRichMessages(t *testing.T) {
 		"reaction, nothing":      {`{"to":"+15005550100","messageType":"reaction","content":{}}`, 2},
 		"cta without url":        {`{"to":"+15005550100","messageType":"cta_url","text":"Go","content":{"ctaDisplayText":"Open"}}`, 1},
 		"list, empty section":    {`{"to":"+15005550100","messageType":"list","text":"x","content":{"listButton":"b","sections":[{"title":"A","rows":[]}]}}`, 1},
-		"image on sms":           {`{"to":"+15005550100","messageType":"image","channel":"sms","content":{"mediaUrl":"https://cdn.acme.example/a.jpg"}}`, 1},
+		"image on sms abroad":    {`{"to":"+447700900100","messageType":"image","channel":"sms","content":{"mediaUrl":"https://cdn.acme.example/a.jpg"}}`, 1},
 		"content of wrong types": {`{"to":"+15005550100","messageType":"location","content":{"latitude":"north","longitude":13.4}}`, 1},
 	} {
 		r := in.post("/v1/messages", key, c.body)
@@ -455,4 +455,37 @@ func TestSandboxMagicRecipients(t *testing.T) {
 	// Any other recipient is delivered.
 	id := in.post("/v1/messages", key, `{"to":"+15005550012","text":"x"}`).body["message"].(map[string]any)["id"].(string)
 	waitFor(t, func() bool { return messageOf(in, key, id)["status"] == "delivered" })
+}
+
+// A channel named by the send carries the types its transport can: MMS to +1 numbers, rich
+// types on Telegram but no template, which is refused naming the channel.
+func TestChannelsCarryTheirTypes(t *testing.T) {
+	in := start(t, fastSandbox)
+	acme := newProject(t, in, v1alpha1.ProjectSpec{})
+	if err := in.k8s.Create(context.Background(), &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "desk"},
+		Spec: v1alpha1.SenderSpec{DisplayName: "Desk", Default: true, PhoneNumber: "+15005550006", SMS: &v1alpha1.Activation{Active: true},
+			Telegram: &v1alpha1.ConnectedAccount{AccountID: "123456789", DisplayName: "acme_bot", Active: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	key := newKey(t, in, acme, apikey.Test)
+	waitFor(t, func() bool { return len(in.get("/v1/senders/desk", key).body["channels"].([]any)) == 2 })
+
+	for name, body := range map[string]string{
+		"mms to +1":         `{"to":"+15005550100","channel":"sms","messageType":"image","text":"Receipt","content":{"mediaUrl":"https://cdn.acme.example/r.jpg"}}`,
+		"telegram buttons":  `{"to":"447700900103","channel":"telegram","messageType":"buttons","text":"Pick","content":{"buttons":[{"id":"y","title":"Yes"}]}}`,
+		"telegram location": `{"to":"447700900103","channel":"telegram","messageType":"location","content":{"latitude":52.5,"longitude":13.4}}`,
+	} {
+		r := in.post("/v1/messages", key, body)
+		if m, _ := r.body["message"].(map[string]any); r.status != 200 || m["status"] != "queued" {
+			t.Errorf("%s: %d %v", name, r.status, r.body)
+		}
+	}
+	before := in.count("SELECT count(*) FROM messages")
+	r := in.post("/v1/messages", key, `{"to":"447700900103","channel":"telegram","messageType":"template","content":{"templateId":"tpl_1"}}`)
+	if errs := fieldErrors(r); r.status != 400 || len(errs) != 1 || !strings.Contains(fmt.Sprint(errs), "telegram") {
+		t.Errorf("telegram template = %d %v, want 400 naming telegram", r.status, r.body)
+	}
+	if after := in.count("SELECT count(*) FROM messages"); after != before {
+		t.Errorf("the refused send stored %d messages", after-before)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"net/url"
 	"os/signal"
 	"syscall"
 
@@ -34,6 +35,9 @@ type roleFlags struct {
 	workerConcurrency int
 	webhookAllow      []string
 	telegramAPI       string
+	publicURL         string
+	installationNS    string
+	dispatchAttempts  int
 }
 
 func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) *cobra.Command {
@@ -59,9 +63,18 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; default: in-cluster config, else $KUBECONFIG, else ~/.kube/config")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":9090", "address of the Prometheus /metrics endpoint; 0 turns it off")
 	fl.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes; 0 turns it off")
+	fl.StringVar(&f.installationNS, "installation-namespace", envOr("POD_NAMESPACE", "switchboard-system"),
+		"namespace of the installation: its Providers serve every project (env POD_NAMESPACE)")
+	if r != app.RoleManager {
+		fl.StringVar(&f.publicURL, "public-url", envOr("SWITCHBOARD_PUBLIC_URL", ""),
+			"the installation's address as providers reach it, e.g. https://switchboard.example.com; their callbacks arrive under /callbacks/ (env SWITCHBOARD_PUBLIC_URL); empty: no delivery receipts or inbound messages from providers")
+	}
+	if r != app.RoleManager {
+		fl.StringVar(&f.telegramAPI, "telegram-api-url", "https://api.telegram.org",
+			"the Telegram Bot API's address (a proxy or a local Bot API server), for bots whose Provider names none")
+	}
 	if r == app.RoleAPI || r == app.RoleAll {
 		fl.StringVar(&f.listen, "listen", ":8080", "address the REST API listens on")
-		fl.StringVar(&f.telegramAPI, "telegram-api-url", "https://api.telegram.org", "the Telegram Bot API's address (a proxy or a local Bot API server)")
 		fl.StringVar(&f.redisURL, "redis-url", envOr("REDIS_URL", ""), "Redis URL shared by api replicas, e.g. redis://redis:6379/0 (env REDIS_URL); empty keeps state in memory, for one replica")
 	}
 	if r == app.RoleManager || r == app.RoleAll {
@@ -70,6 +83,8 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 	}
 	if r == app.RoleWorker || r == app.RoleAll {
 		fl.IntVar(&f.workerConcurrency, "worker-concurrency", 50, "jobs one worker process works at once")
+		fl.IntVar(&f.dispatchAttempts, "dispatch-attempts", 8,
+			"calls to a provider for one message, backing off from 1 s to 1 min while it answers 429 or 5xx or cannot be reached; then the message fails with PROVIDER_UNAVAILABLE")
 		fl.StringSliceVar(&f.webhookAllow, "webhook-allow-cidr", nil,
 			"address ranges webhook deliveries may reach although private, loopback or link-local (refused by default), e.g. 10.20.0.0/16")
 	}
@@ -80,8 +95,16 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 	if f.databaseURL == "" {
 		return &UsageError{Err: errors.New("--database-url (or DATABASE_URL) is required")}
 	}
+	if f.dispatchAttempts < 0 {
+		return &UsageError{Err: errors.New("--dispatch-attempts must be positive")}
+	}
 	if f.workerConcurrency < 0 {
 		return &UsageError{Err: errors.New("--worker-concurrency must be positive")}
+	}
+	if f.publicURL != "" {
+		if u, err := url.Parse(f.publicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return &UsageError{Err: fmt.Errorf("--public-url %q is not an absolute http(s) URL", f.publicURL)}
+		}
 	}
 	var allow []netip.Prefix
 	for _, c := range f.webhookAllow {
@@ -133,6 +156,9 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		WorkerConcurrency:       f.workerConcurrency,
 		Delivery:                delivery.WorkerOptions{Client: delivery.ClientOptions{Allow: allow}},
 		TelegramAPI:             f.telegramAPI,
+		PublicURL:               f.publicURL,
+		DispatchAttempts:        f.dispatchAttempts,
+		InstallationNamespace:   f.installationNS,
 		Log:                     log,
 	})
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -34,5 +36,45 @@ var _ = Describe("config/samples", func() {
 		Eventually(readyCondition(ctx, &project)).Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))
 		Eventually(readyCondition(ctx, &sender)).Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))
 		Expect(sender.Status.Channels).To(ConsistOf(v1alpha1.ChannelSMS, v1alpha1.ChannelWhatsApp, v1alpha1.ChannelEmail))
+	})
+
+	It("the twilio Provider and its Secret apply as they are and become Ready", func() {
+		b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_provider_twilio.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		docs := strings.Split(string(b), "\n---\n")
+		Expect(docs).To(HaveLen(2))
+		var secret corev1.Secret
+		var provider v1alpha1.Provider
+		Expect(yaml.UnmarshalStrict([]byte(docs[0]), &secret)).To(Succeed())
+		Expect(yaml.UnmarshalStrict([]byte(docs[1]), &provider)).To(Succeed())
+
+		// A local peer that knows the sample's account stands in for api.twilio.com.
+		twilio := newFakeTwilio()
+		twilio.addAccount(secret.StringData[v1alpha1.ProviderKeyAccountSID], secret.StringData[v1alpha1.ProviderKeyAuthToken])
+		provider.Spec.BaseURL = twilio.URL
+
+		err = k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: provider.Namespace}})
+		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
+		Expect(k8s.Create(ctx, &secret)).To(Succeed())
+		Expect(k8s.Create(ctx, &provider)).To(Succeed())
+		Eventually(providerReady(ctx, &provider), "10s").Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))
+		Expect(provider.Spec.Type.Channels()).To(ContainElement(v1alpha1.ChannelSMS))
+		Expect(provider.Spec.Default).To(BeTrue())
+
+		// The sender that sends through it.
+		var sender v1alpha1.Sender
+		b, err = os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_sender_twilio.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(yaml.UnmarshalStrict(b, &sender)).To(Succeed())
+		err = k8s.Create(ctx, project(sender.Namespace, sender.Namespace))
+		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
+		Expect(k8s.Create(ctx, &sender)).To(Succeed())
+		Eventually(readyCondition(ctx, &sender)).Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))
+		Expect(sender.Status.Channels).To(Equal([]v1alpha1.Channel{v1alpha1.ChannelSMS, v1alpha1.ChannelSMSOneway, v1alpha1.ChannelVoice}))
+		for _, ch := range sender.Status.Channels {
+			p, reason := v1alpha1.ResolveProvider(ch, sender.ProviderName(ch), []v1alpha1.Provider{provider}, nil)
+			Expect(p).NotTo(BeNil(), reason)
+			Expect(p.Name).To(Equal(provider.Name))
+		}
 	})
 })

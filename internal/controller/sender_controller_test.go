@@ -56,7 +56,7 @@ var _ = Describe("Sender", func() {
 		s := sender(ns, "support", v1alpha1.ChannelWhatsApp, v1alpha1.ChannelSMS)
 		Expect(k8s.Create(ctx, s)).To(Succeed())
 		Eventually(readyCondition(ctx, s)).Should(haveReady(metav1.ConditionFalse, v1alpha1.ReasonProjectNotFound))
-		Expect(s.Spec.Transport).To(Equal(v1alpha1.TransportSandbox))
+		Expect(s.Spec.Transport).To(Equal(v1alpha1.TransportProviders)) // live messages go through Providers by default
 		Expect(s.Status.Channels).To(BeEmpty())
 
 		Expect(k8s.Create(ctx, project(ns, "acme"))).To(Succeed())
@@ -109,6 +109,7 @@ var _ = Describe("Sender", func() {
 		ns := newNamespace(ctx)
 		Expect(k8s.Create(ctx, project(ns, "acme"))).To(Succeed())
 		s := sender(ns, "partial")
+		s.Spec.Transport = v1alpha1.TransportSandbox                    // it simulates inbound mail; a real domain needs its MX verified
 		s.Spec.PhoneNumber = "+15005550006"                             // a number alone: no sms, no voice
 		s.Spec.WhatsApp = &v1alpha1.ConnectedAccount{AccountID: "wa-1"} // connected, not activated
 		s.Spec.Telegram = &v1alpha1.ConnectedAccount{AccountID: "tg-1", Active: true}

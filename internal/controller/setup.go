@@ -10,19 +10,32 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 )
 
-// SetupAll registers every reconciler with the manager. The field indexes (index.Register) must
-// be registered first. activity, when not nil, adds Postgres figures to Sender status.
-func SetupAll(mgr ctrl.Manager, activity *ActivitySource) error {
+// Options are what the reconcilers take from the process that runs them.
+type Options struct {
+	// Activity, when not nil, adds Postgres figures to Sender status.
+	Activity *ActivitySource
+	// ProviderChecks check Provider credentials with the provider, by type. A type without one
+	// is Ready once its Secret is complete, with "credentials are not checked for <type>".
+	ProviderChecks map[v1alpha1.ProviderType]CredentialCheck
+}
+
+// Setup registers every reconciler with the manager. The field indexes (index.Register) must be
+// registered first.
+func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&ProjectReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&SenderReconciler{Client: mgr.GetClient(), Activity: activity}).SetupWithManager(mgr); err != nil {
+	if err := (&SenderReconciler{Client: mgr.GetClient(), Activity: opts.Activity}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	return (&WebhookReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr)
+	if err := (&WebhookReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	return (&ProviderReconciler{Client: mgr.GetClient(), Checks: opts.ProviderChecks}).SetupWithManager(mgr)
 }
 
-// CacheOptions limits what the informer cache holds: of all Secrets, only the webhook secrets.
+// CacheOptions limits what the informer cache holds: of all Secrets, only those labelled
+// messaging.switchboard.io/secret=true (webhook signing secrets, provider credentials).
 func CacheOptions() cache.Options {
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{v1alpha1.SecretLabel: "true"})},

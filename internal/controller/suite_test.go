@@ -61,7 +61,10 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(index.Register(context.Background(), mgr.GetFieldIndexer())).To(Succeed())
-	Expect(controller.SetupAll(mgr, nil)).To(Succeed())
+	// Twilio credentials are checked against the loopback fakeTwilio a test points baseURL at.
+	Expect(controller.Setup(mgr, controller.Options{ProviderChecks: map[v1alpha1.ProviderType]controller.CredentialCheck{
+		v1alpha1.ProviderTwilio: twilioAccountCheck,
+	}})).To(Succeed())
 
 	var ctx context.Context
 	ctx, cancel = context.WithCancel(context.Background())

@@ -56,7 +56,7 @@ func TestMain(m *testing.M) {
 	if err := index.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 		panic(err)
 	}
-	if err := controller.SetupAll(mgr, nil); err != nil {
+	if err := controller.Setup(mgr, controller.Options{}); err != nil {
 		panic(err)
 	}
 	go func() { _ = mgr.Start(ctx) }()

@@ -9,6 +9,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/addr"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/transport"
 )
 
 // conversationJSON is a Conversation (WIRE.md §7) with what Switchboard adds: the contact's
@@ -171,17 +172,33 @@ func (s *Server) react(w http.ResponseWriter, r *http.Request) {
 
 // injectInbound answers POST /v1/sandbox/inbound: a simulated message from a contact (test keys).
 func (s *Server) injectInbound(w http.ResponseWriter, r *http.Request) {
-	var in message.InjectInput
+	var in injectBody
 	if err := decodeJSON(r, &in, false); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	m, err := s.messages.Inject(r.Context(), keyFrom(r.Context()), r.Header.Get("Service-Sender"), in)
+	m, err := s.messages.Inject(r.Context(), keyFrom(r.Context()), r.Header.Get("Service-Sender"), message.Injection(in))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"message": messageView(m)})
+}
+
+// injectBody is the body of POST /v1/sandbox/inbound.
+type injectBody struct {
+	From        *string            `json:"from"`
+	Channel     *string            `json:"channel"`
+	MessageType *string            `json:"messageType"`
+	Text        *string            `json:"text"`
+	Content     *transport.Content `json:"content"`
+	// To is the address written to; by default the sender's address on the channel. For
+	// catch-all email it is the original recipient.
+	To          *string             `json:"to"`
+	ProfileName *string             `json:"profileName"`
+	Referral    *transport.Referral `json:"referral"`
+	// ReplyToMessageID is a message of the conversation the contact quotes.
+	ReplyToMessageID *string `json:"replyToMessageId"`
 }
 
 func queryOpt(v string) *string {

@@ -52,6 +52,7 @@ type Server struct {
 	now          func() time.Time
 	cursors      *cursorCodec
 	docs         map[string][]byte
+	callbacks    http.Handler
 }
 
 // Options are what the server needs.
@@ -74,7 +75,10 @@ type Options struct {
 	Listener net.Listener
 	// ReadyChecks decide /readyz; /healthz answers as long as the process serves.
 	ReadyChecks map[string]healthz.Checker
-	Log         logr.Logger
+	// Callbacks serves what providers post back, under /callbacks/ (no API key: each provider
+	// signs its own requests); nil serves none.
+	Callbacks http.Handler
+	Log       logr.Logger
 }
 
 // New returns a server on the given listener.
@@ -93,7 +97,7 @@ func New(o Options) (*Server, error) {
 		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
 		contacts: o.Contacts,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
-		cursors: &cursorCodec{key: o.CursorKey}, docs: docs,
+		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks,
 	}, nil
 }
 
@@ -107,6 +111,9 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /healthz/", live)
 	mux.Handle("GET /readyz", ready)
 	mux.Handle("GET /readyz/", ready)
+	if s.callbacks != nil {
+		mux.Handle("/callbacks/", s.callbacks)
+	}
 	s.register(mux)
 	return mux
 }

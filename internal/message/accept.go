@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/transport"
@@ -33,6 +34,9 @@ type Outbound struct {
 	// IdempotencyKey, when set, makes a second send with the same key return the first message.
 	IdempotencyKey *string
 	attachments    []attachment
+	// sender is the Sender resource, for the accept policies; strict, the send's rules.
+	sender *v1alpha1.Sender
+	strict bool
 }
 
 // ConversationID is the thread the message belongs to.

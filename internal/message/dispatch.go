@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/transport"
 )
@@ -19,6 +20,8 @@ import (
 // message (no provider serves the channel); another error is tried again.
 type Transports interface {
 	Route(ctx context.Context, m db.Message) (Route, error)
+	// Available refuses at accept what Route could not carry; strict answers as v2 does.
+	Available(ctx context.Context, testMode bool, snd *v1alpha1.Sender, channel string, strict bool) error
 }
 
 // Route is the transport of one message and what it needs besides the message.
@@ -34,13 +37,14 @@ type Route struct {
 }
 
 // Dispatch retries: a provider that answers "later" (429, 5xx) or cannot be reached is tried
-// again after 1, 2, 4 … seconds, at most dispatchBackoffCap apart, MaxDispatchAttempts calls in
-// all; then the message fails with ErrProviderUnavailable. A crash between a provider's answer
-// and the commit of sent leaves the message sending: the next attempt calls the provider again,
-// so a message goes out at most MaxDispatchAttempts times (docs/transports.md).
+// again after 1, 2, 4 … seconds, at most dispatchBackoffCap apart, DefaultDispatchAttempts calls
+// in all (Service.SetDispatchAttempts); then the message fails with ErrProviderUnavailable. A
+// crash between a provider's answer and the commit of sent leaves the message sending: the next
+// attempt calls the provider again, so a message goes out at most that many times
+// (docs/transports.md).
 const (
-	MaxDispatchAttempts = 8
-	dispatchBackoffCap  = time.Minute
+	DefaultDispatchAttempts = 8
+	dispatchBackoffCap      = time.Minute
 )
 
 // Dispatch error codes of Switchboard's own (docs/transports.md).
@@ -96,9 +100,9 @@ func (s *Service) dispatch(ctx context.Context, id string) error {
 		return fmt.Errorf("pick the transport of message %s: %w", m.ID, err)
 	}
 	if route.External {
-		if m.DispatchAttempts >= MaxDispatchAttempts {
+		if int(m.DispatchAttempts) >= s.dispatchAttempts {
 			return s.fail(ctx, m, &transport.Failure{Code: ErrProviderUnavailable,
-				Message: fmt.Sprintf("The provider did not take the message in %d attempts.", MaxDispatchAttempts)})
+				Message: fmt.Sprintf("The provider did not take the message in %d attempts.", s.dispatchAttempts)})
 		}
 		started, err := db.New(s.pool).StartDispatch(ctx, db.StartDispatchParams{ID: m.ID, UpdatedAt: s.now().UTC()})
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -152,9 +156,9 @@ func (s *Service) later(ctx context.Context, m db.Message, cause error) error {
 	if errors.As(cause, &t) {
 		providerCode = t.ProviderCode
 	}
-	if m.DispatchAttempts >= MaxDispatchAttempts {
+	if int(m.DispatchAttempts) >= s.dispatchAttempts {
 		return s.fail(ctx, m, &transport.Failure{Code: ErrProviderUnavailable, ProviderCode: providerCode,
-			Message: fmt.Sprintf("The provider did not take the message in %d attempts.", MaxDispatchAttempts)})
+			Message: fmt.Sprintf("The provider did not take the message in %d attempts.", s.dispatchAttempts)})
 	}
 	wait := dispatchBackoff(int(m.DispatchAttempts))
 	if t != nil && t.RetryAfter > wait {
@@ -166,6 +170,11 @@ func (s *Service) later(ctx context.Context, m db.Message, cause error) error {
 		return fmt.Errorf("send message %s: %w", m.ID, cause)
 	}
 	return river.JobSnooze(wait)
+}
+
+// SetDispatchAttempts bounds the calls to a provider for one message (at least 1).
+func (s *Service) SetDispatchAttempts(n int) {
+	s.dispatchAttempts = max(n, 1)
 }
 
 // dispatchBackoff is the wait after the attempt-th call failed for now: 1 s, doubling, capped.

@@ -15,29 +15,13 @@ import (
 	"github.com/switchboard-io/switchboard/internal/transport"
 )
 
-// Inbound is a contact's message as a transport received it.
+// Inbound is a contact's message as a transport received it, and the sender it came to.
 type Inbound struct {
 	Project  string
 	TestMode bool
 	// Sender is the sender whose address the contact wrote to.
-	Sender  string
-	Channel string
-	// From is the contact's address; To is the address written to (for catch-all email, the
-	// original recipient).
-	From, To    string
-	MessageType string
-	Text        string
-	Content     *transport.Content
-	// ProviderMessageID and ProviderTimestamp are the provider's id and receive time (none for
-	// SMS and email timestamps).
-	ProviderMessageID string
-	ProviderTimestamp *time.Time
-	// ProfileName is the name the contact shows on the channel.
-	ProfileName string
-	// Referral is the ad the contact came from (WhatsApp; only on a thread's first message).
-	Referral *transport.Referral
-	// ReplyToProviderMessageID is the provider's id of the message the contact quoted.
-	ReplyToProviderMessageID string
+	Sender string
+	transport.Inbound
 }
 
 // Receive stores an inbound message in one transaction: the contact (created on its first
@@ -70,8 +54,21 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
 		msg.ProviderMessageID = &in.ProviderMessageID
 	}
 
+	var again *db.Message
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.New(tx)
+		if in.ProviderMessageID != "" {
+			// A provider posts a message again when our answer did not reach it: store it once.
+			prev, err := q.GetMessageByProviderID(ctx, db.GetMessageByProviderIDParams{Project: in.Project, TestMode: in.TestMode, Sender: in.Sender,
+				ProviderMessageID: &in.ProviderMessageID})
+			if err == nil && prev.Direction == "inbound" {
+				again = &prev
+				return nil
+			}
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("find message of provider id: %w", err)
+			}
+		}
 		contactID, err := newContact(ctx, tx, in.Project, in.TestMode, contactChannel(in.Channel), addr.Key(in.From), profile, now)
 		if err != nil {
 			return err
@@ -109,14 +106,32 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
 	if err != nil {
 		return db.Message{}, err
 	}
+	if again != nil {
+		return *again, nil
+	}
 	return msg, nil
+}
+
+// ReceiveUnsupported announces a contact's message of a kind Switchboard cannot represent (a
+// poll, a game) as message.unsupported: nothing is stored, the webhook says what arrived.
+func (s *Service) ReceiveUnsupported(ctx context.Context, in Inbound) error {
+	data := map[string]any{"from": in.From, "to": in.To, "channel": in.Channel, "kind": in.Unsupported,
+		"providerMessageId": in.ProviderMessageID, "timestamp": s.now().UTC().UnixMilli()}
+	if in.ProviderTimestamp != nil {
+		data["providerTimestamp"] = in.ProviderTimestamp.UnixMilli()
+	}
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		_, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: in.Project, Name: "message.unsupported", Sender: in.Sender,
+			From: in.From, To: in.To, Transport: in.Channel, Data: data})
+		return err
+	})
 }
 
 // replyContext fills the quoted message's id, sender, text and type when the contact replied to
 // a message Switchboard knows.
 func replyContext(ctx context.Context, q *db.Queries, in Inbound, c *transport.Content) error {
 	c.ReplyToProviderMessageID = in.ReplyToProviderMessageID
-	quoted, err := q.GetMessageByProviderID(ctx, db.GetMessageByProviderIDParams{Project: in.Project, TestMode: in.TestMode,
+	quoted, err := q.GetMessageByProviderID(ctx, db.GetMessageByProviderIDParams{Project: in.Project, TestMode: in.TestMode, Sender: in.Sender,
 		ProviderMessageID: &in.ReplyToProviderMessageID})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // a message from before Switchboard, or from another tool: the provider id is all there is

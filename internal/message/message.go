@@ -110,6 +110,8 @@ type Service struct {
 	queue      *river.Client[pgx.Tx]
 	transports Transports
 	now        func() time.Time
+	// dispatchAttempts bounds the calls to a provider for one message.
+	dispatchAttempts int
 
 	acceptPolicies   []AcceptPolicy
 	dispatchPolicies []DispatchPolicy
@@ -120,7 +122,8 @@ type Service struct {
 // each channel's transport can carry (nil: all).
 func NewService(pool *pgxpool.Pool, reader client.Reader, deliveries *delivery.Service, queue *river.Client[pgx.Tx],
 	transports Transports, carries Carries) *Service {
-	s := &Service{pool: pool, reader: reader, deliveries: deliveries, queue: queue, transports: transports, now: time.Now}
+	s := &Service{pool: pool, reader: reader, deliveries: deliveries, queue: queue, transports: transports, now: time.Now,
+		dispatchAttempts: DefaultDispatchAttempts}
 	s.defaultPolicies(carries)
 	return s
 }

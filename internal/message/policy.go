@@ -42,14 +42,15 @@ type FallbackPolicy interface {
 	CheckFallback(ctx context.Context, m db.Message, snd *v1alpha1.Sender) (*transport.Failure, error)
 }
 
-// Carries says whether channel can carry messageType (a transport's own limits, such as
-// Telegram's lack of templates); the registry of transports answers it.
-type Carries func(channel, messageType string) bool
+// Carries says whether channel can carry messageType to the recipient (a transport's own
+// limits, such as Telegram's lack of templates or where MMS goes); the registry answers it.
+type Carries func(channel, messageType, to string) bool
 
 // defaultPolicies are the lists in the order they run.
 func (s *Service) defaultPolicies(carries Carries) {
 	s.acceptPolicies = []AcceptPolicy{
 		channelCarries{carries: carries},
+		transportAvailable{transports: s.transports},
 		whatsAppWindow{windows: s, now: s.now},
 	}
 	s.dispatchPolicies = []DispatchPolicy{
@@ -65,11 +66,22 @@ func (s *Service) defaultPolicies(carries Carries) {
 type channelCarries struct{ carries Carries }
 
 func (p channelCarries) CheckAccept(_ context.Context, o *Outbound) error {
-	if p.carries == nil || p.carries(o.Channel, o.MessageType) {
+	if p.carries == nil || p.carries(o.Channel, o.MessageType, o.To) {
 		return nil
 	}
 	return apperror.InvalidFields(apperror.FieldError{Path: "messageType",
-		Message: fmt.Sprintf("%s cannot carry %s messages", o.Channel, o.MessageType)})
+		Message: fmt.Sprintf("%s cannot carry %s messages to %s", o.Channel, o.MessageType, o.To)})
+}
+
+// transportAvailable refuses a live message that no transport could carry (no Provider
+// serves the sender's channel), rather than accepting it only to fail it.
+type transportAvailable struct{ transports Transports }
+
+func (p transportAvailable) CheckAccept(ctx context.Context, o *Outbound) error {
+	if p.transports == nil || o.sender == nil {
+		return nil
+	}
+	return p.transports.Available(ctx, o.TestMode, o.sender, o.Channel, o.strict)
 }
 
 // windowReader reads when a conversation's WhatsApp window closes (nil: never opened).

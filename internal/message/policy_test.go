@@ -16,7 +16,7 @@ import (
 
 func TestChannelCarries(t *testing.T) {
 	t.Parallel()
-	noTemplatesOnTelegram := func(channel, messageType string) bool { return channel != "telegram" || messageType != "template" }
+	noTemplatesOnTelegram := func(channel, messageType, _ string) bool { return channel != "telegram" || messageType != "template" }
 	for _, c := range []struct {
 		name        string
 		carries     Carries

@@ -91,10 +91,24 @@ func route(requested string, kind recipientKind, messageType string, active []v1
 	if !ok {
 		return "", &apperror.FieldError{Path: "to", Message: fmt.Sprintf("%s cannot reach %s", ch, describe(kind))}
 	}
-	if messageType != "text" && messageType != "template" && ch != v1alpha1.ChannelWhatsApp {
+	if !carriesType(ch, messageType) {
 		return "", &apperror.FieldError{Path: "messageType", Message: fmt.Sprintf("%s messages are sent on whatsapp, not %s", messageType, ch)}
 	}
 	return ch, nil
+}
+
+// carriesType says whether a channel named by the send can carry messageType at all: WhatsApp
+// every type, Telegram its rich types, SMS media as MMS (where the destination takes it: the
+// accept policy checks), the others text (and templates). Without a channel, a type other than
+// text goes to WhatsApp (spec: What the service does 2).
+func carriesType(ch v1alpha1.Channel, messageType string) bool {
+	switch {
+	case messageType == "text" || messageType == "template" || ch == v1alpha1.ChannelWhatsApp || ch == v1alpha1.ChannelTelegram:
+		return true
+	case ch == v1alpha1.ChannelSMS || ch == v1alpha1.ChannelSMSOneway:
+		return mediaTypes[messageType] && messageType != "sticker"
+	}
+	return false
 }
 
 func describe(k recipientKind) string {

@@ -13,25 +13,25 @@ import (
 	"github.com/switchboard-io/switchboard/internal/transport"
 )
 
-// InjectInput is the body of POST /v1/sandbox/inbound: a message as if a contact had sent it.
-type InjectInput struct {
-	From        *string            `json:"from"`
-	Channel     *string            `json:"channel"`
-	MessageType *string            `json:"messageType"`
-	Text        *string            `json:"text"`
-	Content     *transport.Content `json:"content"`
+// Injection is a message as if a contact had sent it (POST /v1/sandbox/inbound).
+type Injection struct {
+	From        *string
+	Channel     *string
+	MessageType *string
+	Text        *string
+	Content     *transport.Content
 	// To is the address written to; by default the sender's address on the channel. For
 	// catch-all email it is the original recipient.
-	To          *string             `json:"to"`
-	ProfileName *string             `json:"profileName"`
-	Referral    *transport.Referral `json:"referral"`
+	To          *string
+	ProfileName *string
+	Referral    *transport.Referral
 	// ReplyToMessageID is a message of the conversation the contact quotes.
-	ReplyToMessageID *string `json:"replyToMessageId"`
+	ReplyToMessageID *string
 }
 
 // Inject receives a simulated inbound message for a test key, through the sender named by
 // senderID or the project's default, exactly as a provider's would be received.
-func (s *Service) Inject(ctx context.Context, key apikey.Key, senderID string, in InjectInput) (db.Message, error) {
+func (s *Service) Inject(ctx context.Context, key apikey.Key, senderID string, in Injection) (db.Message, error) {
 	if !key.TestMode() {
 		return db.Message{}, apperror.New(apperror.Forbidden, "forbidden",
 			"The sandbox takes simulated inbound messages from test keys (svc_test_) only.")
@@ -98,8 +98,9 @@ func (s *Service) Inject(ctx context.Context, key apikey.Key, senderID string, i
 	if err != nil {
 		return db.Message{}, err
 	}
-	msg := Inbound{Project: key.Project, TestMode: true, Sender: snd.Name, Channel: channel, From: *in.From, To: to,
-		MessageType: messageType, Text: text, Content: in.Content, ProviderMessageID: providerID, Referral: in.Referral}
+	msg := Inbound{Project: key.Project, TestMode: true, Sender: snd.Name, Inbound: transport.Inbound{Channel: channel,
+		From: *in.From, To: to, MessageType: messageType, Text: text, Content: in.Content, ProviderMessageID: providerID,
+		Referral: in.Referral}}
 	if in.ProfileName != nil {
 		msg.ProfileName = *in.ProfileName
 	}

@@ -56,7 +56,7 @@ func (s *Service) Send(ctx context.Context, key apikey.Key, req Request) (db.Mes
 	o := Outbound{Project: key.Project, TestMode: key.TestMode(), Sender: snd.Name, Channel: string(channel),
 		MessageType: c.messageType, To: c.to, From: snd.Address(channel), Text: c.text, Subject: req.Subject,
 		Content: req.Content, Metadata: req.Metadata, Options: opts, IdempotencyKey: req.IdempotencyKey,
-		attachments: c.attachments}
+		attachments: c.attachments, sender: snd, strict: req.Strict}
 	for _, p := range s.acceptPolicies {
 		if err := p.CheckAccept(ctx, &o); err != nil {
 			return db.Message{}, Routing{}, err

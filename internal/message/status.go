@@ -76,3 +76,15 @@ func (s *Service) ApplyStatus(ctx context.Context, ch StatusChange) (bool, error
 	})
 	return moved, err
 }
+
+// KnowsProviderID says whether a live message carries the provider's id.
+func (s *Service) KnowsProviderID(ctx context.Context, providerMessageID string) (bool, error) {
+	_, err := db.New(s.pool).GetLiveMessageByProviderID(ctx, &providerMessageID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("find message of provider id: %w", err)
+	}
+	return true, nil
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
@@ -236,7 +237,7 @@ func (s *Service) changeEntry(ctx context.Context, entry Address, mutate func(*v
 // createTelegram makes a sender for a Telegram bot: the token is checked with Telegram first, so
 // a rejected token creates nothing.
 func (s *Service) createTelegram(ctx context.Context, project string, in CreateInput) (Address, error) {
-	bot, err := s.telegram.GetMe(ctx, *in.BotToken)
+	bot, err := s.bots.API(ctx, &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: project}}).GetMe(ctx, *in.BotToken)
 	if errors.Is(err, telegram.ErrInvalidToken) {
 		return Address{}, invalidBotToken()
 	}

@@ -22,21 +22,20 @@ import (
 	"github.com/switchboard-io/switchboard/internal/controller"
 	"github.com/switchboard-io/switchboard/internal/kubewrite"
 	"github.com/switchboard-io/switchboard/internal/randid"
-	"github.com/switchboard-io/switchboard/internal/transport/telegram"
 )
 
 // Service manages Senders.
 type Service struct {
-	client   client.Client // reads from the informer cache, writes to the API server
-	live     client.Reader // reads from the API server, for read-modify-write
-	scheme   *runtime.Scheme
-	telegram telegram.Client
+	client client.Client // reads from the informer cache, writes to the API server
+	live   client.Reader // reads from the API server, for read-modify-write
+	scheme *runtime.Scheme
+	bots   Bots
 }
 
 // NewService returns a Service; live reads bypass the cache where a change builds on the latest;
 // tg checks Telegram bot tokens.
-func NewService(c client.Client, live client.Reader, tg telegram.Client) *Service {
-	return &Service{client: c, live: live, scheme: c.Scheme(), telegram: tg}
+func NewService(c client.Client, live client.Reader, bots Bots) *Service {
+	return &Service{client: c, live: live, scheme: c.Scheme(), bots: bots}
 }
 
 // View is a sender as the API shows it, with what is in effect computed now rather than when
@@ -199,6 +198,9 @@ func (s *Service) Delete(ctx context.Context, project, id string) error {
 	}
 	if err := s.client.Delete(ctx, snd); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete sender %s: %w", id, err)
+	}
+	if snd.Spec.Telegram != nil {
+		s.unhook(ctx, snd)
 	}
 	// Its Secrets go at once rather than whenever garbage collection gets to them.
 	for _, name := range []string{snd.Name + "-webhook", telegramSecretName(snd)} {

@@ -26,15 +26,35 @@ func invalidBotToken() *apperror.Error {
 	return e
 }
 
-// AttachTelegram checks token with Telegram, keeps it in a Secret the sender owns and connects
-// the bot to the sender, active. It returns the bot.
+// Bots reaches the Bot API for a sender's bot and says where the bot's webhook points.
+type Bots interface {
+	// API is the Bot API the sender's bots use.
+	API(ctx context.Context, snd *v1alpha1.Sender) telegram.Client
+	// Webhook is the URL Telegram posts the bot's updates to and the secret token it sends with
+	// them; url is "" when the installation has no public URL.
+	Webhook(snd *v1alpha1.Sender, botID int64) (url, secretToken string)
+}
+
+// AttachTelegram checks token with Telegram, points the bot's webhook at Switchboard, keeps the
+// token in a Secret the sender owns and connects the bot to the sender, active. It returns the
+// bot. A token Telegram refuses, or a webhook it does not take, changes nothing.
 func (s *Service) AttachTelegram(ctx context.Context, project, id, token string) (View, telegram.Bot, error) {
-	bot, err := s.telegram.GetMe(ctx, token)
+	current, err := s.getLive(ctx, project, id)
+	if err != nil {
+		return View{}, telegram.Bot{}, err
+	}
+	api := s.bots.API(ctx, current)
+	bot, err := api.GetMe(ctx, token)
 	if errors.Is(err, telegram.ErrInvalidToken) {
 		return View{}, telegram.Bot{}, invalidBotToken()
 	}
 	if err != nil {
 		return View{}, telegram.Bot{}, err
+	}
+	if url, secret := s.bots.Webhook(current, bot.ID); url != "" {
+		if err := api.SetWebhook(ctx, token, url, secret); err != nil {
+			return View{}, telegram.Bot{}, fmt.Errorf("set the webhook of bot %s: %w", bot.Username, err)
+		}
 	}
 	var snd *v1alpha1.Sender
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -59,8 +79,11 @@ func (s *Service) AttachTelegram(ctx context.Context, project, id, token string)
 	return v, bot, err
 }
 
-// DetachTelegram removes the bot and its token.
+// DetachTelegram removes the bot's webhook, the bot and its token.
 func (s *Service) DetachTelegram(ctx context.Context, project, id string) error {
+	if current, err := s.getLive(ctx, project, id); err == nil && current.Spec.Telegram != nil {
+		s.unhook(ctx, current)
+	}
 	var snd *v1alpha1.Sender
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		current, err := s.getLive(ctx, project, id)
@@ -105,4 +128,20 @@ func (s *Service) storeToken(ctx context.Context, snd *v1alpha1.Sender, token st
 		return fmt.Errorf("store telegram token of sender %s: %w", snd.Name, err)
 	}
 	return nil
+}
+
+// unhook deletes the webhook of the sender's bot, so Telegram stops posting its updates. It is
+// best effort: a bot whose token no longer works has no webhook to keep.
+func (s *Service) unhook(ctx context.Context, snd *v1alpha1.Sender) {
+	ref := snd.Credentials(v1alpha1.ChannelTelegram)
+	if ref == nil {
+		return
+	}
+	var secret corev1.Secret
+	if err := s.live.Get(ctx, client.ObjectKey{Namespace: snd.Namespace, Name: ref.Name}, &secret); err != nil {
+		return
+	}
+	if token := string(secret.Data[ref.Key]); token != "" {
+		_ = s.bots.API(ctx, snd).DeleteWebhook(ctx, token)
+	}
 }

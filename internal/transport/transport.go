@@ -148,6 +148,8 @@ type Inbound struct {
 	ProfileName string
 	// ReplyToProviderMessageID is the provider's id of the message the contact quoted.
 	ReplyToProviderMessageID string
+	// Referral is the ad the contact came from (WhatsApp; only on a thread's first message).
+	Referral *Referral
 	// Unsupported names what arrived when Switchboard cannot represent it (a poll, a game):
 	// it is announced as message.unsupported rather than stored as a message.
 	Unsupported string

@@ -56,6 +56,10 @@ key: redis-url
 
 {{/* Environment shared by every role and the migrate init container. */}}
 {{- define "switchboard.env" -}}
+{{- with .Values.publicURL }}
+- name: SWITCHBOARD_PUBLIC_URL
+  value: {{ . | quote }}
+{{- end }}
 - name: DATABASE_URL
   valueFrom:
     secretKeyRef:

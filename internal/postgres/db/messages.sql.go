@@ -215,7 +215,7 @@ func (q *Queries) GetMessageByID(ctx context.Context, id string) (Message, error
 
 const getMessageByProviderID = `-- name: GetMessageByProviderID :one
 SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts FROM messages
-WHERE project = $1 AND test_mode = $2 AND provider_message_id = $3
+WHERE project = $1 AND test_mode = $2 AND sender = $3 AND provider_message_id = $4
 ORDER BY created_at DESC
 LIMIT 1
 `
@@ -223,11 +223,19 @@ LIMIT 1
 type GetMessageByProviderIDParams struct {
 	Project           string
 	TestMode          bool
+	Sender            string
 	ProviderMessageID *string
 }
 
+// A provider's id is unique within the account that issued it: within one sender (a Telegram
+// message id counts per bot and chat).
 func (q *Queries) GetMessageByProviderID(ctx context.Context, arg GetMessageByProviderIDParams) (Message, error) {
-	row := q.db.QueryRow(ctx, getMessageByProviderID, arg.Project, arg.TestMode, arg.ProviderMessageID)
+	row := q.db.QueryRow(ctx, getMessageByProviderID,
+		arg.Project,
+		arg.TestMode,
+		arg.Sender,
+		arg.ProviderMessageID,
+	)
 	var i Message
 	err := row.Scan(
 		&i.ID,

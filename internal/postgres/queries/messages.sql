@@ -82,8 +82,10 @@ WHERE id = @id AND status IN ('queued', 'sending') AND channel = 'whatsapp'
 RETURNING *;
 
 -- name: GetMessageByProviderID :one
+-- A provider's id is unique within the account that issued it: within one sender (a Telegram
+-- message id counts per bot and chat).
 SELECT * FROM messages
-WHERE project = @project AND test_mode = @test_mode AND provider_message_id = @provider_message_id
+WHERE project = @project AND test_mode = @test_mode AND sender = @sender AND provider_message_id = @provider_message_id
 ORDER BY created_at DESC
 LIMIT 1;
 

@@ -1,20 +1,32 @@
 // Package registry picks the transport of each message (message.Transports): the sandbox for
-// every test key; for live keys, the sandbox when the sender simulates (spec.transport
-// sandbox), else the transport of the Provider the sender's channel uses.
+// every test key; for live keys, the sandbox when the sender simulates (spec.transport sandbox),
+// else the transport of the Provider the sender's channel uses (docs/transports.md).
+//
+// A new transport plugs in here: one case in transportOf (how to build it from its Provider and
+// credentials) and, when it has callbacks, a handler in internal/callback.
 package registry
 
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/transport"
 	"github.com/switchboard-io/switchboard/internal/transport/sandbox"
+	"github.com/switchboard-io/switchboard/internal/transport/telegram"
+	"github.com/switchboard-io/switchboard/internal/transport/twilio"
 )
 
 // Errors a message fails with when nothing can carry it (docs/transports.md).
@@ -29,6 +41,20 @@ type Registry struct {
 	Sandbox *sandbox.Sandbox
 	// Reader reads Senders, Providers and their Secrets (the informer cache).
 	Reader client.Reader
+	// InstallationNamespace holds the Providers every project may use.
+	InstallationNamespace string
+	// PublicURL is where providers call back (--public-url); empty asks for no status callbacks.
+	PublicURL string
+	// TelegramAPI is the Bot API used by telegram channels whose Provider names no baseURL, and
+	// by those with no telegram Provider at all: a bot needs no account besides its token.
+	TelegramAPI string
+	// TelegramKey derives each bot's webhook secret token (telegram.WebhookSecret).
+	TelegramKey []byte
+	// HTTP is the client of provider calls; nil is a client with a 30 s timeout.
+	HTTP *http.Client
+
+	mu     sync.Mutex
+	twilio map[string]*twilio.Transport // by Provider UID, generation and Secret version
 }
 
 // Route implements message.Transports.
@@ -45,9 +71,227 @@ func (r *Registry) Route(ctx context.Context, m db.Message) (message.Route, erro
 	if err != nil {
 		return message.Route{}, fmt.Errorf("read sender %s: %w", m.Sender, err)
 	}
-	if snd.Spec.Transport == v1alpha1.TransportSandbox || snd.Spec.Transport == "" {
+	if snd.Spec.Transport == v1alpha1.TransportSandbox {
 		return message.Route{Transport: r.Sandbox}, nil
 	}
-	return message.Route{}, &transport.Failure{Code: ErrNoProvider,
-		Message: fmt.Sprintf("No Provider serves %s for sender %s.", m.Channel, m.Sender)}
+	ch := v1alpha1.Channel(m.Channel)
+	p, reason, err := r.provider(ctx, &snd, ch)
+	if err != nil {
+		return message.Route{}, err
+	}
+	if p == nil && ch != v1alpha1.ChannelTelegram {
+		return message.Route{}, &transport.Failure{Code: ErrNoProvider, Message: reason}
+	}
+	if p != nil {
+		if f := unusable(p); f != nil {
+			return message.Route{}, f
+		}
+	}
+	return r.transportOf(ctx, p, &snd, ch)
+}
+
+// transportOf builds the route through p (nil only for telegram: the public Bot API).
+func (r *Registry) transportOf(ctx context.Context, p *v1alpha1.Provider, snd *v1alpha1.Sender, ch v1alpha1.Channel) (message.Route, error) {
+	typ := v1alpha1.ProviderTelegram
+	if p != nil {
+		typ = p.Spec.Type
+	}
+	switch typ {
+	case v1alpha1.ProviderTwilio:
+		t, err := r.twilioOf(ctx, p)
+		if err != nil {
+			return message.Route{}, err
+		}
+		callback := ""
+		if r.PublicURL != "" {
+			kind := "status"
+			if ch == v1alpha1.ChannelVoice {
+				kind = "calls"
+			}
+			callback = CallbackURL(r.PublicURL, "twilio", p.Namespace, p.Name, kind)
+		}
+		return message.Route{Transport: t, StatusCallback: callback, External: true}, nil
+	case v1alpha1.ProviderTelegram:
+		token, err := r.accountToken(ctx, snd, ch)
+		if err != nil {
+			return message.Route{}, err
+		}
+		return message.Route{Transport: telegram.Transport{Client: botAPI(p, r.TelegramAPI, r.HTTP)},
+			AccountToken: token, External: true}, nil
+	}
+	return message.Route{}, &transport.Failure{Code: ErrNoProvider, Message: fmt.Sprintf(
+		"Provider %s is of type %s, whose transport this installation does not run yet.", p.Name, p.Spec.Type)}
+}
+
+// provider resolves the Provider of the sender's channel: the one it names, else its project's
+// default, else the installation's.
+func (r *Registry) provider(ctx context.Context, snd *v1alpha1.Sender, ch v1alpha1.Channel) (*v1alpha1.Provider, string, error) {
+	var project, installation v1alpha1.ProviderList
+	if err := r.Reader.List(ctx, &project, client.InNamespace(snd.Namespace)); err != nil {
+		return nil, "", fmt.Errorf("list providers of %s: %w", snd.Namespace, err)
+	}
+	if r.InstallationNamespace != "" && r.InstallationNamespace != snd.Namespace {
+		if err := r.Reader.List(ctx, &installation, client.InNamespace(r.InstallationNamespace)); err != nil {
+			return nil, "", fmt.Errorf("list installation providers: %w", err)
+		}
+	}
+	p, reason := v1alpha1.ResolveProvider(ch, snd.ProviderName(ch), project.Items, installation.Items)
+	return p, reason, nil
+}
+
+// unusable fails a message whose Provider cannot work until someone fixes it: its Secret is
+// missing or incomplete, or the provider refused its credentials. A provider that is merely
+// unreachable is tried: the send's own retries cover an outage.
+func unusable(p *v1alpha1.Provider) *transport.Failure {
+	c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
+	if c == nil || c.Status == "True" {
+		return nil
+	}
+	switch c.Reason {
+	case v1alpha1.ReasonSecretNotFound, v1alpha1.ReasonSecretIncomplete, v1alpha1.ReasonCredentialsRejected:
+		return &transport.Failure{Code: ErrProviderNotReady, Message: fmt.Sprintf("Provider %s is not ready: %s", p.Name, c.Message)}
+	}
+	return nil
+}
+
+// twilioOf is the transport of a twilio Provider, built once per version of it and its Secret.
+func (r *Registry) twilioOf(ctx context.Context, p *v1alpha1.Provider) (*twilio.Transport, error) {
+	secret, err := r.credentials(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	key := fmt.Sprintf("%s/%d/%s", p.UID, p.Generation, secret.ResourceVersion)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t, ok := r.twilio[key]; ok {
+		return t, nil
+	}
+	if r.twilio == nil {
+		r.twilio = map[string]*twilio.Transport{}
+	}
+	for k := range r.twilio {
+		if strings.HasPrefix(k, string(p.UID)+"/") {
+			delete(r.twilio, k) // an older version of this Provider
+		}
+	}
+	t := twilio.New(twilio.Config{BaseURL: p.Spec.BaseURL, AccountSID: string(secret.Data["accountSid"]),
+		AuthToken: string(secret.Data["authToken"]), HTTP: r.HTTP})
+	r.twilio[key] = t
+	return t, nil
+}
+
+// credentials reads a Provider's Secret; a missing one fails the message.
+func (r *Registry) credentials(ctx context.Context, p *v1alpha1.Provider) (*corev1.Secret, error) {
+	if p.Spec.SecretRef == nil {
+		return nil, &transport.Failure{Code: ErrProviderNotReady, Message: fmt.Sprintf("Provider %s has no secretRef.", p.Name)}
+	}
+	var s corev1.Secret
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.SecretRef.Name}, &s)
+	if apierrors.IsNotFound(err) {
+		return nil, &transport.Failure{Code: ErrProviderNotReady, Message: fmt.Sprintf(
+			"Provider %s: Secret %s not found (it needs the label %s=true).", p.Name, p.Spec.SecretRef.Name, v1alpha1.SecretLabel)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the credentials of provider %s: %w", p.Name, err)
+	}
+	if missing := p.Spec.Type.MissingCredentialKeys(s.Data); len(missing) > 0 {
+		return nil, &transport.Failure{Code: ErrProviderNotReady, Message: fmt.Sprintf(
+			"Provider %s: Secret %s lacks %s.", p.Name, s.Name, strings.Join(missing, ", "))}
+	}
+	return &s, nil
+}
+
+// accountToken reads the sender's own credential on ch (a bot token).
+func (r *Registry) accountToken(ctx context.Context, snd *v1alpha1.Sender, ch v1alpha1.Channel) (string, error) {
+	ref := snd.Credentials(ch)
+	if ref == nil {
+		return "", &transport.Failure{Code: ErrProviderNotReady, Message: fmt.Sprintf("Sender %s has no %s credentials.", snd.Name, ch)}
+	}
+	var s corev1.Secret
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: snd.Namespace, Name: ref.Name}, &s)
+	if apierrors.IsNotFound(err) || (err == nil && len(s.Data[ref.Key]) == 0) {
+		return "", &transport.Failure{Code: ErrProviderNotReady, Message: fmt.Sprintf(
+			"Sender %s: Secret %s with key %s not found.", snd.Name, ref.Name, ref.Key)}
+	}
+	if err != nil {
+		return "", fmt.Errorf("read the %s credentials of sender %s: %w", ch, snd.Name, err)
+	}
+	return string(s.Data[ref.Key]), nil
+}
+
+// Available refuses, at accept, a live message that nothing could carry: no Provider serves
+// the sender's channel. strict answers as v2 does (409 no_channel), else 400 invalid_request.
+func (r *Registry) Available(ctx context.Context, testMode bool, snd *v1alpha1.Sender, channel string, strict bool) error {
+	if testMode || snd.Spec.Transport == v1alpha1.TransportSandbox {
+		return nil
+	}
+	ch := v1alpha1.Channel(channel)
+	p, reason, err := r.provider(ctx, snd, ch)
+	if err != nil {
+		return err
+	}
+	if p == nil && ch == v1alpha1.ChannelTelegram {
+		return nil
+	}
+	if p != nil && (p.Spec.Type == v1alpha1.ProviderTwilio || p.Spec.Type == v1alpha1.ProviderTelegram) {
+		return nil
+	}
+	if p != nil {
+		reason = fmt.Sprintf("Provider %s is of type %s, whose transport this installation does not run yet", p.Name, p.Spec.Type)
+	}
+	msg := fmt.Sprintf("Sender %s cannot send live %s messages: %s.", snd.Name, channel, reason)
+	if strict {
+		e := apperror.New(apperror.Conflict, "no_channel", msg)
+		e.Details = map[string]any{"connect": []map[string]any{{"type": channel,
+			"description": "create a Provider that serves " + channel + " (docs/providers.md)"}}}
+		return e
+	}
+	return apperror.InvalidFields(apperror.FieldError{Path: "channel", Message: msg})
+}
+
+// Carries says whether channel can carry messageType to the recipient (message.Carries):
+// Telegram has no templates; an MMS goes only where the destination takes one.
+func Carries(channel, messageType, to string) bool {
+	switch v1alpha1.Channel(channel) {
+	case v1alpha1.ChannelTelegram:
+		return telegram.Supports(messageType)
+	case v1alpha1.ChannelSMS, v1alpha1.ChannelSMSOneway:
+		if messageType != "text" && messageType != "template" {
+			return twilio.MMSAllowed(to)
+		}
+	}
+	return true
+}
+
+// CallbackURL is where provider kind calls back for the Provider namespace/name: under
+// /callbacks/<kind>/ on the public URL.
+func CallbackURL(publicURL, kind, namespace, name, what string) string {
+	return strings.TrimRight(publicURL, "/") + "/callbacks/" + kind + "/" + url.PathEscape(namespace) + "/" +
+		url.PathEscape(name) + "/" + what
+}
+
+// API is the Bot API of the sender's bots (sender.Bots): its telegram Provider's baseURL, else
+// TelegramAPI.
+func (r *Registry) API(ctx context.Context, snd *v1alpha1.Sender) telegram.Client {
+	p, _, err := r.provider(ctx, snd, v1alpha1.ChannelTelegram)
+	if err != nil {
+		p = nil // the default address; the send path reports the trouble
+	}
+	return botAPI(p, r.TelegramAPI, r.HTTP)
+}
+
+func botAPI(p *v1alpha1.Provider, fallback string, hc *http.Client) telegram.Client {
+	if p != nil && p.Spec.BaseURL != "" {
+		return telegram.Client{API: p.Spec.BaseURL, HTTP: hc}
+	}
+	return telegram.Client{API: fallback, HTTP: hc}
+}
+
+// Webhook is where the sender's bot posts its updates, and the secret token it sends
+// (sender.Bots); no URL without a public URL.
+func (r *Registry) Webhook(snd *v1alpha1.Sender, botID int64) (string, string) {
+	if r.PublicURL == "" {
+		return "", ""
+	}
+	return CallbackURL(r.PublicURL, "telegram", snd.Namespace, snd.Name, "updates"), telegram.WebhookSecret(r.TelegramKey, botID)
 }

@@ -1,0 +1,137 @@
+/*
+Copyright 2026 The Switchboard Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ProviderType names the upstream a Provider is an account at; it decides the channels the
+// Provider serves and the credentials its Secret holds.
+// +kubebuilder:validation:Enum=twilio;telegram;meta;smtp
+type ProviderType string
+
+const (
+	// ProviderTwilio serves sms, sms_oneway and voice.
+	ProviderTwilio ProviderType = "twilio"
+	// ProviderTelegram serves telegram. Bot tokens belong to Senders, so it needs no Secret.
+	ProviderTelegram ProviderType = "telegram"
+	// ProviderMeta (the Cloud and Graph APIs) serves whatsapp, instagram and messenger.
+	ProviderMeta ProviderType = "meta"
+	// ProviderSMTP serves email.
+	ProviderSMTP ProviderType = "smtp"
+)
+
+// The keys of a Provider's credentials Secret.
+const (
+	// ProviderKeyAccountSID and ProviderKeyAuthToken are a twilio account's SID and auth token.
+	ProviderKeyAccountSID = "accountSid"
+	ProviderKeyAuthToken  = "authToken"
+	// ProviderKeyAccessToken is a meta system-user access token; ProviderKeyAppSecret, optional,
+	// is the app secret that signs meta's webhooks.
+	ProviderKeyAccessToken = "accessToken"
+	ProviderKeyAppSecret   = "appSecret"
+	// ProviderKeyUsername and ProviderKeyPassword log in to an smtp relay.
+	ProviderKeyUsername = "username"
+	ProviderKeyPassword = "password"
+)
+
+// ProviderSpec is the desired state of a Provider: an account at an upstream provider. A Provider
+// in a project's namespace serves that project; one in the installation's namespace is the
+// default of every project.
+// +kubebuilder:validation:XValidation:rule="self.type == 'telegram' || has(self.secretRef)",message="a twilio, meta or smtp Provider needs secretRef: the Secret holding its credentials"
+// +kubebuilder:validation:XValidation:rule="!has(self.baseURL) || !isURL(self.baseURL) || ((self.type == 'smtp') == (url(self.baseURL).getScheme() in ['smtp', 'smtps']))",message="baseURL of an smtp Provider is an smtp:// or smtps:// URL; of the other types an http:// or https:// URL"
+type ProviderSpec struct {
+	// Type is the upstream: twilio, telegram, meta or smtp. Set at creation only.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="type is immutable: create another Provider"
+	Type ProviderType `json:"type"`
+
+	// BaseURL replaces the provider's public address: a regional endpoint, a proxy, or a local
+	// peer. An absolute http(s) URL (smtp:// or smtps:// host and port for smtp).
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['https', 'http', 'smtp', 'smtps']",message="baseURL must be an absolute URL (http:// or https://; smtp:// or smtps:// for smtp)"
+	// +optional
+	BaseURL string `json:"baseURL,omitempty"`
+
+	// SecretRef names the Secret, in the Provider's namespace, that holds the credentials. The
+	// Secret must carry the label messaging.switchboard.io/secret: "true". Keys by type: twilio
+	// accountSid and authToken; meta accessToken (and appSecret); smtp username and password.
+	// A telegram Provider needs none: bot tokens belong to Senders.
+	// +optional
+	SecretRef *ProviderSecretRef `json:"secretRef,omitempty"`
+
+	// Default makes this Provider its namespace's default for the channels of its type. When
+	// several of one type are, the oldest is.
+	// +optional
+	Default bool `json:"default,omitempty"`
+}
+
+// ProviderSecretRef names a Secret in the Provider's namespace.
+type ProviderSecretRef struct {
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// ProviderStatus is the observed state of a Provider.
+type ProviderStatus struct {
+	// ObservedGeneration is the generation the status was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready tells whether the credentials are complete and the provider accepts them.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Account is what the provider said of the account when it accepted the credentials: its
+	// name and id.
+	// +optional
+	Account string `json:"account,omitempty"`
+}
+
+// Provider is an account at an upstream provider (Twilio, Meta, Telegram, an SMTP relay).
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced
+// +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.type`
+// +kubebuilder:printcolumn:name="Default",type=boolean,JSONPath=`.spec.default`
+// +kubebuilder:printcolumn:name="Account",type=string,JSONPath=`.status.account`,priority=1
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Provider struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   ProviderSpec   `json:"spec"`
+	Status ProviderStatus `json:"status,omitempty"`
+}
+
+// ProviderList is a list of Providers.
+// +kubebuilder:object:root=true
+type ProviderList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Provider `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&Provider{}, &ProviderList{})
+}

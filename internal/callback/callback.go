@@ -1,0 +1,117 @@
+// Package callback serves what providers post back to the installation's public URL, under
+// /callbacks/<provider>/: delivery receipts, which move messages through the message
+// lifecycle's ApplyStatus, and inbound messages, which arrive through its Receive exactly as the
+// sandbox's do. Every request is verified with the provider's own signature before anything in
+// it is read; a forged or unsigned one changes nothing.
+package callback
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/transport"
+)
+
+// maxBody bounds a callback's body: a status or an SMS is a few kilobytes, a Telegram update
+// tens of them.
+const maxBody = 1 << 20
+
+// Handler serves /callbacks/.
+type Handler struct {
+	Messages *message.Service
+	// Reader reads Providers, Senders and their Secrets (the informer cache).
+	Reader client.Reader
+	// PublicURL is the address providers were given; Twilio signs the URL it called.
+	PublicURL string
+	// InstallationNamespace holds the Providers every project may use.
+	InstallationNamespace string
+	// TelegramKey derives each bot's webhook secret token (telegram.WebhookSecret).
+	TelegramKey []byte
+	Log         logr.Logger
+
+	mux *http.ServeMux
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.mux == nil {
+		mux := http.NewServeMux()
+		mux.HandleFunc("POST /callbacks/twilio/{namespace}/{provider}/status", h.twilioStatus(false))
+		mux.HandleFunc("POST /callbacks/twilio/{namespace}/{provider}/calls", h.twilioStatus(true))
+		mux.HandleFunc("POST /callbacks/twilio/{namespace}/{provider}/inbound", h.twilioInbound)
+		mux.HandleFunc("POST /callbacks/telegram/{namespace}/{sender}/updates", h.telegramUpdate)
+		h.mux = mux
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxBody)
+	h.mux.ServeHTTP(w, r)
+}
+
+// refuse answers a request that could not be verified; nothing in it was read.
+func refuse(w http.ResponseWriter, status int, why string) {
+	http.Error(w, why, status)
+}
+
+// provider reads the Provider namespace/name of type typ, with its Secret's data.
+func (h *Handler) provider(ctx context.Context, namespace, name string, typ v1alpha1.ProviderType) (*v1alpha1.Provider, map[string][]byte, error) {
+	var p v1alpha1.Provider
+	if err := h.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &p); err != nil {
+		return nil, nil, err
+	}
+	if p.Spec.Type != typ {
+		return nil, nil, apierrors.NewNotFound(v1alpha1.GroupVersion.WithResource("providers").GroupResource(), name)
+	}
+	if p.Spec.SecretRef == nil {
+		return &p, nil, nil
+	}
+	var s corev1.Secret
+	if err := h.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: p.Spec.SecretRef.Name}, &s); err != nil {
+		return nil, nil, fmt.Errorf("read the credentials of provider %s: %w", name, err)
+	}
+	return &p, s.Data, nil
+}
+
+// publicURL is the address the provider called: the public URL's origin and the request's
+// path and query.
+func (h *Handler) publicURL(r *http.Request) string {
+	return strings.TrimRight(h.PublicURL, "/") + r.URL.RequestURI()
+}
+
+// applyStatus moves the message a provider reports on; an id Switchboard does not know is
+// acknowledged, and logged once, so the provider does not retry it.
+func (h *Handler) applyStatus(ctx context.Context, u transport.StatusUpdate, provider string) error {
+	if u.Status == "" || u.ProviderMessageID == "" {
+		return nil
+	}
+	known, err := h.Messages.KnowsProviderID(ctx, u.ProviderMessageID)
+	if err != nil {
+		return err
+	}
+	if !known {
+		h.Log.Info("status callback for a message Switchboard did not send", "provider", provider,
+			"providerMessageId", u.ProviderMessageID, "status", u.Status)
+		return nil
+	}
+	_, err = h.Messages.ApplyStatus(ctx, message.StatusChange{ProviderMessageID: u.ProviderMessageID, Status: u.Status, Failure: u.Failure})
+	return err
+}
+
+// internalError answers 500, so the provider tries again later, and logs why.
+func (h *Handler) internalError(w http.ResponseWriter, err error, what string) {
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	h.Log.Error(err, "callback failed", "callback", what)
+	http.Error(w, "internal error", http.StatusInternalServerError)
+}
