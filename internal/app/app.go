@@ -274,7 +274,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		CursorKey:       cursorKey,
 		Listener:        cfg.Listener,
 		ReadyChecks:     checks,
-		Callbacks: &callback.Handler{Messages: messages, Reader: mgr.GetClient(), PublicURL: cfg.PublicURL,
+		Callbacks: &callback.Handler{Messages: messages, Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), PublicURL: cfg.PublicURL,
 			InstallationNamespace: cfg.InstallationNamespace, TelegramKey: transports.TelegramKey, Log: log.WithName("callbacks")},
 		Log: log.WithName("api"),
 	})

@@ -31,6 +31,9 @@ type Handler struct {
 	Messages *message.Service
 	// Reader reads Providers, Senders and their Secrets (the informer cache).
 	Reader client.Reader
+	// Live reads the API server itself, for what the cache may not have seen yet (a bot
+	// attached a moment ago, whose first update can arrive before the cache hears of it).
+	Live client.Reader
 	// PublicURL is the address providers were given; Twilio signs the URL it called.
 	PublicURL string
 	// InstallationNamespace holds the Providers every project may use.

@@ -18,7 +18,11 @@ import (
 func (h *Handler) telegramUpdate(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	var snd v1alpha1.Sender
-	err := h.Reader.Get(ctx, client.ObjectKey{Namespace: r.PathValue("namespace"), Name: r.PathValue("sender")}, &snd)
+	key := client.ObjectKey{Namespace: r.PathValue("namespace"), Name: r.PathValue("sender")}
+	err := h.Reader.Get(ctx, key, &snd)
+	if (apierrors.IsNotFound(err) || (err == nil && snd.Spec.Telegram == nil)) && h.Live != nil {
+		err = h.Live.Get(ctx, key, &snd)
+	}
 	if apierrors.IsNotFound(err) || (err == nil && snd.Spec.Telegram == nil) {
 		refuse(w, http.StatusNotFound, "no such bot")
 		return

@@ -25,7 +25,12 @@ func newDevCommand(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
 
 seeded with namespace and project "default", a default Sender on the sandbox transport and a
 test API key. Once ready it prints the base URL, the key and a curl to try, and writes
-<state-dir>/dev.env (SWITCHBOARD_URL, SWITCHBOARD_API_KEY, KUBECONFIG). Ctrl-C stops everything.`,
+<state-dir>/dev.env (SWITCHBOARD_URL, SWITCHBOARD_API_KEY, KUBECONFIG, DATABASE_URL). Ctrl-C stops
+everything.
+
+No provider account is needed: test keys send through the sandbox. To deliver for real, create a
+live key (switchboard apikey create --environment live), a Provider and a Sender on it in the
+"default" namespace (docs/providers.md); providers call back to --public-url.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("log-format") {
@@ -46,5 +51,8 @@ test API key. Once ready it prints the base URL, the key and a curl to try, and 
 	fl.StringVar(&cfg.StateDir, "state-dir", ".switchboard", "directory for dev.env, the kubeconfig and the dev API key")
 	fl.StringVar(&cfg.DatabaseURL, "database-url", envOr("DATABASE_URL", ""), "Postgres URL to use as it is (env DATABASE_URL); empty: see above")
 	fl.StringVar(&cfg.AssetsDir, "control-plane-assets", controlplane.AssetsDir(), "directory with kube-apiserver and etcd (env KUBEBUILDER_ASSETS); make envtest-assets provides them")
+	fl.StringVar(&cfg.PublicURL, "public-url", "", "the address providers call back (a tunnel to this machine, say); empty: the API's own address")
+	fl.StringVar(&cfg.TelegramAPI, "telegram-api-url", "https://api.telegram.org", "the Telegram Bot API's address (a proxy or a local Bot API server)")
+	fl.IntVar(&cfg.DispatchAttempts, "dispatch-attempts", 8, "calls to a provider for one message before it fails with PROVIDER_UNAVAILABLE")
 	return cmd
 }

@@ -37,6 +37,13 @@ type Config struct {
 	DatabaseURL string
 	// AssetsDir holds kube-apiserver and etcd.
 	AssetsDir string
+	// PublicURL is where providers call back; empty is the API's own address, which providers
+	// on this machine (local peers, a tunnel) reach.
+	PublicURL string
+	// TelegramAPI is the Bot API's address; empty is Telegram's own.
+	TelegramAPI string
+	// DispatchAttempts bounds the calls to a provider for one message (0: the default).
+	DispatchAttempts int
 	// Out receives the banner once everything is ready.
 	Out io.Writer
 	Log logr.Logger
@@ -127,6 +134,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 
+	url := "http://" + displayAddr(listener.Addr())
+	publicURL := cfg.PublicURL
+	if publicURL == "" {
+		publicURL = url
+	}
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
@@ -139,6 +151,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			HealthAddr:        "0",
 			LeaderElection:    false,
 			WorkerConcurrency: 10,
+			PublicURL:         publicURL,
+			TelegramAPI:       cfg.TelegramAPI,
+			DispatchAttempts:  cfg.DispatchAttempts,
+			// Providers of the whole installation sit beside the default project.
+			InstallationNamespace: DefaultNamespace,
 			// A developer's receiver runs on this machine, often on plain http.
 			Delivery: delivery.WorkerOptions{Client: delivery.ClientOptions{
 				AllowHTTPLoopback: true,
@@ -154,7 +171,6 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 
-	url := "http://" + displayAddr(listener.Addr())
 	// DATABASE_URL lets the documented CLI (switchboard apikey create …) work against this system.
 	env := fmt.Sprintf("SWITCHBOARD_URL=%s\nSWITCHBOARD_API_KEY=%s\nKUBECONFIG=%s\nDATABASE_URL=%s\n", url, key, kubeconfig, dbURL)
 	if err := writeFileAtomic(envFile, []byte(env), 0o600); err != nil {

@@ -13,24 +13,46 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/go-logr/logr"
-
-	"github.com/switchboard-io/switchboard/internal/localpg"
 )
+
+// built is the binary the tests share, built once.
+var built struct {
+	once sync.Once
+	path string
+	err  error
+}
 
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "switchboard")
-	cmd := exec.Command("go", "build", "-o", bin, "../../cmd/switchboard")
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "switchboard-e2e-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.path = filepath.Join(dir, "switchboard")
+		cmd := exec.Command("go", "build", "-o", built.path, "../../cmd/switchboard")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
 	}
-	return bin
+	return built.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.path != "" {
+		_ = os.RemoveAll(filepath.Dir(built.path))
+	}
+	os.Exit(code)
 }
 
 func readEnvFile(path string) map[string]string {
@@ -91,66 +113,9 @@ func alive(pid int) bool {
 }
 
 func TestDevRunsSeedsAndStopsCleanly(t *testing.T) {
+	d := startDev(t)
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
-	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set; run the tests through `make test`")
-	}
-	bin := buildBinary(t)
-	state := t.TempDir()
-	envFile := filepath.Join(state, "dev.env")
-
-	// A database of the test's own, so a developer's dev database keeps only their traffic.
-	ctx := context.Background()
-	pg, err := localpg.Start(ctx, logr.Discard(), os.Getenv("TEST_DATABASE_URL"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pg.Stop()
-	dbName := fmt.Sprintf("switchboard_e2e_%d", time.Now().UnixNano())
-	dbURL, err := localpg.EnsureDatabase(ctx, pg.AdminURL, dbName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = localpg.DropDatabase(context.Background(), pg.AdminURL, dbName) }()
-
-	var stdout, stderr strings.Builder
-	dev := exec.Command(bin, "dev", "--listen", "127.0.0.1:0", "--state-dir", state, "--control-plane-assets", assets,
-		"--database-url", dbURL)
-	dev.Stdout, dev.Stderr = &stdout, &stderr
-	if err := dev.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- dev.Wait() }()
-	defer func() {
-		if dev.ProcessState == nil {
-			// Stop it as a user would, so it takes its control plane down with it.
-			_ = dev.Process.Signal(syscall.SIGINT)
-			select {
-			case <-exited:
-			case <-time.After(60 * time.Second):
-				_ = dev.Process.Kill()
-			}
-		}
-		if t.Failed() {
-			t.Logf("dev stdout:\n%s\ndev stderr:\n%s", stdout.String(), stderr.String())
-		}
-	}()
-
-	// Scripts wait for dev.env; so does this test.
-	var env map[string]string
-	deadline := time.Now().Add(3 * time.Minute)
-	for env == nil {
-		select {
-		case err := <-exited:
-			t.Fatalf("dev exited before it was ready: %v", err)
-		case <-time.After(200 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("dev.env did not appear within 3 minutes")
-		}
-		env = readEnvFile(envFile)
-	}
+	bin, dev, exited, env, envFile, stdout := d.bin, d.cmd, d.exited, d.env, d.envFile, d.stdout
 	url, key, kubeconfig := env["SWITCHBOARD_URL"], env["SWITCHBOARD_API_KEY"], env["KUBECONFIG"]
 	if !strings.HasPrefix(key, "svc_test_") || url == "" || kubeconfig == "" {
 		t.Fatalf("dev.env = %v", env)
@@ -195,7 +160,7 @@ func TestDevRunsSeedsAndStopsCleanly(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || sent.Message.Status != "queued" || sent.Message.Channel != "sms" {
 		t.Fatalf("POST /v1/messages = %d %+v", resp.StatusCode, sent)
 	}
-	deadline = time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		get, _ := http.NewRequest(http.MethodGet, url+"/v1/messages/"+sent.Message.ID, nil)
 		get.Header.Set("Authorization", "Bearer "+key)
