@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/signingsecret"
 )
 
 // WebhookReconciler keeps the signing secret and Ready condition of project webhooks.
@@ -22,9 +23,6 @@ type WebhookReconciler struct {
 
 // +kubebuilder:rbac:groups=messaging.switchboard.io,resources=webhooks,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=messaging.switchboard.io,resources=webhooks/status,verbs=get;update;patch
-
-// GeneratedProjectWebhookSecretName is the Secret generated for a project webhook.
-func GeneratedProjectWebhookSecretName(w *v1alpha1.Webhook) string { return "webhook-" + w.Name }
 
 // Reconcile gives the webhook its signing secret and computes Ready.
 func (r *WebhookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -44,7 +42,7 @@ func (r *WebhookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if p := v1alpha1.NamespaceProject(projects.Items); p == nil {
 		result = notReady(v1alpha1.ReasonProjectNotFound, fmt.Sprintf("namespace %s has no Project", wh.Namespace))
 	}
-	secret, failure, err := reconcileSigningSecret(ctx, r.Client, &wh, true, wh.Spec.SecretRef, GeneratedProjectWebhookSecretName(&wh))
+	secret, failure, err := reconcileSigningSecret(ctx, r.Client, &wh, true, wh.Spec.SecretRef, signingsecret.ForProjectWebhook(&wh))
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -108,7 +108,7 @@ func (r resolver) resolve(ctx context.Context, kind Kind, project, name, event s
 }
 
 // StatusEvent is sent on every status change of a message, beside the change's own event.
-const StatusEvent = "message.status"
+const StatusEvent = string(v1alpha1.EventMessageStatus)
 
 // subscribed tells whether a webhook with these events receives event; none means all — but
 // message.status only goes to webhooks that name it, since "all" already has every change as

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/addr"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
@@ -121,7 +122,7 @@ func (s *Service) ReceiveUnsupported(ctx context.Context, in Inbound) error {
 		data["providerTimestamp"] = in.ProviderTimestamp.UnixMilli()
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		_, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: in.Project, Name: "message.unsupported", Sender: in.Sender,
+		_, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: in.Project, Name: string(v1alpha1.EventMessageUnsupported), Sender: in.Sender,
 			From: in.From, To: in.To, Transport: in.Channel, Data: data})
 		return err
 	})
@@ -159,7 +160,7 @@ func (s *Service) inboundEvent(ctx context.Context, tx pgx.Tx, msg db.Message, i
 	if in.Referral != nil {
 		data["referral"] = in.Referral
 	}
-	_, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: msg.Project, Name: "message.inbound", Sender: msg.Sender,
+	_, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: msg.Project, Name: string(v1alpha1.EventMessageInbound), Sender: msg.Sender,
 		From: msg.Originator, To: msg.Recipient, Transport: msg.Channel, Data: data})
 	return err
 }
@@ -180,7 +181,7 @@ func (s *Service) conversationNew(ctx context.Context, tx pgx.Tx, msg db.Message
 	if profileName != "" {
 		data["profileName"] = profileName
 	}
-	_, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: msg.Project, Name: "conversation.new", Sender: msg.Sender,
+	_, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: msg.Project, Name: string(v1alpha1.EventConversationNew), Sender: msg.Sender,
 		From: msg.Originator, To: msg.Recipient, Transport: msg.Channel, Data: data})
 	return err
 }

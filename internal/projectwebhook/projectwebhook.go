@@ -10,24 +10,21 @@ import (
 	"net/url"
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apperror"
-	"github.com/switchboard-io/switchboard/internal/controller"
 	"github.com/switchboard-io/switchboard/internal/kubewrite"
-	"github.com/switchboard-io/switchboard/internal/sender"
+	"github.com/switchboard-io/switchboard/internal/signingsecret"
 )
 
 const name = string(v1alpha1.WebhookKindV2)
 
 // invitationEvents are the events the invitations webhook can take.
-var invitationEvents = []string{"invitation.status_changed"}
+var invitationEvents = []string{string(v1alpha1.EventInvitationStatusChanged)}
 
 // Service manages the v2 project webhook.
 type Service struct {
@@ -81,7 +78,7 @@ func (s *Service) Get(ctx context.Context, project string) (State, error) {
 // none are named.
 func (s *Service) Put(ctx context.Context, project string, kind v1alpha1.WebhookKind, in PutInput) (wh *v1alpha1.Webhook, created bool, secret string, err error) {
 	name := string(kind)
-	known := sender.WebhookEvents
+	known := v1alpha1.WebhookEventNames()
 	if kind == v1alpha1.WebhookKindInvitations {
 		known = invitationEvents
 		if in.Events == nil || len(*in.Events) == 0 {
@@ -201,48 +198,18 @@ func (s *Service) Delete(ctx context.Context, project string) error {
 	if err := s.client.Delete(ctx, &wh); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete v2 webhook of %s: %w", project, err)
 	}
-	var secret corev1.Secret
-	err := s.live.Get(ctx, client.ObjectKey{Namespace: project, Name: controller.GeneratedProjectWebhookSecretName(&wh)}, &secret)
-	if err == nil && metav1.IsControlledBy(&secret, &wh) {
-		if err := s.client.Delete(ctx, &secret); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete v2 webhook secret of %s: %w", project, err)
-		}
-	}
-	return nil
+	store := signingsecret.Store{Client: s.client, Live: s.live, FieldManager: kubewrite.FieldManager}
+	return store.Delete(ctx, &wh, signingsecret.ForProjectWebhook(&wh))
 }
 
-// writeSecret stores a new generated secret for wh (replacing the old one when rotate is true)
-// and returns it.
+// writeSecret returns wh's generated signing secret, made now when it has none, or replaced
+// when rotate is true.
 func (s *Service) writeSecret(ctx context.Context, wh *v1alpha1.Webhook, rotate bool) (string, error) {
-	value, err := controller.NewWebhookSecret()
-	if err != nil {
-		return "", err
+	store := signingsecret.Store{Client: s.client, Live: s.live, FieldManager: kubewrite.FieldManager}
+	if rotate {
+		return store.Rotate(ctx, wh, signingsecret.ForProjectWebhook(wh))
 	}
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: wh.Namespace, Name: controller.GeneratedProjectWebhookSecretName(wh),
-			Labels: map[string]string{v1alpha1.SecretLabel: "true"}},
-		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{v1alpha1.GeneratedWebhookSecretKey: []byte(value)},
-	}
-	if err := controllerutil.SetControllerReference(wh, secret, s.client.Scheme()); err != nil {
-		return "", err
-	}
-	err = s.client.Create(ctx, secret, client.FieldOwner(kubewrite.FieldManager))
-	if apierrors.IsAlreadyExists(err) {
-		if !rotate {
-			// The controller made it first: show that one.
-			var existing corev1.Secret
-			if err := s.live.Get(ctx, client.ObjectKeyFromObject(secret), &existing); err != nil {
-				return "", fmt.Errorf("read v2 webhook secret: %w", err)
-			}
-			return string(existing.Data[v1alpha1.GeneratedWebhookSecretKey]), nil
-		}
-		err = s.client.Update(ctx, secret, client.FieldOwner(kubewrite.FieldManager))
-	}
-	if err != nil {
-		return "", fmt.Errorf("store v2 webhook secret: %w", err)
-	}
-	return value, nil
+	return store.Ensure(ctx, wh, signingsecret.ForProjectWebhook(wh))
 }
 
 // disableSenderWebhooks switches the project's sender webhooks off, keeping url, events and secret.

@@ -11,14 +11,6 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apperror"
 )
 
-// WebhookEvents lists the event names a webhook can subscribe to.
-var WebhookEvents = []string{
-	"message.queued", "message.sent", "message.delivered", "message.read", "message.status", "message.failed",
-	"message.inbound", "message.unsupported", "broadcast.status_changed", "conversation.new",
-	"template.status_changed", "invitation.status_changed", "call.initiated", "call.answered",
-	"call.completed", "call.failed", "domain.verified", "domain.failed",
-}
-
 // apply validates in and writes it into spec; it returns every invalid field.
 func apply(spec *v1alpha1.SenderSpec, in Input) []apperror.FieldError {
 	var errs []apperror.FieldError
@@ -97,7 +89,7 @@ func apply(spec *v1alpha1.SenderSpec, in Input) []apperror.FieldError {
 		if in.WebhookEvents != nil {
 			events := make([]v1alpha1.WebhookEvent, 0, len(*in.WebhookEvents))
 			for i, e := range *in.WebhookEvents {
-				if !slices.Contains(WebhookEvents, e) {
+				if !slices.Contains(v1alpha1.WebhookEventNames(), e) {
 					bad(fmt.Sprintf("webhookEvents[%d]", i), fmt.Sprintf("unknown event %q", e))
 					continue
 				}

@@ -9,19 +9,17 @@ import (
 	"slices"
 	"sort"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apperror"
-	"github.com/switchboard-io/switchboard/internal/controller"
 	"github.com/switchboard-io/switchboard/internal/kubewrite"
 	"github.com/switchboard-io/switchboard/internal/randid"
+	"github.com/switchboard-io/switchboard/internal/signingsecret"
 )
 
 // Service manages Senders.
@@ -176,7 +174,7 @@ func (s *Service) Update(ctx context.Context, project, id string, in Input) (Vie
 	}
 	if removedWebhook {
 		// The removed webhook's secret goes with it, now: a webhook added later gets a new one.
-		if err := s.deleteGeneratedSecret(ctx, snd, snd.Name+"-webhook"); err != nil {
+		if err := s.secrets().Delete(ctx, snd, signingsecret.ForSender(snd)); err != nil {
 			return View{}, err
 		}
 	}
@@ -203,21 +201,9 @@ func (s *Service) Delete(ctx context.Context, project, id string) error {
 		s.unhook(ctx, snd)
 	}
 	// Its Secrets go at once rather than whenever garbage collection gets to them.
-	for _, name := range []string{snd.Name + "-webhook", telegramSecretName(snd)} {
-		if err := s.deleteGeneratedSecret(ctx, snd, name); err != nil {
+	for _, name := range []string{signingsecret.ForSender(snd), telegramSecretName(snd)} {
+		if err := s.secrets().Delete(ctx, snd, name); err != nil {
 			return err
-		}
-	}
-	return nil
-}
-
-// deleteGeneratedSecret deletes the sender's Secret name when the sender owns it.
-func (s *Service) deleteGeneratedSecret(ctx context.Context, snd *v1alpha1.Sender, name string) error {
-	var secret corev1.Secret
-	err := s.live.Get(ctx, client.ObjectKey{Namespace: snd.Namespace, Name: name}, &secret)
-	if err == nil && metav1.IsControlledBy(&secret, snd) {
-		if err := s.client.Delete(ctx, &secret); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete secret %s of sender %s: %w", name, snd.Name, err)
 		}
 	}
 	return nil
@@ -238,18 +224,7 @@ func (s *Service) RotateSecret(ctx context.Context, project, id string) (string,
 			"This webhook signs with a Secret you manage (spec.webhook.secretRef); rotate it there.")
 		return "", e
 	}
-	value, err := controller.NewWebhookSecret()
-	if err != nil {
-		return "", err
-	}
-	secret := generatedSecret(snd, value)
-	if err := controllerutil.SetControllerReference(snd, secret, s.scheme); err != nil {
-		return "", err
-	}
-	err = s.client.Update(ctx, secret, client.FieldOwner(kubewrite.FieldManager))
-	if apierrors.IsNotFound(err) {
-		err = s.client.Create(ctx, secret, client.FieldOwner(kubewrite.FieldManager))
-	}
+	value, err := s.secrets().Rotate(ctx, snd, signingsecret.ForSender(snd))
 	if err != nil {
 		return "", fmt.Errorf("rotate webhook secret of %s: %w", id, err)
 	}
@@ -374,43 +349,18 @@ func (s *Service) clearOtherDefaults(ctx context.Context, snd *v1alpha1.Sender) 
 	return nil
 }
 
-func generatedSecret(snd *v1alpha1.Sender, value string) *corev1.Secret {
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: snd.Namespace, Name: snd.Name + "-webhook",
-			Labels: map[string]string{v1alpha1.SecretLabel: "true"},
-		},
-		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{v1alpha1.GeneratedWebhookSecretKey: []byte(value)},
-	}
-}
-
-// ensureSecret returns the webhook's signing secret, creating the generated one when needed.
+// ensureSecret returns the webhook's signing secret, creating the generated one when needed;
+// "" when the webhook signs with a Secret of the user's.
 func (s *Service) ensureSecret(ctx context.Context, snd *v1alpha1.Sender) (string, error) {
 	if snd.Spec.Webhook.SecretRef != nil {
 		return "", nil
 	}
-	value, err := controller.NewWebhookSecret()
-	if err != nil {
-		return "", err
-	}
-	secret := generatedSecret(snd, value)
-	if err := controllerutil.SetControllerReference(snd, secret, s.scheme); err != nil {
-		return "", err
-	}
-	err = s.client.Create(ctx, secret, client.FieldOwner(kubewrite.FieldManager))
-	if err == nil {
-		return value, nil
-	}
-	if !apierrors.IsAlreadyExists(err) {
-		return "", fmt.Errorf("create webhook secret of %s: %w", snd.Name, err)
-	}
-	// The controller made it first: show that one, read from the API server.
-	var existing corev1.Secret
-	if err := s.live.Get(ctx, client.ObjectKeyFromObject(secret), &existing); err != nil {
-		return "", fmt.Errorf("read webhook secret of %s: %w", snd.Name, err)
-	}
-	return string(existing.Data[v1alpha1.GeneratedWebhookSecretKey]), nil
+	return s.secrets().Ensure(ctx, snd, signingsecret.ForSender(snd))
+}
+
+// secrets writes the senders' generated signing Secrets, as the controller does.
+func (s *Service) secrets() signingsecret.Store {
+	return signingsecret.Store{Client: s.client, Live: s.live, FieldManager: kubewrite.FieldManager}
 }
 
 // newID names a sender: "snd-" and 12 random lowercase letters and digits.
