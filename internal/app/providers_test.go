@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
@@ -150,10 +151,18 @@ func TestLiveVoiceThroughTwilio(t *testing.T) {
 		t.Fatalf("Twilio received calls %+v", calls)
 	}
 
+	// A destination the account may not call fails with its code.
+	peer.Fail("+2348012345678", 21215, http.StatusBadRequest)
+	r = in.post("/v2/messages", key, `{"to":"+2348012345678","channel":"voice","text":"Hello","voiceLanguage":"en-GB"}`)
+	m := waitStatus(t, in, key, r.body["message"].(map[string]any)["id"].(string), "failed")
+	if m["errorCode"] != "VOICE_ROUTE_UNAVAILABLE" || m["errorDetails"].(map[string]any)["providerCode"] != "21215" {
+		t.Errorf("call without a route = %v", m)
+	}
+
 	// A busy line fails the message with its code.
 	peer.CallOutcome("+15005550199", "busy")
 	r = in.post("/v2/messages", key, `{"to":"+15005550199","channel":"voice","text":"Hello","voiceLanguage":"en-GB"}`)
-	m := waitStatus(t, in, key, r.body["message"].(map[string]any)["id"].(string), "failed")
+	m = waitStatus(t, in, key, r.body["message"].(map[string]any)["id"].(string), "failed")
 	if m["errorCode"] != "VOICE_BUSY" {
 		t.Errorf("busy call = %v", m)
 	}
@@ -317,5 +326,28 @@ func TestLiveSendsNeedAProvider(t *testing.T) {
 	m := waitStatus(t, in, live, r.body["message"].(map[string]any)["id"].(string), "failed")
 	if m["errorCode"] != "PROVIDER_NOT_READY" || !strings.Contains(m["errorMessage"].(string), "missing") {
 		t.Errorf("send through a provider without its Secret = %v", m)
+	}
+
+	// Credentials the provider refuses: CredentialsRejected, and sends fail without calling it.
+	peer := twiliotest.NewServer(t)
+	if err := in.k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "missing",
+		Labels: map[string]string{v1alpha1.SecretLabel: "true"}},
+		StringData: map[string]string{"accountSid": twiliotest.AccountSID, "authToken": "00000000000000000000000000000000"}}); err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte(`{"spec":{"baseURL":"` + peer.URL + `"}}`)
+	if err := in.k8s.Patch(ctx, provider, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		var p v1alpha1.Provider
+		_ = in.k8s.Get(ctx, client.ObjectKeyFromObject(provider), &p)
+		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
+		return c != nil && c.Reason == v1alpha1.ReasonCredentialsRejected
+	})
+	r = in.post("/v1/messages", live, `{"to":"+15005550100","text":"Hi"}`)
+	m = waitStatus(t, in, live, r.body["message"].(map[string]any)["id"].(string), "failed")
+	if m["errorCode"] != "PROVIDER_NOT_READY" || len(peer.Messages()) != 0 {
+		t.Errorf("send through refused credentials = %v; Twilio took %d messages", m, len(peer.Messages()))
 	}
 }
