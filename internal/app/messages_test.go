@@ -461,14 +461,7 @@ func TestSandboxMagicRecipients(t *testing.T) {
 // types on Telegram but no template, which is refused naming the channel.
 func TestChannelsCarryTheirTypes(t *testing.T) {
 	in := start(t, fastSandbox)
-	acme := newProject(t, in, v1alpha1.ProjectSpec{})
-	if err := in.k8s.Create(context.Background(), &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "desk"},
-		Spec: v1alpha1.SenderSpec{DisplayName: "Desk", Default: true, PhoneNumber: "+15005550006", SMS: &v1alpha1.Activation{Active: true},
-			Telegram: &v1alpha1.ConnectedAccount{AccountID: "123456789", DisplayName: "acme_bot", Active: true}}}); err != nil {
-		t.Fatal(err)
-	}
-	key := newKey(t, in, acme, apikey.Test)
-	waitFor(t, func() bool { return len(in.get("/v1/senders/desk", key).body["channels"].([]any)) == 2 })
+	key := deskProject(t, in)
 
 	for name, body := range map[string]string{
 		"mms to +1":         `{"to":"+15005550100","channel":"sms","messageType":"image","text":"Receipt","content":{"mediaUrl":"https://cdn.acme.example/r.jpg"}}`,
@@ -488,4 +481,19 @@ func TestChannelsCarryTheirTypes(t *testing.T) {
 	if after := in.count("SELECT count(*) FROM messages"); after != before {
 		t.Errorf("the refused send stored %d messages", after-before)
 	}
+}
+
+// deskProject makes a project whose default sender "desk" has sms at +15005550006 and the
+// Telegram bot @acme_bot (simulated), and returns a test key.
+func deskProject(t testing.TB, in *instance) string {
+	t.Helper()
+	acme := newProject(t, in, v1alpha1.ProjectSpec{})
+	if err := in.k8s.Create(context.Background(), &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "desk"},
+		Spec: v1alpha1.SenderSpec{DisplayName: "Desk", Default: true, PhoneNumber: "+15005550006", SMS: &v1alpha1.Activation{Active: true},
+			Telegram: &v1alpha1.ConnectedAccount{AccountID: "123456789", DisplayName: "acme_bot", Active: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	key := newKey(t, in, acme, apikey.Test)
+	waitFor(t, func() bool { return len(in.get("/v1/senders/desk", key).body["channels"].([]any)) == 2 })
+	return key
 }

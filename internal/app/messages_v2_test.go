@@ -1,12 +1,8 @@
 package app_test
 
 import (
-	"context"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 )
 
@@ -89,14 +85,7 @@ func TestSendV2(t *testing.T) {
 // is that address.
 func TestSendV2FromNamesOneAddress(t *testing.T) {
 	in := start(t, fastSandbox)
-	acme := newProject(t, in, v1alpha1.ProjectSpec{})
-	if err := in.k8s.Create(context.Background(), &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "desk"},
-		Spec: v1alpha1.SenderSpec{DisplayName: "Desk", Default: true, PhoneNumber: "+15005550006", SMS: &v1alpha1.Activation{Active: true},
-			Telegram: &v1alpha1.ConnectedAccount{AccountID: "123456789", DisplayName: "acme_bot", Active: true}}}); err != nil {
-		t.Fatal(err)
-	}
-	key := newKey(t, in, acme, apikey.Test)
-	waitFor(t, func() bool { return len(in.get("/v1/senders/desk", key).body["channels"].([]any)) == 2 })
+	key := deskProject(t, in)
 
 	// From the number, bare digits reach nothing: refused with the number the client probably meant.
 	before := in.count("SELECT count(*) FROM messages")

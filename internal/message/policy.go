@@ -129,12 +129,13 @@ type optOutReader interface {
 	optedOut(ctx context.Context, m db.Message) (bool, error)
 }
 
-// optedOut fails an SMS or voice message to a recipient who replied STOP to its number: the
-// provider would refuse it (Twilio's 21610) or, worse, deliver it against the recipient's wish.
+// optedOut fails an SMS to a recipient who replied STOP to its number: the provider would
+// refuse it (Twilio's 21610) or, worse, deliver it against the recipient's wish. STOP is a
+// messaging keyword: calls from the number are not affected.
 type optedOut struct{ pool optOutReader }
 
 func (p optedOut) CheckDispatch(ctx context.Context, m db.Message) (*transport.Failure, error) {
-	if !isPhoneChannel(m.Channel) {
+	if m.Channel != string(v1alpha1.ChannelSMS) && m.Channel != string(v1alpha1.ChannelSMSOneway) {
 		return nil, nil
 	}
 	out, err := p.pool.optedOut(ctx, m)
@@ -142,7 +143,7 @@ func (p optedOut) CheckDispatch(ctx context.Context, m db.Message) (*transport.F
 		return nil, err
 	}
 	return &transport.Failure{Code: ErrUnsubscribed,
-		Message: "The recipient replied STOP to this number; they receive nothing from it until they reply START."}, nil
+		Message: "The recipient replied STOP to this number; they receive no messages from it until they reply START."}, nil
 }
 
 func (s *Service) optedOut(ctx context.Context, m db.Message) (bool, error) {
@@ -152,15 +153,6 @@ func (s *Service) optedOut(ctx context.Context, m db.Message) (bool, error) {
 		return false, fmt.Errorf("read opt-outs: %w", err)
 	}
 	return out, nil
-}
-
-// isPhoneChannel: the channels that go to a number through a telephony provider.
-func isPhoneChannel(channel string) bool {
-	switch v1alpha1.Channel(channel) {
-	case v1alpha1.ChannelSMS, v1alpha1.ChannelSMSOneway, v1alpha1.ChannelVoice:
-		return true
-	}
-	return false
 }
 
 // Failures of a checked fallback (spec: States/Message, the v2 rows).

@@ -93,7 +93,7 @@ func TestOptedOut(t *testing.T) {
 	}{
 		{"opted out", "sms", "+15005550006", "+15005550100", true},
 		{"one-way sms too", "sms_oneway", "+15005550006", "+15005550100", true},
-		{"voice too", "voice", "+15005550006", "+15005550100", true},
+		{"calls are not messages", "voice", "+15005550006", "+15005550100", false},
 		{"another number of ours", "sms", "+15005550007", "+15005550100", false},
 		{"another recipient", "sms", "+15005550006", "+15005550101", false},
 		{"whatsapp has its own opt-out", "whatsapp", "+15005550006", "+15005550100", false},
