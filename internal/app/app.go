@@ -39,11 +39,11 @@ import (
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/postgres"
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
+	"github.com/switchboard-io/switchboard/internal/providercheck"
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
 	"github.com/switchboard-io/switchboard/internal/sender"
 	"github.com/switchboard-io/switchboard/internal/transport/registry"
 	"github.com/switchboard-io/switchboard/internal/transport/sandbox"
-	"github.com/switchboard-io/switchboard/internal/transport/twilio"
 	"github.com/switchboard-io/switchboard/internal/worker"
 )
 
@@ -189,7 +189,7 @@ func Run(ctx context.Context, cfg Config) error {
 			every = time.Minute
 		}
 		if err := controller.Setup(mgr, controller.Options{Activity: &controller.ActivitySource{Pool: cfg.Pool, Every: every},
-			ProviderChecks: providerChecks()}); err != nil {
+			ProviderChecks: providercheck.Checks()}); err != nil {
 			return fmt.Errorf("set up controllers: %w", err)
 		}
 	}
@@ -298,20 +298,3 @@ type SandboxOptions struct {
 var DefaultSandbox = SandboxOptions{DeliverAfter: 500 * time.Millisecond, ReadAfter: time.Second}
 
 func ptr[T any](v T) *T { return &v }
-
-// providerChecks check a Provider's credentials with the provider itself, by type.
-func providerChecks() map[v1alpha1.ProviderType]controller.CredentialCheck {
-	return map[v1alpha1.ProviderType]controller.CredentialCheck{
-		v1alpha1.ProviderTwilio: func(ctx context.Context, p *v1alpha1.Provider, creds map[string][]byte) (string, error) {
-			info, err := twilio.New(twilio.Config{BaseURL: p.Spec.BaseURL, AccountSID: string(creds["accountSid"]),
-				AuthToken: string(creds["authToken"])}).CheckAccount(ctx)
-			if errors.Is(err, twilio.ErrInvalidCredentials) || errors.Is(err, twilio.ErrAccountInactive) {
-				return "", fmt.Errorf("%w: %w", controller.ErrCredentialsRejected, err)
-			}
-			if err != nil {
-				return "", err
-			}
-			return info.FriendlyName, nil
-		},
-	}
-}

@@ -2,13 +2,8 @@ package controller_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
-	"strings"
-	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -19,90 +14,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
-	"github.com/switchboard-io/switchboard/internal/controller"
+	"github.com/switchboard-io/switchboard/internal/transport/twilio/twiliotest"
 )
-
-// twilioAccountCheck checks twilio credentials the way Twilio documents it: fetch the account
-// (GET /2010-04-01/Accounts/{AccountSid}.json) with HTTP basic auth, SID and auth token. The
-// suite registers it for twilio Providers; the tests point their baseURL at a fakeTwilio.
-func twilioAccountCheck(ctx context.Context, p *v1alpha1.Provider, credentials map[string][]byte) (string, error) {
-	sid, token := string(credentials[v1alpha1.ProviderKeyAccountSID]), string(credentials[v1alpha1.ProviderKeyAuthToken])
-	base := p.Spec.BaseURL
-	if base == "" {
-		base = "https://api.twilio.com"
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet,
-		strings.TrimRight(base, "/")+"/2010-04-01/Accounts/"+url.PathEscape(sid)+".json", nil)
-	if err != nil {
-		return "", fmt.Errorf("build account request: %w", err)
-	}
-	req.SetBasicAuth(sid, token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("fetch account: %w", err)
-	}
-	defer resp.Body.Close()
-	var body struct {
-		SID          string `json:"sid"`
-		FriendlyName string `json:"friendly_name"`
-		Status       any    `json:"status"` // the account's status, or the HTTP status in an error
-		Code         int    `json:"code"`
-		Message      string `json:"message"`
-	}
-	_ = json.NewDecoder(resp.Body).Decode(&body)
-	switch {
-	case resp.StatusCode == http.StatusOK && body.Status == "active":
-		return fmt.Sprintf("%s (%s)", body.FriendlyName, body.SID), nil
-	case resp.StatusCode == http.StatusOK:
-		return "", fmt.Errorf("%w: the account is %v", controller.ErrCredentialsRejected, body.Status)
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusNotFound:
-		return "", fmt.Errorf("%w: twilio answered %d %s (error %d)", controller.ErrCredentialsRejected, resp.StatusCode, body.Message, body.Code)
-	default:
-		return "", fmt.Errorf("twilio answered %d %s", resp.StatusCode, body.Message)
-	}
-}
-
-// fakeTwilio is a loopback server that answers the account fetch as Twilio's REST API does.
-type fakeTwilio struct {
-	*httptest.Server
-	mu       sync.Mutex
-	accounts map[string]string // sid → auth token
-}
-
-func newFakeTwilio() *fakeTwilio {
-	f := &fakeTwilio{accounts: map[string]string{}}
-	f.Server = httptest.NewServer(http.HandlerFunc(f.serve))
-	DeferCleanup(f.Close)
-	return f
-}
-
-func (f *fakeTwilio) addAccount(sid, token string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.accounts[sid] = token
-}
-
-func (f *fakeTwilio) serve(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	fail := func(status, code int, message string) {
-		w.WriteHeader(status)
-		_ = json.NewEncoder(w).Encode(map[string]any{"code": code, "message": message,
-			"more_info": fmt.Sprintf("https://www.twilio.com/docs/errors/%d", code), "status": status})
-	}
-	sid, token, ok := r.BasicAuth()
-	f.mu.Lock()
-	want, known := f.accounts[sid]
-	f.mu.Unlock()
-	if !ok || !known || token != want {
-		fail(http.StatusUnauthorized, 20003, "Authenticate")
-		return
-	}
-	if r.Method != http.MethodGet || r.URL.Path != "/2010-04-01/Accounts/"+sid+".json" {
-		fail(http.StatusNotFound, 20404, "The requested resource "+r.URL.Path+" was not found")
-		return
-	}
-	_ = json.NewEncoder(w).Encode(map[string]any{"sid": sid, "friendly_name": "Acme Twilio", "status": "active", "type": "Full"})
-}
 
 // providerReady fetches p and returns its Ready condition (nil while there is none).
 func providerReady(ctx context.Context, p *v1alpha1.Provider) func() *metav1.Condition {
@@ -129,18 +42,16 @@ func twilioProvider(ns, name, baseURL, secret string) *v1alpha1.Provider {
 	}
 }
 
+// The account the twiliotest peer knows.
 const (
-	goodSID   = "AC0123456789abcdef0123456789abcdef"
-	goodToken = "f00dcafef00dcafef00dcafef00dcafe"
+	goodSID   = twiliotest.AccountSID
+	goodToken = twiliotest.AuthToken
 )
 
 var _ = Describe("Provider", func() {
 	ctx := context.Background()
-	var twilio *fakeTwilio
-	BeforeEach(func() {
-		twilio = newFakeTwilio()
-		twilio.addAccount(goodSID, goodToken)
-	})
+	var twilio *twiliotest.Server
+	BeforeEach(func() { twilio = twiliotest.NewServer(GinkgoTB()) })
 
 	It("is Ready when the provider accepts the Secret's credentials", func() {
 		ns := newNamespace(ctx)
@@ -148,7 +59,7 @@ var _ = Describe("Provider", func() {
 		p := twilioProvider(ns, "twilio", twilio.URL, "twilio")
 		Expect(k8s.Create(ctx, p)).To(Succeed())
 		Eventually(providerReady(ctx, p), "10s").Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))
-		Expect(p.Status.Account).To(Equal("Acme Twilio (" + goodSID + ")"))
+		Expect(p.Status.Account).To(Equal(twiliotest.FriendlyName + " (" + goodSID + ")"))
 		Expect(p.Status.ObservedGeneration).To(Equal(p.Generation))
 	})
 
@@ -162,7 +73,7 @@ var _ = Describe("Provider", func() {
 		c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ConditionReady)
 		Expect(c.Message).To(And(
 			ContainSubstring(`twilio rejected the credentials in Secret "twilio"`),
-			ContainSubstring("401 Authenticate (error 20003)"),
+			ContainSubstring("the account SID or auth token was rejected"),
 			ContainSubstring("correct accountSid and authToken in the Secret"),
 			Not(ContainSubstring("wrong"))))
 		Expect(p.Status.Account).To(BeEmpty())

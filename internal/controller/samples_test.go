@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/transport/twilio/twiliotest"
 )
 
 var _ = Describe("config/samples", func() {
@@ -48,16 +49,20 @@ var _ = Describe("config/samples", func() {
 		Expect(yaml.UnmarshalStrict([]byte(docs[0]), &secret)).To(Succeed())
 		Expect(yaml.UnmarshalStrict([]byte(docs[1]), &provider)).To(Succeed())
 
-		// A local peer that knows the sample's account stands in for api.twilio.com.
-		twilio := newFakeTwilio()
-		twilio.addAccount(secret.StringData[v1alpha1.ProviderKeyAccountSID], secret.StringData[v1alpha1.ProviderKeyAuthToken])
+		// A local peer stands in for api.twilio.com. The sample's placeholders are refused, as
+		// Twilio would refuse them; the peer's account, put in the Secret, is taken.
+		twilio := twiliotest.NewServer(GinkgoTB())
 		provider.Spec.BaseURL = twilio.URL
 
 		err = k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: provider.Namespace}})
 		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
 		Expect(k8s.Create(ctx, &secret)).To(Succeed())
 		Expect(k8s.Create(ctx, &provider)).To(Succeed())
-		Eventually(providerReady(ctx, &provider), "10s").Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))
+		Eventually(providerReady(ctx, &provider), "10s").Should(haveReady(metav1.ConditionFalse, v1alpha1.ReasonCredentialsRejected))
+		Expect(update(ctx, &secret, func(s *corev1.Secret) {
+			s.StringData = map[string]string{v1alpha1.ProviderKeyAccountSID: twiliotest.AccountSID, v1alpha1.ProviderKeyAuthToken: twiliotest.AuthToken}
+		})).To(Succeed())
+		Eventually(providerReady(ctx, &provider), "30s").Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))
 		Expect(provider.Spec.Type.Channels()).To(ContainElement(v1alpha1.ChannelSMS))
 		Expect(provider.Spec.Default).To(BeTrue())
 

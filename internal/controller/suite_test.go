@@ -22,6 +22,7 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/controller"
 	"github.com/switchboard-io/switchboard/internal/index"
+	"github.com/switchboard-io/switchboard/internal/providercheck"
 )
 
 var (
@@ -61,10 +62,8 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(index.Register(context.Background(), mgr.GetFieldIndexer())).To(Succeed())
-	// Twilio credentials are checked against the loopback fakeTwilio a test points baseURL at.
-	Expect(controller.Setup(mgr, controller.Options{ProviderChecks: map[v1alpha1.ProviderType]controller.CredentialCheck{
-		v1alpha1.ProviderTwilio: twilioAccountCheck,
-	}})).To(Succeed())
+	// The checks the binary runs: Twilio's against the twiliotest peer a test points baseURL at.
+	Expect(controller.Setup(mgr, controller.Options{ProviderChecks: providercheck.Checks()})).To(Succeed())
 
 	var ctx context.Context
 	ctx, cancel = context.WithCancel(context.Background())

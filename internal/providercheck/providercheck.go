@@ -1,0 +1,35 @@
+// Package providercheck checks a Provider's credentials with the provider itself, by type: the
+// Provider controller's CredentialCheck for each type that has one.
+package providercheck
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/controller"
+	"github.com/switchboard-io/switchboard/internal/transport/twilio"
+)
+
+// Checks are the credential checks by Provider type. A telegram Provider has no credentials of
+// its own (each bot's token is checked with getMe when it is attached); meta and smtp are checked
+// with their transports.
+func Checks() map[v1alpha1.ProviderType]controller.CredentialCheck {
+	return map[v1alpha1.ProviderType]controller.CredentialCheck{v1alpha1.ProviderTwilio: Twilio}
+}
+
+// Twilio fetches the account, as Twilio documents a credentials check. Refused credentials, or
+// a suspended or closed account, wrap controller.ErrCredentialsRejected.
+func Twilio(ctx context.Context, p *v1alpha1.Provider, creds map[string][]byte) (string, error) {
+	sid := string(creds[v1alpha1.ProviderKeyAccountSID])
+	info, err := twilio.New(twilio.Config{BaseURL: p.Spec.BaseURL, AccountSID: sid,
+		AuthToken: string(creds[v1alpha1.ProviderKeyAuthToken])}).CheckAccount(ctx)
+	if errors.Is(err, twilio.ErrInvalidCredentials) || errors.Is(err, twilio.ErrAccountInactive) {
+		return "", fmt.Errorf("%w: %w", controller.ErrCredentialsRejected, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s (%s)", info.FriendlyName, sid), nil
+}
