@@ -39,7 +39,7 @@ type route struct {
 // rest of the body (text, htmlBody, metadata, 50 items' names, base64 wrapped into lines), so
 // content over the limit is answered with its field (400, attachments) and only a body that
 // could never be valid with 413. The body is read only after the key and the request rate are
-// checked, and its base64 is decoded once, straight from it (message.Base64).
+// checked, and its base64 is decoded once, straight from it (base64Body).
 const sendMaxBody = 64 << 20
 
 // routes is the API. docs/permissions.md lists it for users; keep the two together.

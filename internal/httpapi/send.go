@@ -9,19 +9,19 @@ import (
 
 // sendBody is the body of POST /v1/messages (WIRE.md §2): the wire's names for a send.
 type sendBody struct {
-	To             *string              `json:"to"`
-	Channel        *string              `json:"channel"`
-	MessageType    *string              `json:"messageType"`
-	Text           *string              `json:"text"`
-	Content        *transport.Content   `json:"content"`
-	Subject        *string              `json:"subject"`
-	HTMLBody       *string              `json:"htmlBody"`
-	ReplyTo        *string              `json:"replyTo"`
-	Fallback       *bool                `json:"fallbackEnabled"`
-	VoiceLanguage  *string              `json:"voiceLanguage"`
-	Metadata       map[string]string    `json:"metadata"`
-	IdempotencyKey *string              `json:"idempotencyKey"`
-	Attachments    []message.Attachment `json:"attachments"`
+	To             *string            `json:"to"`
+	Channel        *string            `json:"channel"`
+	MessageType    *string            `json:"messageType"`
+	Text           *string            `json:"text"`
+	Content        *transport.Content `json:"content"`
+	Subject        *string            `json:"subject"`
+	HTMLBody       *string            `json:"htmlBody"`
+	ReplyTo        *string            `json:"replyTo"`
+	Fallback       *bool              `json:"fallbackEnabled"`
+	VoiceLanguage  *string            `json:"voiceLanguage"`
+	Metadata       map[string]string  `json:"metadata"`
+	IdempotencyKey *string            `json:"idempotencyKey"`
+	Attachments    []attachmentBody   `json:"attachments"`
 }
 
 // sendV2Body is the body of POST /v2/messages: the v1 fields, from an address, or into a thread.
@@ -36,7 +36,7 @@ type sendV2Body struct {
 func (b sendBody) request(r *http.Request) message.Request {
 	req := message.Request{To: b.To, Channel: b.Channel, MessageType: b.MessageType, Text: b.Text, Content: b.Content,
 		Subject: b.Subject, HTMLBody: b.HTMLBody, ReplyTo: b.ReplyTo, Fallback: b.Fallback, VoiceLanguage: b.VoiceLanguage,
-		Metadata: b.Metadata, IdempotencyKey: b.IdempotencyKey, Attachments: b.Attachments}
+		Metadata: b.Metadata, IdempotencyKey: b.IdempotencyKey, Attachments: attachmentInputs(b.Attachments)}
 	if req.IdempotencyKey == nil {
 		if h := r.Header.Get("Idempotency-Key"); h != "" {
 			req.IdempotencyKey = &h

@@ -1,11 +1,7 @@
 package message
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"mime"
 	"net/url"
@@ -33,78 +29,33 @@ const (
 	defaultAttachmentCT = "application/octet-stream"
 )
 
-// Attachment is one item of a send's attachments (WIRE.md §2): inline content in base64, or a
-// path (URL) the transport fetches. content_type and content_id are snake_case on the wire.
-type Attachment struct {
-	Filename    *string `json:"filename"`
-	Content     *Base64 `json:"content"`
-	Path        *string `json:"path"`
-	ContentType *string `json:"content_type"`
-	ContentID   *string `json:"content_id"`
-	// wrongType is the first field found with the wrong JSON type while decoding ("" for the
-	// item itself), and what it should have been; check reports it with the item's index.
-	wrongType *apperror.FieldError
-}
+// AttachmentInput is one item of a send's attachments as the client sent it, before
+// validation (the wire adapters in httpapi decode and fill it): inline content, or a path (URL)
+// the transport fetches. A nil field was not given.
+type AttachmentInput struct {
+	// Filename is the file's name as the recipient sees it; required.
+	Filename *string
+	// Path is the http(s) URL of a file the transport fetches; exclusive with content.
+	Path *string
+	// ContentType is the file's MIME type; when not given it is guessed from Filename.
+	ContentType *string
+	// ContentID names an inline part, referenced from the HTML body as cid:<ContentID>.
+	ContentID *string
 
-// UnmarshalJSON decodes an item, keeping a field of the wrong type as a validation error of
-// this item rather than failing the whole list, so check can name it as attachments[i].field.
-func (a *Attachment) UnmarshalJSON(raw []byte) error {
-	type plain Attachment
-	var p plain
-	if len(raw) == 0 || raw[0] != '{' {
-		*a = Attachment{wrongType: &apperror.FieldError{Path: "", Message: "must be an object"}}
-		return nil
-	}
-	err := json.Unmarshal(raw, &p)
-	var te *json.UnmarshalTypeError
-	if err != nil && !errors.As(err, &te) {
-		return err
-	}
-	*a = Attachment(p)
-	if te != nil {
-		a.wrongType = &apperror.FieldError{Path: te.Field, Message: "must be a string, not " + te.Value}
-	}
-	return nil
-}
+	// HasContent says inline content was given (even an empty file, or a value that is not
+	// base64: see ContentProblem); exclusive with Path.
+	HasContent bool
+	// Content is the decoded bytes of the inline content, held once: validation keeps this
+	// slice, it does not copy it.
+	Content []byte
+	// ContentProblem, when not "", says why the given content is not base64 content (with
+	// HasContent set); it is reported with the content's path.
+	ContentProblem string
 
-// Base64 is base64 content decoded while the request body is decoded: a large attachment is
-// held once, as its bytes, never also as a base64 string.
-type Base64 struct {
-	Data []byte
-	// problem says why the value is not base64 content; check reports it with its path.
-	problem string
-}
-
-// UnmarshalJSON decodes a JSON string of standard base64 (RFC 4648 §4; line breaks allowed).
-func (b *Base64) UnmarshalJSON(raw []byte) error {
-	*b = Base64{}
-	if len(raw) < 2 || raw[0] != '"' {
-		b.problem = "must be a base64 string"
-		return nil
-	}
-	src := raw[1 : len(raw)-1]
-	if bytes.IndexByte(src, '\\') >= 0 {
-		// A JSON escape (\/, or \n from encoders that wrap lines): unquote first. Base64
-		// from most encoders has none, and is decoded straight from the request body.
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			return err
-		}
-		src = []byte(s)
-	}
-	dst := make([]byte, base64.StdEncoding.DecodedLen(len(src)))
-	n, err := base64.StdEncoding.Decode(dst, src)
-	if err != nil {
-		var corrupt base64.CorruptInputError
-		if errors.As(err, &corrupt) {
-			b.problem = fmt.Sprintf("is not standard base64 (at character %d)", int64(corrupt))
-		} else {
-			b.problem = "is not standard base64"
-		}
-		return nil
-	}
-	b.Data = dst[:n:n]
-	return nil
+	// WrongType is the first field given with the wrong JSON type, by its path within the item
+	// ("" for the item itself, which then has no other field), and what it should have been; it
+	// is reported with the item's index, and a missing field of that name is not reported again.
+	WrongType *apperror.FieldError
 }
 
 // attachment is a valid attachment of a send, ready to store.
@@ -118,7 +69,7 @@ type attachment struct {
 
 // checkAttachments validates a send's attachments, listing every invalid field by its path, and
 // returns them ready to store. email says whether the send goes out as an email.
-func checkAttachments(items []Attachment, email bool) ([]attachment, []apperror.FieldError) {
+func checkAttachments(items []AttachmentInput, email bool) ([]attachment, []apperror.FieldError) {
 	var errs []apperror.FieldError
 	bad := func(path, msg string) { errs = append(errs, apperror.FieldError{Path: path, Message: msg}) }
 	if len(items) == 0 {
@@ -140,9 +91,9 @@ func checkAttachments(items []Attachment, email bool) ([]attachment, []apperror.
 			return fmt.Sprintf("attachments[%d].%s", i, field)
 		}
 		wrong := ""
-		if a.wrongType != nil {
-			wrong = a.wrongType.Path
-			bad(at(wrong), a.wrongType.Message)
+		if a.WrongType != nil {
+			wrong = a.WrongType.Path
+			bad(at(wrong), a.WrongType.Message)
 			if wrong == "" {
 				continue
 			}
@@ -159,21 +110,21 @@ func checkAttachments(items []Attachment, email bool) ([]attachment, []apperror.
 			v.filename = *a.Filename
 		}
 		switch {
-		case a.Content != nil && a.Path != nil:
+		case a.HasContent && a.Path != nil:
 			bad(at(""), "send either content or path, not both")
-		case a.Content == nil && a.Path == nil:
+		case !a.HasContent && a.Path == nil:
 			if wrong != "content" && wrong != "path" {
 				bad(at("content"), "content (base64) or path (an http(s) URL) is required")
 			}
-		case a.Content != nil:
-			if a.Content.problem != "" {
-				bad(at("content"), a.Content.problem)
+		case a.HasContent:
+			if a.ContentProblem != "" {
+				bad(at("content"), a.ContentProblem)
 			}
-			v.content = a.Content.Data
+			v.content = a.Content
 			if v.content == nil {
 				v.content = []byte{} // an empty file is inline content, not a URL
 			}
-			total += len(a.Content.Data)
+			total += len(a.Content)
 		default:
 			if u, err := url.Parse(*a.Path); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 				bad(at("path"), "must be an http(s) URL")

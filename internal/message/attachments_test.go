@@ -3,8 +3,6 @@ package message
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -12,63 +10,104 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
 	"github.com/switchboard-io/switchboard/internal/transport"
 )
 
-// decodeAttachments reads body's attachments as the API decodes a send.
-func decodeAttachments(t *testing.T, body string) []Attachment {
-	t.Helper()
-	var in struct {
-		Attachments []Attachment `json:"attachments"`
-	}
-	if err := json.Unmarshal([]byte(body), &in); err != nil {
-		t.Fatalf("decode %s: %v", body, err)
-	}
-	return in.Attachments
+// inlineInput is an attachment with inline content, urlInput one with a path.
+func inlineInput(filename string, content []byte) AttachmentInput {
+	return AttachmentInput{Filename: &filename, HasContent: true, Content: content}
+}
+
+func urlInput(filename, path string) AttachmentInput {
+	return AttachmentInput{Filename: &filename, Path: &path}
+}
+
+// withInput returns a after change.
+func withInput(a AttachmentInput, change func(*AttachmentInput)) AttachmentInput {
+	change(&a)
+	return a
 }
 
 func TestCheckAttachments(t *testing.T) {
 	t.Parallel()
-	pdf := base64.StdEncoding.EncodeToString([]byte("%PDF-1.7 hello"))
+	pdf := []byte("%PDF-1.7 hello")
+	three := []byte{0, 0, 0}
+	wrong := func(path, msg string) *apperror.FieldError { return &apperror.FieldError{Path: path, Message: msg} }
 	for _, c := range []struct {
 		name  string
-		body  string
+		items []AttachmentInput
 		email bool
-		paths []string // the invalid fields, in order
+		want  []apperror.FieldError // the invalid fields, in order; messages checked when given
 	}{
-		{"inline and URL", `{"attachments":[{"filename":"a.pdf","content":"` + pdf + `"},{"filename":"logo.png","path":"https://cdn.acme.example/logo.png","content_id":"logo"}]}`, true, nil},
-		{"wrapped base64 and an escaped slash", `{"attachments":[{"filename":"a.bin","content":"AAAA\nAA\/A"}]}`, true, nil},
-		{"not email", `{"attachments":[{"filename":"a.pdf","content":"` + pdf + `"}]}`, false, []string{"attachments"}},
-		{"no filename", `{"attachments":[{"content":"` + pdf + `"}]}`, true, []string{"attachments[0].filename"}},
-		{"neither content nor path", `{"attachments":[{"filename":"a.pdf"}]}`, true, []string{"attachments[0].content"}},
-		{"both", `{"attachments":[{"filename":"a.pdf","content":"` + pdf + `","path":"https://x.example/a.pdf"}]}`, true, []string{"attachments[0]"}},
-		{"not base64", `{"attachments":[{"filename":"a","content":"AAAA"},{"filename":"b","content":"not base64!"}]}`, true, []string{"attachments[1].content"}},
-		{"content not a string", `{"attachments":[{"filename":"a","content":42}]}`, true, []string{"attachments[0].content"}},
-		{"filename not a string", `{"attachments":[{"filename":7,"content":"AAAA"}]}`, true, []string{"attachments[0].filename"}},
-		{"item not an object", `{"attachments":["a.pdf",{"filename":"b","content":"AAAA"}]}`, true, []string{"attachments[0]"}},
-		{"path not a URL", `{"attachments":[{"filename":"a","path":"/etc/passwd"}]}`, true, []string{"attachments[0].path"}},
-		{"header injection", `{"attachments":[{"filename":"a\r\nBcc: x@y.example","content":"AAAA","content_type":"text/plain\r\nX: y","content_id":"a b"}]}`, true,
-			[]string{"attachments[0].filename", "attachments[0].content_type", "attachments[0].content_id"}},
-		{"bad content type", `{"attachments":[{"filename":"a","content":"AAAA","content_type":"pdf"}]}`, true, []string{"attachments[0].content_type"}},
-		{"empty content id", `{"attachments":[{"filename":"a","content":"AAAA","content_id":""}]}`, true, []string{"attachments[0].content_id"}},
-		{"51 items", `{"attachments":[` + strings.Repeat(`{"filename":"a","content":"AAAA"},`, 50) + `{"filename":"a","content":"AAAA"}]}`, true, []string{"attachments"}},
-		{"every problem at once", `{"attachments":[{"content":"@@"},{"filename":"b"},{"filename":"c","path":"ftp://x"}]}`, false,
-			[]string{"attachments", "attachments[0].filename", "attachments[0].content", "attachments[1].content", "attachments[2].path"}},
+		{"inline and URL", []AttachmentInput{inlineInput("a.pdf", pdf), withInput(urlInput("logo.png", "https://cdn.acme.example/logo.png"), func(a *AttachmentInput) { a.ContentID = new("logo") })}, true, nil},
+		{"an empty file", []AttachmentInput{inlineInput("empty.txt", nil), inlineInput("empty.bin", []byte{})}, true, nil},
+		{"not email", []AttachmentInput{inlineInput("a.pdf", pdf)}, false,
+			[]apperror.FieldError{{Path: "attachments", Message: "attachments are for email: send to an email address, or with channel email"}}},
+		{"no filename", []AttachmentInput{{HasContent: true, Content: pdf}, inlineInput("", pdf)}, true,
+			[]apperror.FieldError{{Path: "attachments[0].filename", Message: "is required"}, {Path: "attachments[1].filename", Message: "is required"}}},
+		{"neither content nor path", []AttachmentInput{{Filename: new("a.pdf")}}, true,
+			[]apperror.FieldError{{Path: "attachments[0].content", Message: "content (base64) or path (an http(s) URL) is required"}}},
+		{"both", []AttachmentInput{withInput(inlineInput("a.pdf", pdf), func(a *AttachmentInput) { a.Path = new("https://x.example/a.pdf") })}, true,
+			[]apperror.FieldError{{Path: "attachments[0]", Message: "send either content or path, not both"}}},
+		{"not base64", []AttachmentInput{inlineInput("a", three), {Filename: new("b"), HasContent: true, ContentProblem: "is not standard base64 (at character 3)"}}, true,
+			[]apperror.FieldError{{Path: "attachments[1].content", Message: "is not standard base64 (at character 3)"}}},
+		{"content not a string", []AttachmentInput{{Filename: new("a"), HasContent: true, ContentProblem: "must be a base64 string"}}, true,
+			[]apperror.FieldError{{Path: "attachments[0].content", Message: "must be a base64 string"}}},
+		// The decoder leaves a field of the wrong type as "": it is not reported as missing too.
+		{"filename not a string", []AttachmentInput{withInput(inlineInput("", three), func(a *AttachmentInput) { a.WrongType = wrong("filename", "must be a string, not number") })}, true,
+			[]apperror.FieldError{{Path: "attachments[0].filename", Message: "must be a string, not number"}}},
+		{"path not a string", []AttachmentInput{{Filename: new("a"), WrongType: wrong("path", "must be a string, not number")}}, true,
+			[]apperror.FieldError{{Path: "attachments[0].path", Message: "must be a string, not number"}}},
+		{"content_type not a string, on the third item", []AttachmentInput{inlineInput("a", three), inlineInput("b", three),
+			withInput(inlineInput("c", three), func(a *AttachmentInput) { a.WrongType = wrong("content_type", "must be a string, not bool") })}, true,
+			[]apperror.FieldError{{Path: "attachments[2].content_type", Message: "must be a string, not bool"}}},
+		{"item not an object", []AttachmentInput{{WrongType: wrong("", "must be an object")}, inlineInput("b", three)}, true,
+			[]apperror.FieldError{{Path: "attachments[0]", Message: "must be an object"}}},
+		{"item not an object, whatever else it has", []AttachmentInput{{Filename: new("a"), HasContent: true, Path: new("x"), WrongType: wrong("", "must be an object")}}, true,
+			[]apperror.FieldError{{Path: "attachments[0]", Message: "must be an object"}}},
+		{"path not a URL", []AttachmentInput{urlInput("a", "/etc/passwd"), urlInput("b", "ftp://x.example/b"), urlInput("c", "https://"), urlInput("d", "http://x.example/%zz")}, true,
+			[]apperror.FieldError{{Path: "attachments[0].path", Message: "must be an http(s) URL"}, {Path: "attachments[1].path"}, {Path: "attachments[2].path"}, {Path: "attachments[3].path"}}},
+		{"header injection", []AttachmentInput{withInput(inlineInput("a\r\nBcc: x@y.example", three), func(a *AttachmentInput) {
+			a.ContentType, a.ContentID = new("text/plain\r\nX: y"), new("a b")
+		})}, true, []apperror.FieldError{
+			{Path: "attachments[0].filename", Message: "must be up to 255 characters, without control characters"},
+			{Path: "attachments[0].content_type", Message: "must be a MIME type such as application/pdf"},
+			{Path: "attachments[0].content_id", Message: "must be 1 to 255 printable ASCII characters without spaces or angle brackets (it is referenced as cid:<content_id>)"}}},
+		{"long filename", []AttachmentInput{inlineInput(strings.Repeat("é", 255), three), inlineInput(strings.Repeat("é", 256), three)}, true,
+			[]apperror.FieldError{{Path: "attachments[1].filename"}}},
+		{"bad content type", []AttachmentInput{withInput(inlineInput("a", three), func(a *AttachmentInput) { a.ContentType = new("pdf") })}, true,
+			[]apperror.FieldError{{Path: "attachments[0].content_type"}}},
+		{"empty content id", []AttachmentInput{withInput(inlineInput("a", three), func(a *AttachmentInput) { a.ContentID = new("") })}, true,
+			[]apperror.FieldError{{Path: "attachments[0].content_id"}}},
+		{"content id with angle brackets, or too long", []AttachmentInput{
+			withInput(inlineInput("a", three), func(a *AttachmentInput) { a.ContentID = new("<logo>") }),
+			withInput(inlineInput("b", three), func(a *AttachmentInput) { a.ContentID = new(strings.Repeat("x", 256)) }),
+			withInput(inlineInput("c", three), func(a *AttachmentInput) { a.ContentID = new(strings.Repeat("x", 255)) })}, true,
+			[]apperror.FieldError{{Path: "attachments[0].content_id"}, {Path: "attachments[1].content_id"}}},
+		{"50 items", slices.Repeat([]AttachmentInput{inlineInput("a", three)}, 50), true, nil},
+		{"51 items", slices.Repeat([]AttachmentInput{inlineInput("a", three)}, 51), true,
+			[]apperror.FieldError{{Path: "attachments", Message: "at most 50 attachments, not 51"}}},
+		{"every problem at once", []AttachmentInput{{HasContent: true, ContentProblem: "is not standard base64 (at character 0)"}, {Filename: new("b")}, urlInput("c", "ftp://x")}, false,
+			[]apperror.FieldError{{Path: "attachments"}, {Path: "attachments[0].filename"}, {Path: "attachments[0].content"}, {Path: "attachments[1].content"}, {Path: "attachments[2].path"}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			atts, errs := checkAttachments(decodeAttachments(t, c.body), c.email)
-			var paths []string
-			for _, e := range errs {
-				paths = append(paths, e.Path)
+			atts, errs := checkAttachments(c.items, c.email)
+			ok := len(errs) == len(c.want)
+			for i := 0; ok && i < len(errs); i++ {
+				ok = errs[i].Path == c.want[i].Path && (c.want[i].Message == "" || errs[i].Message == c.want[i].Message)
 			}
-			if !slices.Equal(paths, c.paths) {
-				t.Fatalf("invalid fields %v (%v), want %v", paths, errs, c.paths)
+			if !ok {
+				t.Fatalf("invalid fields %v, want %v", errs, c.want)
 			}
-			if len(errs) == 0 && len(atts) == 0 {
-				t.Fatalf("valid attachments came back empty")
+			if len(errs) == 0 && len(atts) != len(c.items) {
+				t.Fatalf("%d valid attachments came back as %d", len(c.items), len(atts))
+			}
+			if len(errs) != 0 && atts != nil {
+				t.Fatalf("invalid attachments came back to store: %v", atts)
 			}
 		})
 	}
@@ -77,35 +116,42 @@ func TestCheckAttachments(t *testing.T) {
 func TestCheckAttachmentsKeepsWhatWasSent(t *testing.T) {
 	t.Parallel()
 	content := []byte("%PDF-1.7 \x00\xff binary")
-	body := `{"attachments":[{"filename":"Invoice.PDF","content":"` + base64.StdEncoding.EncodeToString(content) + `"},` +
-		`{"filename":"logo","path":"https://cdn.acme.example/logo","content_type":"image/png","content_id":"logo@acme"}]}`
-	atts, errs := checkAttachments(decodeAttachments(t, body), true)
-	if len(errs) != 0 || len(atts) != 2 {
+	items := []AttachmentInput{inlineInput("Invoice.PDF", content),
+		withInput(urlInput("logo", "https://cdn.acme.example/logo"), func(a *AttachmentInput) { a.ContentType, a.ContentID = new("image/png"), new("logo@acme") }),
+		inlineInput("notes", []byte("n"))}
+	atts, errs := checkAttachments(items, true)
+	if len(errs) != 0 || len(atts) != 3 {
 		t.Fatalf("checkAttachments = %v, %v", atts, errs)
 	}
 	if a := atts[0]; a.filename != "Invoice.PDF" || !bytes.Equal(a.content, content) || a.url != nil ||
 		a.contentType != "application/pdf" || a.contentID != nil {
 		t.Errorf("inline attachment %+v", a)
 	}
+	if &atts[0].content[0] != &content[0] {
+		t.Errorf("the content was copied, not kept")
+	}
 	if a := atts[1]; a.content != nil || a.url == nil || *a.url != "https://cdn.acme.example/logo" || a.contentType != "image/png" ||
 		a.contentID == nil || *a.contentID != "logo@acme" {
 		t.Errorf("URL attachment %+v", a)
 	}
-	if a, _ := checkAttachments(decodeAttachments(t, `{"attachments":[{"filename":"data","content":""}]}`), true); a[0].content == nil {
+	if a := atts[2]; a.contentType != defaultAttachmentCT {
+		t.Errorf("content type of a file without extension %q", a.contentType)
+	}
+	if a, _ := checkAttachments([]AttachmentInput{inlineInput("data", nil)}, true); a[0].content == nil {
 		t.Errorf("an empty file is read as a URL attachment")
 	}
 }
 
 func TestAttachmentsOverTheTotal(t *testing.T) {
 	t.Parallel()
-	half := base64.StdEncoding.EncodeToString(make([]byte, maxAttachmentBytes/2))
-	exact := `{"attachments":[{"filename":"a","content":"` + half + `"},{"filename":"b","content":"` + half + `"}]}`
-	if _, errs := checkAttachments(decodeAttachments(t, exact), true); len(errs) != 0 {
+	half := make([]byte, maxAttachmentBytes/2)
+	exact := []AttachmentInput{inlineInput("a", half), inlineInput("b", half)}
+	if _, errs := checkAttachments(exact, true); len(errs) != 0 {
 		t.Fatalf("exactly 40 MB refused: %v", errs)
 	}
-	over := `{"attachments":[{"filename":"a","content":"` + half + `"},{"filename":"b","content":"` + half + `"},{"filename":"c","content":"AAAA"}]}`
-	_, errs := checkAttachments(decodeAttachments(t, over), true)
-	if len(errs) != 1 || errs[0].Path != "attachments" {
+	over := []AttachmentInput{inlineInput("a", half), inlineInput("b", half), inlineInput("c", []byte{0, 0, 0})}
+	_, errs := checkAttachments(over, true)
+	if len(errs) != 1 || errs[0].Path != "attachments" || errs[0].Message != "at most 41943040 bytes (40 MB) of content in total, not 41943043" {
 		t.Fatalf("40 MB and 3 bytes: %v", errs)
 	}
 }
@@ -129,9 +175,9 @@ func TestAttachmentsReachTheTransport(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	body := `{"attachments":[{"filename":"invoice.pdf","content":"` + base64.StdEncoding.EncodeToString([]byte("pdf bytes")) + `"},` +
-		`{"filename":"logo.png","path":"https://cdn.acme.example/logo.png","content_id":"logo"}]}`
-	atts, errs := checkAttachments(decodeAttachments(t, body), true)
+	items := []AttachmentInput{inlineInput("invoice.pdf", []byte("pdf bytes")),
+		withInput(urlInput("logo.png", "https://cdn.acme.example/logo.png"), func(a *AttachmentInput) { a.ContentID = new("logo") })}
+	atts, errs := checkAttachments(items, true)
 	if len(errs) != 0 {
 		t.Fatal(errs)
 	}

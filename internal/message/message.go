@@ -50,7 +50,7 @@ type Request struct {
 	VoiceLanguage                  *string
 	Metadata                       map[string]string
 	IdempotencyKey                 *string
-	Attachments                    []Attachment
+	Attachments                    []AttachmentInput
 
 	// Who sends, first that applies: the sender of ConversationID's thread (a reply), the
 	// sender with address From, the sender SenderID, the project's default sender.
