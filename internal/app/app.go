@@ -275,7 +275,8 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Listener:        cfg.Listener,
 		ReadyChecks:     checks,
 		Callbacks: &callback.Handler{Messages: messages, Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), PublicURL: cfg.PublicURL,
-			InstallationNamespace: cfg.InstallationNamespace, TelegramKey: transports.TelegramKey, Log: log.WithName("callbacks")},
+			InstallationNamespace: cfg.InstallationNamespace, TelegramKey: transports.TelegramKey, Bots: transports,
+			Log: log.WithName("callbacks")},
 		Log: log.WithName("api"),
 	})
 	if err != nil {

@@ -129,20 +129,38 @@ func TestLiveTelegram(t *testing.T) {
 	if status, err := peer.Deliver(ctx, peer.Poll(555000111, "Rate us?")); err != nil || status != 200 {
 		t.Fatalf("deliver poll = %d %v", status, err)
 	}
-	var inbound, unsupported map[string]any
+	// A press of the message's button arrives as its data, and Telegram is told it was received.
+	if status, err := peer.Deliver(ctx, peer.CallbackQuery(555000111, sent[0].MessageID, "track")); err != nil || status != 200 {
+		t.Fatalf("deliver button press = %d %v", status, err)
+	}
+	waitFor(t, func() bool {
+		for _, c := range peer.Calls() {
+			if c.Method == "answerCallbackQuery" && c.Status == 200 {
+				return true
+			}
+		}
+		return false
+	})
+	var inbound, pressed, unsupported map[string]any
 	waitFor(t, func() bool {
 		rcv.mu.Lock()
 		defer rcv.mu.Unlock()
 		for _, ev := range rcv.events {
-			switch ev["event"] {
-			case "message.inbound":
-				inbound = ev["data"].(map[string]any)
-			case "message.unsupported":
-				unsupported = ev["data"].(map[string]any)
+			data, _ := ev["data"].(map[string]any)
+			switch {
+			case ev["event"] == "message.inbound" && data["text"] == "track":
+				pressed = data
+			case ev["event"] == "message.inbound":
+				inbound = data
+			case ev["event"] == "message.unsupported":
+				unsupported = data
 			}
 		}
-		return inbound != nil && unsupported != nil
+		return inbound != nil && pressed != nil && unsupported != nil
 	})
+	if c, _ := pressed["content"].(map[string]any); c["replyToMessageId"] != msgID {
+		t.Errorf("button press = %v, want it to answer %s", pressed, msgID)
+	}
 	content, _ := inbound["content"].(map[string]any)
 	if inbound["from"] != "555000111" || inbound["channel"] != "telegram" || inbound["text"] != "Where is it now?" ||
 		content["replyToMessageId"] != msgID || inbound["providerTimestamp"] == nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/transport"
+	"github.com/switchboard-io/switchboard/internal/transport/telegram"
 )
 
 // maxBody bounds a callback's body: a status or an SMS is a few kilobytes, a Telegram update
@@ -40,9 +41,16 @@ type Handler struct {
 	InstallationNamespace string
 	// TelegramKey derives each bot's webhook secret token (telegram.WebhookSecret).
 	TelegramKey []byte
-	Log         logr.Logger
+	// Bots reaches the Bot API as a sender's bot (to answer a button press); nil answers none.
+	Bots Bots
+	Log  logr.Logger
 
 	mux *http.ServeMux
+}
+
+// Bots is the Bot API a sender's bot uses (the transport registry).
+type Bots interface {
+	API(ctx context.Context, snd *v1alpha1.Sender) telegram.Client
 }
 
 // ServeHTTP implements http.Handler.

@@ -1,10 +1,12 @@
 package callback
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -65,6 +67,25 @@ func (h *Handler) telegramUpdate(w http.ResponseWriter, r *http.Request) {
 			h.internalError(w, err, "telegram")
 			return
 		}
+		if id, pressed := telegram.CallbackQueryID(in.ProviderMessageID); pressed {
+			h.answerButton(ctx, &snd, id)
+		}
 	}
 	w.WriteHeader(http.StatusOK)
+}
+
+// answerButton tells Telegram a button press was received, so the contact's app stops showing
+// it as loading. Best effort: the press is stored either way.
+func (h *Handler) answerButton(ctx context.Context, snd *v1alpha1.Sender, callbackQueryID string) {
+	ref := snd.Credentials(v1alpha1.ChannelTelegram)
+	if h.Bots == nil || ref == nil {
+		return
+	}
+	var secret corev1.Secret
+	if err := h.Reader.Get(ctx, client.ObjectKey{Namespace: snd.Namespace, Name: ref.Name}, &secret); err != nil {
+		return
+	}
+	if err := h.Bots.API(ctx, snd).AnswerCallbackQuery(ctx, string(secret.Data[ref.Key]), callbackQueryID); err != nil {
+		h.Log.V(1).Info("answer a button press", "sender", snd.Namespace+"/"+snd.Name, "error", err.Error())
+	}
 }
