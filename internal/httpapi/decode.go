@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/switchboard-io/switchboard/internal/apperror"
@@ -17,15 +19,25 @@ import (
 const defaultMaxBody = 1 << 20
 
 // decodeJSON reads the request's JSON object into dst, a pointer to a struct. It answers
-// invalid_json when the body is not JSON, invalid_request when it is JSON but not an object or
-// when fields have the wrong type (all of them listed, by path), request_too_large past the
-// route's limit. An empty body is an empty object when optional is true. Unknown fields are ignored.
+// unsupported_media_type (415) when the body says it is not JSON, invalid_json when the body is
+// not JSON, invalid_request when it is JSON but not an object, when fields have the wrong type
+// or when a string holds NUL (all of them listed, by path), request_too_large past the route's
+// limit, request_timeout when the body arrives too slowly (paceBodies). An empty body is an
+// empty object when optional is true. Unknown fields are ignored.
 func decodeJSON(r *http.Request, dst any, optional bool) error {
+	if r.ContentLength != 0 {
+		if err := checkJSONType(r.Header.Get("Content-Type")); err != nil {
+			return err
+		}
+	}
 	body, err := readBody(r)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			return bodyTooLarge(tooLarge.Limit)
+		}
+		if errors.Is(err, errBodyTooSlow) {
+			return bodyTooSlow()
 		}
 		return fmt.Errorf("read request body: %w", err)
 	}
@@ -110,6 +122,10 @@ func decodeStruct(fields map[string]bodyField, v reflect.Value) []apperror.Field
 		if !ok {
 			continue
 		}
+		if nul := nulStrings(name, raw); len(nul) > 0 {
+			errs = append(errs, nul...)
+			continue
+		}
 		if err := json.Unmarshal(raw, v.Field(i).Addr().Interface()); err != nil {
 			errs = append(errs, apperror.FieldError{Path: fieldPath(name, err), Message: typeMessage(err)})
 		}
@@ -159,4 +175,90 @@ func bodyTooLarge(limit int64) *apperror.Error {
 		fmt.Sprintf("The request body is larger than this endpoint accepts (%d bytes).", limit))
 	e.Details = map[string]any{"limit": limit}
 	return e
+}
+
+// checkJSONType accepts a body declared as JSON (application/json or application/*+json, with
+// any parameters, even malformed ones) or not declared at all: clients of the action POSTs send
+// no Content-Type. Anything else is 415 unsupported_media_type, not parsed as JSON regardless.
+func checkJSONType(header string) error {
+	if header == "" {
+		return nil
+	}
+	mediaType, _, err := mime.ParseMediaType(header)
+	if (err == nil || errors.Is(err, mime.ErrInvalidMediaParameter)) && (mediaType == "application/json" ||
+		strings.HasPrefix(mediaType, "application/") && strings.HasSuffix(mediaType, "+json")) {
+		return nil
+	}
+	e := apperror.New(apperror.Invalid, codeUnsupportedMediaType,
+		"The body must be JSON: send it with Content-Type: application/json.")
+	e.Details = map[string]any{"expected": "application/json"}
+	return e
+}
+
+// nulEscape is how a NUL character appears in JSON: a raw control character is not valid JSON,
+// and an escape's hex digits have no case.
+var nulEscape = []byte(`\u0000`)
+
+// nulStrings lists every string of the field's JSON value, at any depth, that holds NUL (U+0000),
+// by path (name, name.key, name[1]); an object key holding NUL is reported on its object.
+// Postgres stores no NUL in text or jsonb, so such a value is the caller's mistake, refused here
+// once for every handler. A value without the escape is not walked.
+func nulStrings(name string, raw []byte) []apperror.FieldError {
+	if !bytes.Contains(raw, nulEscape) {
+		return nil
+	}
+	var errs []apperror.FieldError
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := walkNUL(dec, name, &errs); err != nil {
+		return nil // not valid JSON: decodeJSON has checked the body, so this does not happen
+	}
+	return errs
+}
+
+func walkNUL(dec *json.Decoder, path string, errs *[]apperror.FieldError) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	switch t := tok.(type) {
+	case string:
+		if strings.IndexByte(t, 0) >= 0 {
+			*errs = append(*errs, apperror.FieldError{Path: path, Message: "must not contain the NUL character (U+0000)"})
+		}
+	case json.Delim:
+		switch t {
+		case '{':
+			for dec.More() {
+				tok, err := dec.Token()
+				if err != nil {
+					return err
+				}
+				key, _ := tok.(string)
+				if strings.IndexByte(key, 0) >= 0 {
+					*errs = append(*errs, apperror.FieldError{Path: path, Message: "has a key that contains the NUL character (U+0000)"})
+					var skip json.RawMessage
+					if err := dec.Decode(&skip); err != nil {
+						return err
+					}
+					continue
+				}
+				if err := walkNUL(dec, path+"."+key, errs); err != nil {
+					return err
+				}
+			}
+		case '[':
+			for i := 0; dec.More(); i++ {
+				if err := walkNUL(dec, path+"["+strconv.Itoa(i)+"]", errs); err != nil {
+					return err
+				}
+			}
+		}
+		if t == '{' || t == '[' {
+			if _, err := dec.Token(); err != nil { // the closing delimiter
+				return err
+			}
+		}
+	}
+	return nil
 }

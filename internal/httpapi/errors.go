@@ -31,6 +31,18 @@ var statusOf = map[apperror.Kind]int{
 	apperror.Unavailable:      http.StatusServiceUnavailable,
 }
 
+// Codes of errors about the HTTP exchange itself, which only this package raises: apperror's kinds
+// are the domain's, and none of them is 415 or 408.
+const (
+	codeUnsupportedMediaType = "unsupported_media_type"
+	codeRequestTimeout       = "request_timeout"
+)
+
+var statusOfCode = map[string]int{
+	codeUnsupportedMediaType: http.StatusUnsupportedMediaType,
+	codeRequestTimeout:       http.StatusRequestTimeout,
+}
+
 // writeError renders err. Errors that are not an *apperror.Error are internal: they are logged
 // and the caller sees only that something went wrong.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -50,7 +62,15 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// Clients retry 409 unless told not to; a real conflict does not go away by retrying.
 		w.Header().Set("X-Should-Retry", "false")
 	}
-	writeJSON(w, statusOf[e.Kind], body)
+	status := statusOf[e.Kind]
+	if st, ok := statusOfCode[e.Code]; ok {
+		status = st
+	}
+	if status == http.StatusRequestTimeout {
+		// The connection's read deadline has passed: it cannot carry another request.
+		w.Header().Set("Connection", "close")
+	}
+	writeJSON(w, status, body)
 }
 
 func withDetail(details map[string]any, key string, value any) map[string]any {

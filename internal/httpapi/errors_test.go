@@ -35,6 +35,11 @@ func TestWriteError(t *testing.T) {
 			`{"code":"internal_error","message":"Something went wrong on our side. Try again later."}`, nil},
 		{"too large", "/v1/x", bodyTooLarge(10), 413,
 			`{"code":"request_too_large","message":"The request body is larger than this endpoint accepts (10 bytes).","details":{"limit":10}}`, nil},
+		{"unsupported media type", "/v2/x", checkJSONType("text/plain"), 415,
+			`{"code":"unsupported_media_type","message":"The body must be JSON: send it with Content-Type: application/json.","details":{"expected":"application/json"}}`, nil},
+		{"body too slow closes the connection", "/v1/x", bodyTooSlow(), 408,
+			`{"code":"request_timeout","message":"The request body arrived too slowly: after the first 5 seconds it must arrive at 64 KiB/s or more. Send the request again.","details":{"graceSeconds":5,"minBytesPerSecond":65536}}`,
+			map[string]string{"Connection": "close"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

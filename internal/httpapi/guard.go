@@ -1,9 +1,12 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,6 +80,43 @@ func (s *Server) guard(rt route) http.Handler {
 		ctx := context.WithValue(r.Context(), callerContextKey{}, caller{key: key, project: project})
 		rt.handle(w, r.WithContext(ctx))
 	})
+}
+
+// refuseNUL answers a request whose path or query holds NUL (U+0000) before its handler sees
+// it: Postgres stores no NUL in text, so such a value must never reach a query. No id holds
+// NUL, so one in the path is 404; a query parameter holding it is 400 naming the parameter.
+// Bodies are checked by decodeJSON; header values with NUL are refused by net/http itself.
+func (s *Server) refuseNUL(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := checkNUL(r.URL); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		next(w, r)
+	}
+}
+
+func checkNUL(u *url.URL) error {
+	if strings.IndexByte(u.Path, 0) >= 0 {
+		return notFound()
+	}
+	if !strings.Contains(u.RawQuery, "%00") { // a raw NUL is no valid URL: net/http refuses it
+		return nil
+	}
+	var errs []apperror.FieldError
+	for name, values := range u.Query() {
+		if strings.IndexByte(name, 0) >= 0 {
+			continue // a parameter no endpoint reads
+		}
+		if slices.ContainsFunc(values, func(v string) bool { return strings.IndexByte(v, 0) >= 0 }) {
+			errs = append(errs, apperror.FieldError{Path: name, Message: "must not contain the NUL character (U+0000)"})
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	slices.SortFunc(errs, func(a, b apperror.FieldError) int { return cmp.Compare(a.Path, b.Path) })
+	return apperror.InvalidFields(errs...)
 }
 
 // limit counts the request and sets the rate-limit headers; a refusal, or a limiter that cannot

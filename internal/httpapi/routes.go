@@ -130,6 +130,7 @@ var wrongMethodIsNotFound = []string{"/v2/numbers", "/v2/functions"}
 func (s *Server) register(mux *http.ServeMux) {
 	table := s.routes()
 	for _, rt := range table {
+		rt.handle = s.refuseNUL(rt.handle)
 		mux.Handle(rt.method+" "+rt.path, s.guard(rt))
 	}
 	// A request no row takes: a known path with another method is 405 with Allow (404 on the

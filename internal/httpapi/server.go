@@ -101,7 +101,10 @@ func New(o Options) (*Server, error) {
 	}, nil
 }
 
-// Handler routes every endpoint.
+// maxHeaderBytes bounds a request's headers; net/http answers 431 past it (shapedListener).
+const maxHeaderBytes = 64 << 10
+
+// Handler routes every endpoint. Every request body is paced (paceBodies).
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	// Mounted as the manager mounts its probes: /readyz runs every check, /readyz/<name> one.
@@ -115,20 +118,22 @@ func (s *Server) Handler() http.Handler {
 		mux.Handle("/callbacks/", s.callbacks)
 	}
 	s.register(mux)
-	return mux
+	return paceBodies(mux, bodyGrace, bodyMinRate)
 }
 
 // Start serves until ctx ends, then drains requests for up to 10 seconds.
 func (s *Server) Start(ctx context.Context) error {
+	// No ReadTimeout: request bodies are paced instead (paceBodies), so a 64 MiB send on an
+	// ordinary link fits and a trickled body does not.
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    maxHeaderBytes,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(s.listener) }()
+	go func() { errc <- srv.Serve(shapedListener{Listener: s.listener, maxHeaderBytes: maxHeaderBytes}) }()
 	s.log.Info("serving the API", "address", s.listener.Addr().String())
 	select {
 	case err := <-errc:
