@@ -248,9 +248,11 @@ type EmailSettings struct {
 // SenderWebhook is where a sender's events are delivered.
 // +kubebuilder:validation:XValidation:rule="!(oldSelf.signatureVersion == 'v1' && self.signatureVersion == 'v2') && !(oldSelf.signatureVersion == 'v2' && self.signatureVersion == 'v1')",message="signatureVersion moves between v1 and v2 only through v1+v2"
 type SenderWebhook struct {
-	// URL receives the deliveries.
+	// URL receives the deliveries: https (plain http only reaches loopback receivers in dev), with
+	// no credentials (user:password@) — receivers authenticate deliveries by their signature.
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['https', 'http']",message="url must be an absolute http(s) URL"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[^:/?#]*://[^/?#]*@')",message="url must not carry credentials (user:password@)"
 	URL string `json:"url"`
 
 	// Active switches deliveries on and off without losing the configuration.

@@ -40,9 +40,11 @@ type WebhookSpec struct {
 	// Kind is which project webhook this is.
 	Kind WebhookKind `json:"kind"`
 
-	// URL receives the deliveries.
+	// URL receives the deliveries: https (plain http only reaches loopback receivers in dev), with
+	// no credentials (user:password@) — receivers authenticate deliveries by their signature.
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() in ['https', 'http']",message="url must be an absolute http(s) URL"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[^:/?#]*://[^/?#]*@')",message="url must not carry credentials (user:password@)"
 	URL string `json:"url"`
 
 	// Events are the event names delivered; empty means all.

@@ -215,7 +215,7 @@ func Run(ctx context.Context, cfg Config) error {
 			PublicURL: cfg.PublicURL, TelegramAPI: cfg.TelegramAPI, TelegramKey: telegramKey}
 		dispatch := &message.DispatchWorker{}
 		catchUp := &sandbox.CatchUpWorker{Pool: cfg.Pool, Sandbox: sbx}
-		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Delivery: delivery.NewWorker(cfg.Pool, mgr.GetClient(), cfg.Delivery),
+		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Delivery: delivery.NewWorker(cfg.Pool, mgr.GetClient(), mgr.GetAPIReader(), cfg.Delivery),
 			Dispatch: dispatch, CatchUp: catchUp}, worker.Options{Concurrency: cfg.WorkerConcurrency}, cfg.Role.runs(RoleWorker), log)
 		if err != nil {
 			return err
@@ -264,8 +264,8 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	server, err := httpapi.New(httpapi.Options{
 		Auth:            auth,
 		Accounts:        account.NewService(mgr.GetClient(), mgr.GetAPIReader(), keys),
-		Senders:         sender.NewService(mgr.GetClient(), mgr.GetAPIReader(), transports),
-		ProjectWebhooks: projectwebhook.NewService(mgr.GetClient(), mgr.GetAPIReader()),
+		Senders:         sender.NewService(mgr.GetClient(), mgr.GetAPIReader(), transports).WithURLPolicy(cfg.Delivery.Client.URLPolicy()),
+		ProjectWebhooks: projectwebhook.NewService(mgr.GetClient(), mgr.GetAPIReader()).WithURLPolicy(cfg.Delivery.Client.URLPolicy()),
 		Messages:        messages,
 		Contacts:        contact.NewService(cfg.Pool),
 		Limiter:         limiter,

@@ -120,6 +120,11 @@ func start(t testing.TB, opts ...option) *instance {
 		}
 		return n
 	}
+	if cfg.Role != app.RoleAPI && cfg.Role != app.RoleAll {
+		// Only the API serves /readyz on the listener; callers of other roles watch for what
+		// the process does.
+		return in
+	}
 	waitFor(t, func() bool {
 		select {
 		case err := <-done:

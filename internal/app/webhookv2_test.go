@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -145,5 +146,25 @@ func TestInvitationsWebhookIsStoredApartFromTheV2Webhook(t *testing.T) {
 	}
 	if r := in.do("DELETE", "/v2/webhook", key, nil); r.status != 404 {
 		t.Errorf("DELETE /v2/webhook with only an invitations webhook = %d, want 404", r.status)
+	}
+}
+
+// Once PUT /v2/webhook has answered, the webhook receives every later event, even one of a
+// send made the next instant and before any controller has looked at the webhook.
+func TestAWebhookReceivesTheEventsOfASendRightAfterItsPUT(t *testing.T) {
+	rcv := newHookReceiver(t)
+	in := start(t, fastSandbox, rcv.trusted())
+	for i := range 3 {
+		_, key := sendingProject(t, in, nil, apikey.Test)
+		r := in.do("PUT", "/v2/webhook", key, strings.NewReader(`{"url":"`+rcv.URL+`/v2","events":["message.queued"]}`))
+		if r.status != 201 {
+			t.Fatalf("PUT = %d %v", r.status, r.body)
+		}
+		r = in.post("/v1/messages", key, fmt.Sprintf(`{"to":"+1500555010%d","text":"Right after"}`, i))
+		if r.status != 200 {
+			t.Fatalf("send = %d %v", r.status, r.body)
+		}
+		id := r.body["message"].(map[string]any)["id"].(string)
+		waitFor(t, func() bool { return slices.Contains(rcv.names(id), "message.queued") })
 	}
 }

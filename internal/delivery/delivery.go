@@ -30,6 +30,30 @@ type Event struct {
 	From, To, Transport string
 	// Data is the v1 event data (with senderId); v2 deliveries drop senderId.
 	Data map[string]any
+	// Mode is the traffic the event is about, sent as the X-Service-Mode header; empty for an
+	// event about neither (no header).
+	Mode Mode
+}
+
+// Mode says whether an event comes from test or live traffic.
+type Mode string
+
+const (
+	// ModeTest: traffic of test keys (the sandbox).
+	ModeTest Mode = "test"
+	// ModeLive: traffic of live keys.
+	ModeLive Mode = "live"
+)
+
+// ModeHeader carries an event's mode on each of its deliveries.
+const ModeHeader = "X-Service-Mode"
+
+// ModeOf returns the mode of traffic with this test flag.
+func ModeOf(testMode bool) Mode {
+	if testMode {
+		return ModeTest
+	}
+	return ModeLive
 }
 
 // Service enqueues deliveries.
@@ -66,11 +90,12 @@ func (s *Service) Enqueue(ctx context.Context, tx pgx.Tx, ev Event) ([]string, e
 	}
 	var targets []target
 	for _, t := range candidates {
-		ep, err := s.resolver.resolve(ctx, t.kind, ev.Project, t.name, ev.Name)
+		// Subscription alone decides: the secret is read at each attempt.
+		wh, err := s.resolver.webhookOf(ctx, t.kind, ev.Project, t.name, ev.Name)
 		if err != nil {
 			return nil, err
 		}
-		if ep != nil {
+		if wh != nil {
 			targets = append(targets, t)
 		}
 	}
@@ -94,7 +119,7 @@ func (s *Service) Enqueue(ctx context.Context, tx pgx.Tx, ev Event) ([]string, e
 			return nil, fmt.Errorf("record delivery of %s: %w", ev.Name, err)
 		}
 		ids = append(ids, id)
-		jobs = append(jobs, river.InsertManyParams{Args: DeliverArgs{DeliveryID: id}})
+		jobs = append(jobs, river.InsertManyParams{Args: DeliverArgs{DeliveryID: id, Mode: ev.Mode}})
 	}
 	if _, err := s.queue.InsertManyTx(ctx, tx, jobs); err != nil {
 		return nil, fmt.Errorf("enqueue deliveries of %s: %w", ev.Name, err)

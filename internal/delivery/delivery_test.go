@@ -20,6 +20,7 @@ import (
 	"github.com/riverqueue/river"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -139,12 +140,18 @@ func newFixture(t *testing.T, rcv *receiver, hook v1alpha1.SenderWebhook, opts d
 // setup makes the fixture with its queue not yet started.
 func setup(tb testing.TB, hook v1alpha1.SenderWebhook, opts delivery.ClientOptions, schedule []time.Duration, concurrency int) *fixture {
 	tb.Helper()
+	return setupReading(tb, cache, hook, opts, schedule, concurrency)
+}
+
+// setupReading is setup with the workers reading endpoints through reader.
+func setupReading(tb testing.TB, reader client.Reader, hook v1alpha1.SenderWebhook, opts delivery.ClientOptions, schedule []time.Duration, concurrency int) *fixture {
+	tb.Helper()
 	if schedule == nil {
 		schedule = fast
 	}
 	ctx := context.Background()
 	pool := pgtest.NewPool(tb)
-	w := delivery.NewWorker(pool, cache, delivery.WorkerOptions{Client: opts, Schedule: schedule})
+	w := delivery.NewWorker(pool, reader, reader, delivery.WorkerOptions{Client: opts, Schedule: schedule})
 	queue, err := worker.NewClient(pool, worker.Deps{Keys: apikey.NewService(pool), Delivery: w},
 		worker.Options{DeliveryConcurrency: concurrency}, true, logr.Discard())
 	if err != nil {
@@ -183,15 +190,20 @@ func (f *fixture) secret(t *testing.T) []byte {
 
 func (f *fixture) enqueue(t *testing.T, name string, commit bool) []string {
 	t.Helper()
+	return f.enqueueEvent(t, delivery.Event{
+		Project: f.project, Name: name, Sender: f.sender.Name,
+		Data: map[string]any{"messageId": "msg_1", "status": strings.TrimPrefix(name, "message.")},
+	}, commit)
+}
+
+func (f *fixture) enqueueEvent(t *testing.T, ev delivery.Event, commit bool) []string {
+	t.Helper()
 	ctx := context.Background()
 	tx, err := f.pool.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, err := f.service.Enqueue(ctx, tx, delivery.Event{
-		Project: f.project, Name: name, Sender: f.sender.Name,
-		Data: map[string]any{"messageId": "msg_1", "status": strings.TrimPrefix(name, "message.")},
-	})
+	ids, err := f.service.Enqueue(ctx, tx, ev)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,10 +416,87 @@ func TestPlainHTTPIsRefused(t *testing.T) {
 	f := newFixture(t, nil, v1alpha1.SenderWebhook{URL: plain.URL + "/hook"}, delivery.ClientOptions{Allow: loopback})
 	ids := f.enqueue(t, "message.delivered", true)
 	waitFor(t, "failed", func() bool { s, _ := f.delivery(t, ids[0]); return s == "failed" })
-	var msg string
-	_ = f.pool.QueryRow(context.Background(), "SELECT error FROM webhook_delivery_attempts WHERE delivery_id = $1 AND attempt = 1", ids[0]).Scan(&msg)
-	if msg != "webhook URL must be https" {
-		t.Fatalf("attempt error %q", msg)
+	// No installation but dev delivers plain http: the delivery fails at once, saying why.
+	var lastError string
+	_ = f.pool.QueryRow(context.Background(), "SELECT last_error FROM webhook_deliveries WHERE id = $1", ids[0]).Scan(&lastError)
+	if _, attempts := f.delivery(t, ids[0]); attempts != 1 || lastError != "webhook URL must be https: this installation delivers plain http to no receiver" {
+		t.Fatalf("%d attempts, last error %q; want 1 and the reason", attempts, lastError)
+	}
+}
+
+// storedURL reads senders through the cache with their webhook URL replaced, as if stored
+// before the CRD refused it.
+type storedURL struct {
+	client.Reader
+	url string
+}
+
+func (r storedURL) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := r.Reader.Get(ctx, key, obj, opts...)
+	if s, ok := obj.(*v1alpha1.Sender); ok && err == nil && s.Spec.Webhook != nil {
+		s.Spec.Webhook.URL = r.url
+	}
+	return err
+}
+
+func TestAURLWithCredentialsIsNeitherUsedNorLogged(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	withCredentials := strings.Replace(rcvURL(rcv), "https://", "https://user:s3cr3t@", 1)
+	opts := delivery.ClientOptions{Allow: loopback, RootCAs: rcv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
+	f := setupReading(t, storedURL{Reader: cache, url: withCredentials}, v1alpha1.SenderWebhook{URL: rcvURL(rcv)}, opts, nil, 0)
+	if err := f.queue.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ids := f.enqueue(t, "message.delivered", true)
+	waitFor(t, "failed", func() bool { s, _ := f.delivery(t, ids[0]); return s == "failed" })
+	var url, attemptError, lastError string
+	if err := f.pool.QueryRow(context.Background(), `SELECT a.url, a.error, d.last_error FROM webhook_delivery_attempts a
+		JOIN webhook_deliveries d ON d.id = a.delivery_id WHERE a.delivery_id = $1`, ids[0]).Scan(&url, &attemptError, &lastError); err != nil {
+		t.Fatal(err)
+	}
+	if url != rcvURL(rcv) || !strings.Contains(lastError, "must not carry credentials") {
+		t.Errorf("attempt log: url %q, last error %q", url, lastError)
+	}
+	var jobErrors string
+	_ = f.pool.QueryRow(context.Background(), "SELECT coalesce(errors::text, '') FROM river_job WHERE args->>'deliveryId' = $1", ids[0]).Scan(&jobErrors)
+	for _, logged := range []string{url, attemptError, lastError, jobErrors} {
+		if strings.Contains(logged, "s3cr3t") {
+			t.Errorf("credentials logged: %q", logged)
+		}
+	}
+	if _, attempts := f.delivery(t, ids[0]); attempts != 1 || rcv.count() != 0 {
+		t.Errorf("%d attempts, receiver got %d requests; want 1 and none", attempts, rcv.count())
+	}
+}
+
+func TestDeliveriesSayTheirMode(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	f := newFixture(t, rcv, v1alpha1.SenderWebhook{URL: rcvURL(rcv)}, delivery.ClientOptions{Allow: loopback})
+	cases := []struct {
+		mode delivery.Mode
+		want string
+	}{{delivery.ModeOf(true), "test"}, {delivery.ModeOf(false), "live"}, {"", ""}}
+	var envelopes [][]byte
+	for i, c := range cases {
+		ids := f.enqueueEvent(t, delivery.Event{Project: f.project, Name: "message.sent", Sender: f.sender.Name,
+			Data: map[string]any{"messageId": "msg_1"}, Mode: c.mode}, true)
+		waitFor(t, "delivered", func() bool { s, _ := f.delivery(t, ids[0]); return s == "delivered" })
+		req, body, _ := rcv.request(i)
+		if got, present := req.Header[delivery.ModeHeader]; c.want == "" && present || c.want != "" && (len(got) != 1 || got[0] != c.want) {
+			t.Errorf("mode %q: %s = %q, want %q", c.mode, delivery.ModeHeader, got, c.want)
+		}
+		var env map[string]any
+		_ = json.Unmarshal(body, &env)
+		delete(env, "id")
+		delete(env, "timestamp")
+		b, _ := json.Marshal(env)
+		envelopes = append(envelopes, b)
+	}
+	// The envelope is the same whatever the mode.
+	if string(envelopes[0]) != string(envelopes[1]) || string(envelopes[1]) != string(envelopes[2]) {
+		t.Errorf("envelopes differ by mode: %s", envelopes)
 	}
 }
 
@@ -465,5 +554,54 @@ func TestEveryEventFansOutToEverySubscribedEndpoint(t *testing.T) {
 	// The v2 webhook takes only what it subscribed to; the sender webhook takes everything.
 	if ids := f.enqueue(t, "message.failed", true); len(ids) != 1 {
 		t.Errorf("message.failed went to %d endpoints, want the sender's only", len(ids))
+	}
+}
+
+// A webhook whose signing Secret does not exist yet (a user's, not created yet) still gets its
+// delivery: the attempt fails and is retried, nothing unsigned is sent, and once the Secret
+// exists the delivery is signed with it.
+func TestAWebhookWhoseSecretIsMissingIsRetriedNotCancelled(t *testing.T) {
+	t.Parallel()
+	rcv := newReceiver(t)
+	f := newFixture(t, rcv, v1alpha1.SenderWebhook{URL: rcvURL(rcv)}, delivery.ClientOptions{Allow: loopback}, 200*time.Millisecond, time.Second)
+	ctx := context.Background()
+	ref := &v1alpha1.SecretKeyRef{Name: "late-secret", Key: "signing"}
+	s := &v1alpha1.Sender{}
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(f.sender), s); err != nil {
+			return err
+		}
+		s.Spec.Webhook.SecretRef = ref
+		return k8s.Update(ctx, s)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the cache sees the secretRef", func() bool {
+		var seen v1alpha1.Sender
+		return cache.Get(ctx, client.ObjectKeyFromObject(s), &seen) == nil && seen.Spec.Webhook.SecretRef != nil
+	})
+
+	ids := f.enqueue(t, "message.sent", true)
+	if len(ids) != 1 {
+		t.Fatalf("Enqueue = %v: a subscribed webhook gets its delivery whether or not its secret exists yet", ids)
+	}
+	waitFor(t, "the first attempt", func() bool { _, attempts := f.delivery(t, ids[0]); return attempts == 1 })
+	var lastError string
+	if err := f.pool.QueryRow(ctx, "SELECT error FROM webhook_delivery_attempts WHERE delivery_id = $1 AND attempt = 1", ids[0]).Scan(&lastError); err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := f.delivery(t, ids[0]); status != "pending" || !strings.Contains(lastError, "signing secret") || rcv.count() != 0 {
+		t.Fatalf("after the first attempt: %s %q, receiver got %d", status, lastError, rcv.count())
+	}
+
+	value := []byte("whsec_late0000000000000000000000000000")
+	if err := k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.project, Name: ref.Name,
+		Labels: map[string]string{v1alpha1.SecretLabel: "true"}}, Data: map[string][]byte{ref.Key: value}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "delivered", func() bool { s, _ := f.delivery(t, ids[0]); return s == "delivered" })
+	req, body, _ := rcv.request(0)
+	if err := webhook.Verify(req.Header.Get("X-Service-Signature"), body, value, time.Minute, time.Now()); err != nil || rcv.count() != 1 {
+		t.Errorf("signature: %v; receiver got %d", err, rcv.count())
 	}
 }

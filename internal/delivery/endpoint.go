@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/signingsecret"
 )
 
 // Kind is the kind of endpoint a delivery goes to.
@@ -33,14 +35,27 @@ type endpoint struct {
 	secret           []byte
 }
 
-// resolver reads endpoints from the informer cache.
+// resolver reads endpoints from the informer cache. A webhook's signing Secret missing from the
+// cache is read once more from the API server (live): the API creates it a moment before it
+// answers, and this process's cache may not have seen it yet.
 type resolver struct {
 	reader client.Reader
+	live   client.Reader
 }
 
-// senderEndpoint returns the Sender's webhook when it is on and subscribed to event; nil when
-// the sender, its webhook or its secret is gone, or the webhook is off or not subscribed.
-func (r resolver) senderEndpoint(ctx context.Context, project, sender, event string) (*endpoint, error) {
+// subscription is a webhook subscribed to an event, before its secret is read.
+type subscription struct {
+	url       string
+	version   v1alpha1.SignatureVersion
+	secretRef v1alpha1.SecretKeyRef
+}
+
+// errNoSecret: the endpoint's signing Secret (or its key) does not exist (yet).
+var errNoSecret = errors.New("the webhook's signing secret does not exist")
+
+// senderWebhook returns the Sender's webhook when it is on and subscribed to event; nil when
+// the sender or its webhook is gone, or the webhook is off or not subscribed.
+func (r resolver) senderWebhook(ctx context.Context, project, sender, event string) (*subscription, error) {
 	var s v1alpha1.Sender
 	err := r.reader.Get(ctx, client.ObjectKey{Namespace: project, Name: sender}, &s)
 	if apierrors.IsNotFound(err) {
@@ -53,12 +68,12 @@ func (r resolver) senderEndpoint(ctx context.Context, project, sender, event str
 	if wh == nil || (wh.Active != nil && !*wh.Active) || !subscribed(wh.Events, event) {
 		return nil, nil
 	}
-	return r.withSecret(ctx, project, wh.URL, wh.SignatureVersion, s.Status.WebhookSecret)
+	return &subscription{url: wh.URL, version: wh.SignatureVersion, secretRef: secretRef(wh.SecretRef, signingsecret.ForSender(&s))}, nil
 }
 
-// projectEndpoint returns the project webhook name ("v2" or "invitations") when it exists and is
+// projectWebhook returns the project webhook name ("v2" or "invitations") when it exists and is
 // subscribed to event; the invitations webhook takes invitation events only.
-func (r resolver) projectEndpoint(ctx context.Context, project, name, event string) (*endpoint, error) {
+func (r resolver) projectWebhook(ctx context.Context, project, name, event string) (*subscription, error) {
 	if name == string(v1alpha1.WebhookKindInvitations) && !strings.HasPrefix(event, "invitation.") {
 		return nil, nil
 	}
@@ -73,38 +88,69 @@ func (r resolver) projectEndpoint(ctx context.Context, project, name, event stri
 	if !wh.DeletionTimestamp.IsZero() || !subscribed(wh.Spec.Events, event) {
 		return nil, nil
 	}
-	return r.withSecret(ctx, project, wh.Spec.URL, wh.Spec.SignatureVersion, wh.Status.WebhookSecret)
+	return &subscription{url: wh.Spec.URL, version: wh.Spec.SignatureVersion, secretRef: secretRef(wh.Spec.SecretRef, signingsecret.ForProjectWebhook(&wh))}, nil
 }
 
-// withSecret completes an endpoint with its signing secret; nil while it has none.
-func (r resolver) withSecret(ctx context.Context, project, url string, version v1alpha1.SignatureVersion, ref *v1alpha1.SecretKeyRef) (*endpoint, error) {
-	if ref == nil {
-		return nil, nil
+// secretRef is the Secret a webhook signs with: the user's, else the generated one. It is known
+// from the spec alone, so a delivery does not wait for a controller to copy it into status.
+func secretRef(user *v1alpha1.SecretKeyRef, generated string) v1alpha1.SecretKeyRef {
+	if user != nil {
+		return *user
 	}
-	var secret corev1.Secret
-	err := r.reader.Get(ctx, client.ObjectKey{Namespace: project, Name: ref.Name}, &secret)
-	if apierrors.IsNotFound(err) || (err == nil && len(secret.Data[ref.Key]) == 0) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read webhook secret %s/%s: %w", project, ref.Name, err)
-	}
-	if version == "" {
-		version = v1alpha1.SignatureV2
-	}
-	return &endpoint{url: url, signatureVersion: string(version), secret: secret.Data[ref.Key]}, nil
+	return v1alpha1.SecretKeyRef{Name: generated, Key: signingsecret.Key}
 }
 
-// resolve returns the current endpoint of a delivery.
-func (r resolver) resolve(ctx context.Context, kind Kind, project, name, event string) (*endpoint, error) {
+// webhookOf returns the webhook a delivery of kind and name goes to; nil when none is
+// subscribed to event now.
+func (r resolver) webhookOf(ctx context.Context, kind Kind, project, name, event string) (*subscription, error) {
 	switch kind {
 	case KindSender:
-		return r.senderEndpoint(ctx, project, name, event)
+		return r.senderWebhook(ctx, project, name, event)
 	case KindProjectV2, KindProjectV1:
-		return r.projectEndpoint(ctx, project, name, event)
+		return r.projectWebhook(ctx, project, name, event)
 	default:
 		return nil, fmt.Errorf("unknown endpoint kind %s", kind)
 	}
+}
+
+// secret reads a webhook's signing secret: from the cache, else from the API server.
+func (r resolver) secret(ctx context.Context, project string, ref v1alpha1.SecretKeyRef) ([]byte, error) {
+	for _, reader := range []client.Reader{r.reader, r.live} {
+		if reader == nil {
+			continue
+		}
+		var secret corev1.Secret
+		err := reader.Get(ctx, client.ObjectKey{Namespace: project, Name: ref.Name}, &secret)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("read webhook secret %s/%s: %w", project, ref.Name, err)
+		}
+		if err == nil && len(secret.Data[ref.Key]) > 0 {
+			return secret.Data[ref.Key], nil
+		}
+	}
+	return nil, errNoSecret
+}
+
+// resolve returns the current endpoint of a delivery: nil when no webhook is subscribed any
+// more; with errNoSecret, the endpoint without its secret when the webhook has none.
+func (r resolver) resolve(ctx context.Context, kind Kind, project, name, event string) (*endpoint, error) {
+	wh, err := r.webhookOf(ctx, kind, project, name, event)
+	if wh == nil || err != nil {
+		return nil, err
+	}
+	version := wh.version
+	if version == "" {
+		version = v1alpha1.SignatureV2
+	}
+	ep := &endpoint{url: wh.url, signatureVersion: string(version)}
+	ep.secret, err = r.secret(ctx, project, wh.secretRef)
+	if errors.Is(err, errNoSecret) {
+		return ep, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ep, nil
 }
 
 // StatusEvent is sent on every status change of a message, beside the change's own event.

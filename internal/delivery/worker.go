@@ -31,6 +31,9 @@ const responseKept = 1024
 // DeliverArgs is the job that makes one attempt of one delivery.
 type DeliverArgs struct {
 	DeliveryID string `json:"deliveryId"`
+	// Mode is the event's mode, sent as X-Service-Mode; empty for events about neither, and for
+	// jobs enqueued before deliveries carried it.
+	Mode Mode `json:"mode,omitempty"`
 }
 
 // Kind names the job kind in the queue.
@@ -61,12 +64,13 @@ type Worker struct {
 	now      func() time.Time
 }
 
-// NewWorker returns the delivery worker.
-func NewWorker(pool *pgxpool.Pool, reader client.Reader, o WorkerOptions) *Worker {
+// NewWorker returns the delivery worker: it reads endpoints through reader (the informer cache)
+// and a signing Secret the cache has not seen yet through live (the API server).
+func NewWorker(pool *pgxpool.Pool, reader, live client.Reader, o WorkerOptions) *Worker {
 	if o.Schedule == nil {
 		o.Schedule = Schedule
 	}
-	return &Worker{pool: pool, resolver: resolver{reader: reader}, client: newHTTPClient(o.Client), opts: o, now: time.Now}
+	return &Worker{pool: pool, resolver: resolver{reader: reader, live: live}, client: newHTTPClient(o.Client), opts: o, now: time.Now}
 }
 
 // NextRetry puts attempt n+1 at the schedule's offset from the delivery's first attempt, or
@@ -83,8 +87,9 @@ func nextAttempt(first time.Time, attempt int, schedule []time.Duration, now tim
 	return now
 }
 
-// Timeout bounds a job: the HTTP attempt has its own, shorter timeout.
-func (w *Worker) Timeout(*river.Job[DeliverArgs]) time.Duration { return time.Minute }
+// Timeout bounds a job: the HTTP attempt has its own, shorter timeout (10 s). It stays below
+// worker.RescueStuckJobsAfter, so a job whose process died is run again soon after.
+func (w *Worker) Timeout(*river.Job[DeliverArgs]) time.Duration { return 20 * time.Second }
 
 // Work makes one attempt and records it. A failed attempt returns an error so the queue tries
 // again on schedule; after the last one, the delivery is marked failed.
@@ -101,7 +106,10 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 		return nil
 	}
 	ep, err := w.resolver.resolve(ctx, Kind(d.EndpointKind), d.Project, d.EndpointName, d.Event)
-	if err != nil {
+	// A webhook without its signing secret (a user's Secret not created yet) fails this
+	// attempt, to be retried on the schedule: nothing unsigned is sent.
+	noSecret := errors.Is(err, errNoSecret)
+	if err != nil && !noSecret {
 		return err
 	}
 	now := w.now().UTC()
@@ -110,10 +118,17 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 		return q.FinishWebhookDelivery(ctx, db.FinishWebhookDeliveryParams{ID: d.ID, Status: "cancelled", FinishedAt: &now, LastError: &reason})
 	}
 
-	statusCode, body, sendErr := w.send(ctx, d, ep, now)
+	var statusCode int
+	var body []byte
+	var sendErr error
+	if noSecret {
+		sendErr = err
+	} else {
+		statusCode, body, sendErr = w.send(ctx, d, ep, job.Args.Mode, now)
+	}
 	latency := int32(w.now().Sub(now).Milliseconds())
 	rec := db.RecordWebhookAttemptParams{
-		DeliveryID: d.ID, Attempt: int32(job.Attempt), StartedAt: now, Url: ep.url, LatencyMs: latency,
+		DeliveryID: d.ID, Attempt: int32(job.Attempt), StartedAt: now, Url: withoutUserinfo(ep.url), LatencyMs: latency,
 		Status: "pending",
 	}
 	if statusCode > 0 {
@@ -123,6 +138,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 		rec.ResponseBody = &kept
 	}
 	ok := sendErr == nil && statusCode >= 200 && statusCode < 300
+	// A URL this installation never delivers to fails the delivery now: retrying cannot help.
+	var badURL *URLError
+	last := job.Attempt >= MaxAttempts || errors.As(sendErr, &badURL)
 	if !ok {
 		msg := fmt.Sprintf("receiver answered %d", statusCode)
 		if sendErr != nil {
@@ -134,22 +152,22 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	switch {
 	case ok:
 		rec.Status, rec.FinishedAt = "delivered", &finished
-	case job.Attempt >= MaxAttempts:
+	case last:
 		rec.Status, rec.FinishedAt = "failed", &finished
 	}
 	if err := q.RecordWebhookAttempt(ctx, rec); err != nil {
 		return fmt.Errorf("record attempt %d of delivery %s: %w", job.Attempt, d.ID, err)
 	}
-	if ok || job.Attempt >= MaxAttempts {
+	if ok || last {
 		return nil
 	}
 	return fmt.Errorf("delivery %s attempt %d: %s", d.ID, job.Attempt, *rec.Error)
 }
 
 // send makes the HTTP request: the body in the endpoint's envelope, signed with its current
-// secret and signature version.
-func (w *Worker) send(ctx context.Context, d db.WebhookDelivery, ep *endpoint, now time.Time) (int, []byte, error) {
-	u, err := w.opts.Client.checkURL(ep.url)
+// secret and signature version, with the event's mode when it has one.
+func (w *Worker) send(ctx context.Context, d db.WebhookDelivery, ep *endpoint, mode Mode, now time.Time) (int, []byte, error) {
+	u, err := w.opts.Client.URLPolicy().Check(ep.url)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -169,6 +187,9 @@ func (w *Worker) send(ctx context.Context, d db.WebhookDelivery, ep *endpoint, n
 	req.Header.Set("User-Agent", "Switchboard-Webhooks/1")
 	req.Header.Set(webhook.SignatureHeader, sig)
 	req.Header.Set(webhook.EventHeader, d.Event)
+	if mode != "" {
+		req.Header.Set(ModeHeader, string(mode))
+	}
 	resp, err := w.client.Do(req)
 	if err != nil {
 		return 0, nil, err

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,7 +25,10 @@ import (
 const FieldManager = "switchboard-api"
 
 // Write creates obj when it has no resource version, else updates it conditionally on it. obj
-// receives what the server stored.
+// receives what the server stored. It returns once c's reads (the informer cache this process
+// serves requests from) show the write too, or after cacheWait: the API answers a change only
+// when the next request to this process acts on it (a send right after PUT /v2/webhook is
+// delivered to the new webhook).
 func Write(ctx context.Context, c client.Client, obj client.Object) error {
 	var err error
 	if obj.GetResourceVersion() == "" {
@@ -35,7 +39,34 @@ func Write(ctx context.Context, c client.Client, obj client.Object) error {
 	if err != nil {
 		return Error(err, obj.GetName())
 	}
+	waitCached(ctx, c, obj)
 	return nil
+}
+
+// cacheWait bounds how long a write waits for the cache; watch events arrive within
+// milliseconds, so only an API server in trouble makes it last.
+const cacheWait = 3 * time.Second
+
+// waitCached waits until c reads obj at the generation written or a later one (a status written
+// meanwhile by a controller changes the resource version, not the generation).
+func waitCached(ctx context.Context, c client.Reader, obj client.Object) {
+	ctx, cancel := context.WithTimeout(ctx, cacheWait)
+	defer cancel()
+	seen, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return
+	}
+	key := client.ObjectKeyFromObject(obj)
+	for {
+		if err := c.Get(ctx, key, seen); err == nil && seen.GetUID() == obj.GetUID() && seen.GetGeneration() >= obj.GetGeneration() {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
 }
 
 // Error turns the API server's refusal of a write (schema, CEL rules) into 400 invalid_request

@@ -171,7 +171,7 @@ func (s *Service) event(ctx context.Context, tx pgx.Tx, msg db.Message) error {
 	}
 	for _, name := range []string{string(v1alpha1.MessageEvent(msg.Status)), string(v1alpha1.EventMessageStatus)} {
 		if _, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: msg.Project, Name: name,
-			Sender: msg.Sender, From: msg.Originator, To: msg.Recipient, Transport: msg.Channel, Data: data}); err != nil {
+			Sender: msg.Sender, From: msg.Originator, To: msg.Recipient, Transport: msg.Channel, Data: data, Mode: delivery.ModeOf(msg.TestMode)}); err != nil {
 			return err
 		}
 	}

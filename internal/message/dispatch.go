@@ -66,6 +66,11 @@ type DispatchWorker struct {
 	Service *Service
 }
 
+// Timeout bounds one dispatch, the provider's answer included (Twilio's client waits 10 s); it
+// stays below worker.RescueStuckJobsAfter, so a dispatch whose process died is run again soon
+// after.
+func (w *DispatchWorker) Timeout(*river.Job[DispatchArgs]) time.Duration { return 25 * time.Second }
+
 // Work runs the dispatch policies, sends the message through its transport and records the
 // outcome with its event.
 func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs]) error {

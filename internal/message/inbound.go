@@ -123,7 +123,7 @@ func (s *Service) ReceiveUnsupported(ctx context.Context, in Inbound) error {
 	}
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		_, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: in.Project, Name: string(v1alpha1.EventMessageUnsupported), Sender: in.Sender,
-			From: in.From, To: in.To, Transport: in.Channel, Data: data})
+			From: in.From, To: in.To, Transport: in.Channel, Data: data, Mode: delivery.ModeOf(in.TestMode)})
 		return err
 	})
 }
@@ -161,7 +161,7 @@ func (s *Service) inboundEvent(ctx context.Context, tx pgx.Tx, msg db.Message, i
 		data["referral"] = in.Referral
 	}
 	_, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: msg.Project, Name: string(v1alpha1.EventMessageInbound), Sender: msg.Sender,
-		From: msg.Originator, To: msg.Recipient, Transport: msg.Channel, Data: data})
+		From: msg.Originator, To: msg.Recipient, Transport: msg.Channel, Data: data, Mode: delivery.ModeOf(msg.TestMode)})
 	return err
 }
 
@@ -182,6 +182,6 @@ func (s *Service) conversationNew(ctx context.Context, tx pgx.Tx, msg db.Message
 		data["profileName"] = profileName
 	}
 	_, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: msg.Project, Name: string(v1alpha1.EventConversationNew), Sender: msg.Sender,
-		From: msg.Originator, To: msg.Recipient, Transport: msg.Channel, Data: data})
+		From: msg.Originator, To: msg.Recipient, Transport: msg.Channel, Data: data, Mode: delivery.ModeOf(msg.TestMode)})
 	return err
 }

@@ -5,9 +5,8 @@ package projectwebhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net/netip"
-	"net/url"
 	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/kubewrite"
 	"github.com/switchboard-io/switchboard/internal/signingsecret"
 )
@@ -30,10 +30,19 @@ var invitationEvents = []string{string(v1alpha1.EventInvitationStatusChanged)}
 type Service struct {
 	client client.Client
 	live   client.Reader
+	urls   delivery.URLPolicy
 }
 
-// NewService returns a Service; live reads bypass the cache for read-modify-write.
+// NewService returns a Service; live reads bypass the cache for read-modify-write. It takes
+// https webhook URLs only, unless told otherwise by WithURLPolicy.
 func NewService(c client.Client, live client.Reader) *Service { return &Service{client: c, live: live} }
+
+// WithURLPolicy makes s take webhook URLs by the installation's rules (the workers'
+// delivery.ClientOptions.URLPolicy(): plain http to loopback in dev) and returns s.
+func (s *Service) WithURLPolicy(urls delivery.URLPolicy) *Service {
+	s.urls = urls
+	return s
+}
 
 // PutInput is the body of PUT /v2/webhook.
 type PutInput struct {
@@ -90,10 +99,11 @@ func (s *Service) Put(ctx context.Context, project string, kind v1alpha1.Webhook
 	}
 	var errs []apperror.FieldError
 	var allowedDetail bool
+	var badURL *delivery.URLError
 	if in.URL == nil {
 		errs = append(errs, apperror.FieldError{Path: "url", Message: "is required"})
-	} else if !httpsURL(*in.URL) {
-		errs = append(errs, apperror.FieldError{Path: "url", Message: "must be an absolute https URL"})
+	} else if _, err := s.urls.Check(*in.URL); errors.As(err, &badURL) {
+		errs = append(errs, apperror.FieldError{Path: "url", Message: badURL.Reason})
 	}
 	var events []v1alpha1.WebhookEvent
 	if in.Events == nil || len(*in.Events) == 0 {
@@ -231,17 +241,4 @@ func (s *Service) disableSenderWebhooks(ctx context.Context, project string) err
 		}
 	}
 	return nil
-}
-
-func httpsURL(raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || len(raw) > 2048 {
-		return false
-	}
-	if u.Scheme == "https" {
-		return true
-	}
-	// Plain http only to this machine (development), as for sender webhooks.
-	ip, err := netip.ParseAddr(u.Hostname())
-	return u.Scheme == "http" && ((err == nil && ip.IsLoopback()) || u.Hostname() == "localhost")
 }

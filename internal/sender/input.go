@@ -1,18 +1,19 @@
 package sender
 
 import (
+	"errors"
 	"fmt"
-	"net/netip"
-	"net/url"
 	"slices"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/addr"
 	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/delivery"
 )
 
-// apply validates in and writes it into spec; it returns every invalid field.
-func apply(spec *v1alpha1.SenderSpec, in Input) []apperror.FieldError {
+// apply validates in and writes it into spec, taking webhook URLs by the installation's rules,
+// urls; it returns every invalid field.
+func apply(spec *v1alpha1.SenderSpec, in Input, urls delivery.URLPolicy) []apperror.FieldError {
 	var errs []apperror.FieldError
 	bad := func(path, msg string) { errs = append(errs, apperror.FieldError{Path: path, Message: msg}) }
 
@@ -74,8 +75,9 @@ func apply(spec *v1alpha1.SenderSpec, in Input) []apperror.FieldError {
 	}
 	webhookFields := in.WebhookEvents != nil || in.WebhookActive != nil || in.WebhookSignatureVersion != nil
 	if in.WebhookURL != nil {
-		if err := checkWebhookURL(*in.WebhookURL); err != "" {
-			bad("webhookUrl", err)
+		var badURL *delivery.URLError
+		if _, err := urls.Check(*in.WebhookURL); errors.As(err, &badURL) {
+			bad("webhookUrl", badURL.Reason)
 		}
 		if spec.Webhook == nil {
 			// New webhooks sign with v2 (spec: Webhook signature version).
@@ -113,21 +115,4 @@ func apply(spec *v1alpha1.SenderSpec, in Input) []apperror.FieldError {
 		}
 	}
 	return errs
-}
-
-// checkWebhookURL accepts absolute https URLs, and plain http to this machine (development).
-func checkWebhookURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || len(raw) > 2048 {
-		return "must be an absolute https URL"
-	}
-	switch u.Scheme {
-	case "https":
-		return ""
-	case "http":
-		if ip, err := netip.ParseAddr(u.Hostname()); (err == nil && ip.IsLoopback()) || u.Hostname() == "localhost" {
-			return ""
-		}
-	}
-	return "must be an https URL"
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/kubewrite"
 	"github.com/switchboard-io/switchboard/internal/randid"
 	"github.com/switchboard-io/switchboard/internal/signingsecret"
@@ -28,12 +29,21 @@ type Service struct {
 	live   client.Reader // reads from the API server, for read-modify-write
 	scheme *runtime.Scheme
 	bots   Bots
+	urls   delivery.URLPolicy
 }
 
 // NewService returns a Service; live reads bypass the cache where a change builds on the latest;
 // tg checks Telegram bot tokens.
 func NewService(c client.Client, live client.Reader, bots Bots) *Service {
 	return &Service{client: c, live: live, scheme: c.Scheme(), bots: bots}
+}
+
+// WithURLPolicy makes s take webhook URLs by the installation's rules (the workers'
+// delivery.ClientOptions.URLPolicy(): plain http to loopback in dev) and returns s. Without
+// it, https only.
+func (s *Service) WithURLPolicy(urls delivery.URLPolicy) *Service {
+	s.urls = urls
+	return s
 }
 
 // View is a sender as the API shows it, with what is in effect computed now rather than when
@@ -70,7 +80,7 @@ func (s *Service) Create(ctx context.Context, project string, in Input) (View, e
 		return View{}, apperror.InvalidFields(apperror.FieldError{Path: "name", Message: "is required"})
 	}
 	snd := &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: project}}
-	if errs := apply(&snd.Spec, in); len(errs) > 0 {
+	if errs := apply(&snd.Spec, in, s.urls); len(errs) > 0 {
 		return View{}, apperror.InvalidFields(errs...)
 	}
 	id, err := newID()
@@ -155,7 +165,7 @@ func (s *Service) Update(ctx context.Context, project, id string, in Input) (Vie
 		snd = current.DeepCopy()
 		addedWebhook = current.Spec.Webhook == nil
 		removedWebhook = current.Spec.Webhook != nil && in.RemoveWebhook
-		if errs := apply(&snd.Spec, in); len(errs) > 0 {
+		if errs := apply(&snd.Spec, in, s.urls); len(errs) > 0 {
 			return apperror.InvalidFields(errs...)
 		}
 		if in.WebhookSignatureVersion != nil && current.Spec.Webhook != nil {

@@ -39,6 +39,15 @@ type Options struct {
 	DeliveryConcurrency int
 }
 
+// Jobs of a process that died (kill -9, a lost node) stay "running" until the queue rescues them:
+// after RescueStuckJobsAfter, checked every 30 s by River's rescuer, they are run again. Every
+// job kind's timeout (JobTimeout by default; dispatch 25 s, deliveries 20 s) stays below it, so
+// a live job is never rescued, and a crash costs about a minute, not River's default hour.
+const (
+	JobTimeout           = 25 * time.Second
+	RescueStuckJobsAfter = 40 * time.Second
+)
+
 func workers(d Deps) *river.Workers {
 	w := river.NewWorkers()
 	river.AddWorker(w, &apikey.TouchWorker{Keys: d.Keys})
@@ -58,7 +67,9 @@ func NewClient(pool *pgxpool.Pool, d Deps, o Options, work bool, log logr.Logger
 		Workers: workers(d),
 		// A queue fetches at most once per cooldown, so throughput is capped at
 		// MaxWorkers/cooldown: River's 100 ms default caps 200 delivery workers at 2,000 jobs/s.
-		FetchCooldown: 20 * time.Millisecond,
+		FetchCooldown:        20 * time.Millisecond,
+		JobTimeout:           JobTimeout,
+		RescueStuckJobsAfter: RescueStuckJobsAfter,
 	}
 	if work {
 		if o.Concurrency <= 0 {
