@@ -37,7 +37,9 @@ type Server struct {
 	Throwaway bool
 
 	cmd  *exec.Cmd
+	bin  string
 	dir  string
+	port int
 	done chan struct{}
 }
 
@@ -106,43 +108,71 @@ func startThrowaway(ctx context.Context, log logr.Logger) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create directory for throwaway Postgres: %w", err)
 	}
-	s := &Server{Throwaway: true, dir: dir, done: make(chan struct{})}
-	if err := s.run(ctx, log, bin); err != nil {
+	s := &Server{Throwaway: true, dir: dir, bin: bin}
+	if err := s.initdb(ctx); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if s.port, err = freePort(); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if err := s.launch(ctx, log); err != nil {
 		s.Stop()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Server) run(ctx context.Context, log logr.Logger, bin string) error {
+// StartThrowaway starts a throwaway server even when one answers on 127.0.0.1:5432: for a test
+// that restarts its server (Restart) without touching anyone else's.
+func StartThrowaway(ctx context.Context, log logr.Logger) (*Server, error) {
+	return startThrowaway(ctx, log)
+}
+
+// Restart shuts a throwaway server down (fast shutdown: sessions are cut, committed data is
+// kept) and starts it again on the same port and data.
+func (s *Server) Restart(ctx context.Context, log logr.Logger) error {
+	if !s.Throwaway {
+		return errors.New("only a throwaway server can be restarted")
+	}
+	s.shutdown()
+	return s.launch(ctx, log)
+}
+
+func (s *Server) initdb(ctx context.Context) error {
 	// Postgres refuses to run as root: run it as the postgres (or nobody) account instead.
 	cred, err := credential()
 	if err != nil {
 		return err
 	}
-	data := filepath.Join(s.dir, "data")
 	if cred != nil {
 		if err := os.Chown(s.dir, int(cred.Uid), int(cred.Gid)); err != nil {
 			return fmt.Errorf("hand the throwaway Postgres directory to uid %d: %w", cred.Uid, err)
 		}
 	}
-	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
+	initdb := exec.CommandContext(ctx, filepath.Join(s.bin, "initdb"), "-D", filepath.Join(s.dir, "data"), "-U", "postgres",
 		"--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fmt.Errorf("initdb for throwaway Postgres: %w: %s", err, lastLine(out))
 	}
+	return nil
+}
 
-	port, err := freePort()
+// launch starts the server on s.port and waits until it accepts connections.
+func (s *Server) launch(ctx context.Context, log logr.Logger) error {
+	cred, err := credential()
 	if err != nil {
 		return err
 	}
-	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
+	s.done = make(chan struct{})
+	s.cmd = exec.Command(filepath.Join(s.bin, "postgres"), "-D", filepath.Join(s.dir, "data"), "-p", strconv.Itoa(s.port),
 		"-k", s.dir, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off",
 		"-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200")
 	// SIGQUIT on our death: the server goes down even when we are killed without a chance to Stop.
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
-	logFile, err := os.Create(filepath.Join(s.dir, "postgres.log"))
+	logFile, err := os.OpenFile(filepath.Join(s.dir, "postgres.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("create throwaway Postgres log: %w", err)
 	}
@@ -151,13 +181,14 @@ func (s *Server) run(ctx context.Context, log logr.Logger, bin string) error {
 		logFile.Close()
 		return fmt.Errorf("start throwaway Postgres: %w", err)
 	}
-	go func() { _ = s.cmd.Wait(); logFile.Close(); close(s.done) }()
+	done := s.done
+	go func() { _ = s.cmd.Wait(); logFile.Close(); close(done) }()
 
-	s.AdminURL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	s.AdminURL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port)
 	deadline := time.Now().Add(30 * time.Second)
 	for !answers(ctx, s.AdminURL) {
 		select {
-		case <-s.done:
+		case <-done:
 			return fmt.Errorf("throwaway Postgres exited at start; see its log: %s", lastLogLine(filepath.Join(s.dir, "postgres.log")))
 		case <-ctx.Done():
 			return ctx.Err()
@@ -167,16 +198,13 @@ func (s *Server) run(ctx context.Context, log logr.Logger, bin string) error {
 			return errors.New("throwaway Postgres did not accept connections within 30s")
 		}
 	}
-	log.Info("throwaway Postgres started", "port", port, "dir", s.dir)
+	log.Info("throwaway Postgres started", "port", s.port, "dir", s.dir)
 	return nil
 }
 
-// Stop stops a throwaway server and removes its files; for other servers it does nothing.
-func (s *Server) Stop() {
-	if s == nil || !s.Throwaway {
-		return
-	}
-	if s.cmd != nil && s.cmd.Process != nil {
+// shutdown stops a running throwaway server: fast shutdown, else killed after 15 s.
+func (s *Server) shutdown() {
+	if s.cmd != nil && s.cmd.Process != nil && s.done != nil {
 		_ = s.cmd.Process.Signal(syscall.SIGINT) // fast shutdown
 		select {
 		case <-s.done:
@@ -185,6 +213,14 @@ func (s *Server) Stop() {
 			<-s.done
 		}
 	}
+}
+
+// Stop stops a throwaway server and removes its files; for other servers it does nothing.
+func (s *Server) Stop() {
+	if s == nil || !s.Throwaway {
+		return
+	}
+	s.shutdown()
 	if s.dir != "" {
 		_ = os.RemoveAll(s.dir)
 	}

@@ -85,3 +85,38 @@ func TestNoPostgresAnywhereNamesWhatToInstall(t *testing.T) {
 		t.Fatalf("FindBinaries with no Postgres = %v, want an error naming what to install", err)
 	}
 }
+
+func TestARestartedThrowawayServerKeepsItsAddressAndData(t *testing.T) {
+	ctx := context.Background()
+	s, err := StartThrowaway(ctx, logr.Discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	url := s.AdminURL
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE kept (v int); INSERT INTO kept VALUES (7)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restart(ctx, logr.Discard()); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Ping(ctx); err == nil {
+		t.Error("a session survived the restart")
+	}
+	if s.AdminURL != url {
+		t.Errorf("address %s after the restart, was %s", s.AdminURL, url)
+	}
+	conn, err = pgx.Connect(ctx, s.AdminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var v int
+	if err := conn.QueryRow(ctx, "SELECT v FROM kept").Scan(&v); err != nil || v != 7 {
+		t.Errorf("after the restart: %d %v", v, err)
+	}
+}

@@ -6,52 +6,24 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/switchboard-io/switchboard/test/cluster"
 )
 
-// built is the binary the tests share, built once.
-var built struct {
-	once sync.Once
-	path string
-	err  error
-}
-
-func buildBinary(t *testing.T) string {
-	t.Helper()
-	built.once.Do(func() {
-		dir, err := os.MkdirTemp("", "switchboard-e2e-")
-		if err != nil {
-			built.err = err
-			return
-		}
-		built.path = filepath.Join(dir, "switchboard")
-		cmd := exec.Command("go", "build", "-o", built.path, "../../cmd/switchboard")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			built.err = fmt.Errorf("build: %v\n%s", err, out)
-		}
-	})
-	if built.err != nil {
-		t.Fatal(built.err)
-	}
-	return built.path
-}
+func buildBinary(t *testing.T) string { return cluster.Binary(t) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if built.path != "" {
-		_ = os.RemoveAll(filepath.Dir(built.path))
-	}
+	cluster.RemoveBinary()
 	os.Exit(code)
 }
 

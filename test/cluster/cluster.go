@@ -1,0 +1,402 @@
+// Package cluster runs the built switchboard binary as production does, for the benchmark and
+// chaos tests: a local control plane (kube-apiserver and etcd) with the CRDs, one Postgres
+// database, optionally Redis, and any number of processes of each role, which a test can kill
+// with SIGKILL and start again. Everything listens on loopback.
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/jackc/pgx/v5/pgxpool"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/app"
+	"github.com/switchboard-io/switchboard/internal/controlplane"
+	"github.com/switchboard-io/switchboard/internal/localpg"
+	"github.com/switchboard-io/switchboard/internal/localredis"
+)
+
+// Options shapes a cluster.
+type Options struct {
+	// OwnPostgres runs a throwaway Postgres server of the test's own, which RestartPostgres can
+	// restart; otherwise a fresh database on the machine's server (TEST_DATABASE_URL or
+	// 127.0.0.1:5432).
+	OwnPostgres bool
+	// Redis gives the api processes a shared Redis (TEST_REDIS_URL or 127.0.0.1:6379).
+	Redis bool
+	// TrustPEM is a CA certificate (PEM) the processes trust, e.g. a loopback HTTPS receiver's.
+	TrustPEM []byte
+}
+
+// Cluster is a control plane, a database and the processes started on them.
+type Cluster struct {
+	t           testing.TB
+	Bin         string
+	Kubeconfig  string
+	DatabaseURL string
+	RedisURL    string
+	// K8s writes resources as kubectl would.
+	K8s client.Client
+	// Pool is a connection to the database, for the test's own checks.
+	Pool *pgxpool.Pool
+
+	dir    string
+	pg     *localpg.Server
+	mu     sync.Mutex
+	procs  []*Process
+	env    []string
+	logDir string
+}
+
+var built struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Binary builds cmd/switchboard once per test binary and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "switchboard-cluster-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.path = filepath.Join(dir, "switchboard")
+		cmd := exec.Command("go", "build", "-o", built.path, "github.com/switchboard-io/switchboard/cmd/switchboard")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.path
+}
+
+// RemoveBinary removes the binary Binary built; for TestMain, after the tests.
+func RemoveBinary() {
+	if built.path != "" {
+		_ = os.RemoveAll(filepath.Dir(built.path))
+	}
+}
+
+// Start starts a control plane and a database, migrated, for the test; both go when it ends.
+func Start(t testing.TB, o Options) *Cluster {
+	t.Helper()
+	assets := os.Getenv("KUBEBUILDER_ASSETS")
+	if assets == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set; run the tests through `make test`")
+	}
+	c := &Cluster{t: t, Bin: Binary(t), dir: t.TempDir()}
+	c.logDir = filepath.Join(c.dir, "logs")
+	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+
+	cp, err := controlplane.Start(assets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	c.Kubeconfig = filepath.Join(c.dir, "kubeconfig")
+	if err := cp.WriteKubeconfig(c.Kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	if c.K8s, err = client.New(cp.Config, client.Options{Scheme: app.Scheme()}); err != nil {
+		t.Fatal(err)
+	}
+
+	if o.OwnPostgres {
+		c.pg, err = localpg.StartThrowaway(ctx, logr.Discard())
+	} else {
+		c.pg, err = localpg.Start(ctx, logr.Discard(), os.Getenv("TEST_DATABASE_URL"))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.pg.Stop)
+	name := fmt.Sprintf("switchboard_cluster_%d", time.Now().UnixNano())
+	if c.DatabaseURL, err = localpg.EnsureDatabase(ctx, c.pg.AdminURL, name); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = localpg.DropDatabase(context.Background(), c.pg.AdminURL, name) })
+	if o.Redis {
+		r, err := localredis.Start(ctx, localredis.URLFromEnv())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.Stop)
+		c.RedisURL = r.URL
+	}
+	if len(o.TrustPEM) > 0 {
+		ca := filepath.Join(c.dir, "trusted-ca.pem")
+		if err := os.WriteFile(ca, o.TrustPEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c.env = append(c.env, "SSL_CERT_FILE="+ca)
+	}
+	if out, err := exec.Command(c.Bin, "migrate", "--database-url", c.DatabaseURL).CombinedOutput(); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
+	}
+	if c.Pool, err = pgxpool.New(ctx, c.DatabaseURL); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Pool.Close)
+	// Stop every process before the database and control plane go (cleanups run last first).
+	t.Cleanup(c.stopAll)
+	return c
+}
+
+// RestartPostgres restarts the cluster's own Postgres server (Options.OwnPostgres): every
+// connection is cut, committed data is kept.
+func (c *Cluster) RestartPostgres() {
+	c.t.Helper()
+	if err := c.pg.Restart(context.Background(), logr.Discard()); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// Project creates a namespace with a Project and a default Sender on the sandbox transport
+// whose webhook, when webhookURL is not empty, receives every event; it returns a test API key
+// of the project (the bearer secret).
+func (c *Cluster) Project(name, webhookURL string) string {
+	c.t.Helper()
+	ctx := context.Background()
+	snd := &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "main"}, Spec: v1alpha1.SenderSpec{
+		DisplayName: "Main", Default: true, Transport: v1alpha1.TransportSandbox, PhoneNumber: "+15005550006",
+		SMS: &v1alpha1.Activation{Active: true}}}
+	if webhookURL != "" {
+		snd.Spec.Webhook = &v1alpha1.SenderWebhook{URL: webhookURL}
+	}
+	limit := int32(1_000_000) // the request-rate limit is measured elsewhere
+	for _, o := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		&v1alpha1.Project{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "project"},
+			Spec: v1alpha1.ProjectSpec{DisplayName: name, RequestRateLimit: &limit}},
+		snd,
+	} {
+		if err := c.K8s.Create(ctx, o); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	secret, _, err := apikey.NewService(c.Pool).Create(ctx, name, "cluster", apikey.Test, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.waitFor("the sender of "+name+" is ready with its webhook secret", 2*time.Minute, func() bool {
+		var s v1alpha1.Sender
+		return c.K8s.Get(ctx, client.ObjectKeyFromObject(snd), &s) == nil && s.IsReady() &&
+			(webhookURL == "" || s.Status.WebhookSecret != nil)
+	})
+	return secret
+}
+
+// Process is one switchboard process of the cluster.
+type Process struct {
+	Role string
+	// URL is the REST API's address (api and all roles).
+	URL    string
+	c      *Cluster
+	args   []string
+	health string
+	listen string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	log    string
+	starts int
+}
+
+// Run starts a process of role (manager, api, worker, all) with extra flags and waits until
+// it is ready.
+func (c *Cluster) Run(role string, extra ...string) *Process {
+	c.t.Helper()
+	p := &Process{Role: role, c: c, health: freeAddr(c.t)}
+	args := []string{role, "--kubeconfig", c.Kubeconfig, "--database-url", c.DatabaseURL,
+		"--health-probe-bind-address", p.health, "--metrics-bind-address", "0",
+		"--installation-namespace", "switchboard-system", "--log-level", "info"}
+	if role == "api" || role == "all" {
+		p.listen = freeAddr(c.t)
+		p.URL = "http://" + p.listen
+		args = append(args, "--listen", p.listen)
+		if c.RedisURL != "" {
+			args = append(args, "--redis-url", c.RedisURL)
+		}
+	}
+	if role == "worker" || role == "all" {
+		args = append(args, "--webhook-allow-cidr", "127.0.0.0/8")
+	}
+	p.args = append(args, extra...)
+	c.mu.Lock()
+	p.log = filepath.Join(c.logDir, fmt.Sprintf("%s-%d.log", role, len(c.procs)))
+	c.procs = append(c.procs, p)
+	c.mu.Unlock()
+	p.Start()
+	return p
+}
+
+// Start starts the process (again, after Kill) on the same addresses and waits until it is
+// ready.
+func (p *Process) Start() {
+	t := p.c.t
+	t.Helper()
+	log, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.starts++
+	fmt.Fprintf(log, "---- start %d ----\n", p.starts)
+	p.cmd = exec.Command(p.c.Bin, p.args...)
+	p.cmd.Env = append(os.Environ(), p.c.env...)
+	p.cmd.Stdout, p.cmd.Stderr = log, log
+	// Its own process group, so a kill reaches nothing else; killed with the test binary.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		log.Close()
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	p.exited = exited
+	cmd := p.cmd
+	go func() { _ = cmd.Wait(); log.Close(); close(exited) }()
+	p.c.waitFor(fmt.Sprintf("%s process ready", p.Role), 2*time.Minute, func() bool {
+		select {
+		case <-exited:
+			t.Fatalf("%s exited before it was ready; its log:\n%s", p.Role, p.Tail(40))
+		default:
+		}
+		resp, err := http.Get("http://" + p.health + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// Kill sends SIGKILL (kill -9) and waits until the process is gone.
+func (p *Process) Kill() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// Stop asks the process to shut down (SIGTERM), as Kubernetes does, and waits.
+func (p *Process) Stop() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		p.Kill()
+	}
+}
+
+// Running tells whether the process has not exited.
+func (p *Process) Running() bool {
+	select {
+	case <-p.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// PeakRSS is the process's peak resident memory (VmHWM) in bytes, 0 when unknown.
+func (p *Process) PeakRSS() int64 {
+	if p.cmd == nil || p.cmd.Process == nil || runtime.GOOS != "linux" {
+		return 0
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// Tail returns the last n lines of the process's log (every start of it).
+func (p *Process) Tail(n int) string {
+	b, _ := os.ReadFile(p.log)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (c *Cluster) stopAll() {
+	c.mu.Lock()
+	procs := append([]*Process(nil), c.procs...)
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.Stop() }()
+	}
+	wg.Wait()
+	if c.t.Failed() {
+		for _, p := range procs {
+			c.t.Logf("%s log (last lines):\n%s", p.Role, p.Tail(30))
+		}
+	}
+}
+
+func (c *Cluster) waitFor(what string, within time.Duration, cond func() bool) {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s: not within %v", what, within)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// freeAddr returns a loopback address with a port free now.
+func freeAddr(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
