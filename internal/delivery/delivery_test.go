@@ -140,18 +140,18 @@ func newFixture(t *testing.T, rcv *receiver, hook v1alpha1.SenderWebhook, opts d
 // setup makes the fixture with its queue not yet started.
 func setup(tb testing.TB, hook v1alpha1.SenderWebhook, opts delivery.ClientOptions, schedule []time.Duration, concurrency int) *fixture {
 	tb.Helper()
-	return setupReading(tb, cache, hook, opts, schedule, concurrency)
+	return setupReading(tb, cache, hook, delivery.WorkerOptions{Client: opts, Schedule: schedule}, concurrency)
 }
 
 // setupReading is setup with the workers reading endpoints through reader.
-func setupReading(tb testing.TB, reader client.Reader, hook v1alpha1.SenderWebhook, opts delivery.ClientOptions, schedule []time.Duration, concurrency int) *fixture {
+func setupReading(tb testing.TB, reader client.Reader, hook v1alpha1.SenderWebhook, o delivery.WorkerOptions, concurrency int) *fixture {
 	tb.Helper()
-	if schedule == nil {
-		schedule = fast
+	if o.Schedule == nil {
+		o.Schedule = fast
 	}
 	ctx := context.Background()
 	pool := pgtest.NewPool(tb)
-	w := delivery.NewWorker(pool, reader, reader, delivery.WorkerOptions{Client: opts, Schedule: schedule})
+	w := delivery.NewWorker(pool, reader, reader, o)
 	queue, err := worker.NewClient(pool, worker.Deps{Keys: apikey.NewService(pool), Delivery: w},
 		worker.Options{DeliveryConcurrency: concurrency}, true, logr.Discard())
 	if err != nil {
@@ -444,7 +444,7 @@ func TestAURLWithCredentialsIsNeitherUsedNorLogged(t *testing.T) {
 	rcv := newReceiver(t)
 	withCredentials := strings.Replace(rcvURL(rcv), "https://", "https://user:s3cr3t@", 1)
 	opts := delivery.ClientOptions{Allow: loopback, RootCAs: rcv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs}
-	f := setupReading(t, storedURL{Reader: cache, url: withCredentials}, v1alpha1.SenderWebhook{URL: rcvURL(rcv)}, opts, nil, 0)
+	f := setupReading(t, storedURL{Reader: cache, url: withCredentials}, v1alpha1.SenderWebhook{URL: rcvURL(rcv)}, delivery.WorkerOptions{Client: opts}, 0)
 	if err := f.queue.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -603,5 +603,78 @@ func TestAWebhookWhoseSecretIsMissingIsRetriedNotCancelled(t *testing.T) {
 	req, body, _ := rcv.request(0)
 	if err := webhook.Verify(req.Header.Get("X-Service-Signature"), body, value, time.Minute, time.Now()); err != nil || rcv.count() != 1 {
 		t.Errorf("signature: %v; receiver got %d", err, rcv.count())
+	}
+}
+
+// A receiver that holds its requests takes at most its host's share of the delivery slots: the
+// deliveries to another receiver go on meanwhile, and the held ones are delivered once it
+// answers.
+func TestASlowReceiverDoesNotHoldTheOthers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var inFlight, maxInFlight, slowDone int
+	slow := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inFlight++
+		maxInFlight = max(maxInFlight, inFlight)
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		inFlight--
+		slowDone++
+		mu.Unlock()
+	}))
+	t.Cleanup(slow.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+	good := newReceiver(t)
+	roots := good.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	roots.AddCert(slow.Certificate())
+	opts := delivery.ClientOptions{Allow: loopback, RootCAs: roots, Timeout: time.Minute}
+	const perHost, events = 2, 20
+	f := setupReading(t, cache, v1alpha1.SenderWebhook{URL: slow.URL + "/hook"},
+		delivery.WorkerOptions{Client: opts, PerHostConcurrency: perHost}, 6)
+	if err := f.queue.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v2 := &v1alpha1.Webhook{ObjectMeta: metav1.ObjectMeta{Namespace: f.project, Name: "v2"},
+		Spec: v1alpha1.WebhookSpec{Kind: v1alpha1.WebhookKindV2, URL: rcvURL(good)}}
+	if err := k8s.Create(ctx, v2); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the cache sees the v2 webhook", func() bool { return cache.Get(ctx, client.ObjectKeyFromObject(v2), v2) == nil })
+
+	for range events {
+		if ids := f.enqueue(t, "message.sent", true); len(ids) != 2 {
+			t.Fatalf("Enqueue = %v, want one delivery to each receiver", ids)
+		}
+	}
+	waitFor(t, "the good receiver's deliveries, while the slow one holds its requests", func() bool { return good.count() == events })
+	mu.Lock()
+	held, most := inFlight, maxInFlight
+	mu.Unlock()
+	if most > perHost || held == 0 {
+		t.Fatalf("the slow receiver had %d requests at once (bound %d), %d now", most, perHost, held)
+	}
+
+	close(release)
+	waitFor(t, "the slow receiver's deliveries", func() bool {
+		var pending int
+		_ = f.pool.QueryRow(ctx, "SELECT count(*) FROM webhook_deliveries WHERE status <> 'delivered'").Scan(&pending)
+		return pending == 0
+	})
+	var attempts int
+	if err := f.pool.QueryRow(ctx, "SELECT count(*) FROM webhook_delivery_attempts").Scan(&attempts); err != nil {
+		t.Fatal(err)
+	}
+	if attempts != 2*events {
+		t.Errorf("%d attempts for %d deliveries: waiting for a busy host must not count as an attempt", attempts, 2*events)
 	}
 }

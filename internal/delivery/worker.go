@@ -52,6 +52,9 @@ type WorkerOptions struct {
 	Client ClientOptions
 	// Schedule replaces the spec's schedule (tests).
 	Schedule []time.Duration
+	// PerHostConcurrency bounds the attempts in flight to one host; 0 is
+	// DefaultPerHostConcurrency.
+	PerHostConcurrency int
 }
 
 // Worker makes delivery attempts.
@@ -62,6 +65,7 @@ type Worker struct {
 	client   *http.Client
 	opts     WorkerOptions
 	now      func() time.Time
+	hosts    *hostSlots
 }
 
 // NewWorker returns the delivery worker: it reads endpoints through reader (the informer cache)
@@ -70,7 +74,8 @@ func NewWorker(pool *pgxpool.Pool, reader, live client.Reader, o WorkerOptions) 
 	if o.Schedule == nil {
 		o.Schedule = Schedule
 	}
-	return &Worker{pool: pool, resolver: resolver{reader: reader, live: live}, client: newHTTPClient(o.Client), opts: o, now: time.Now}
+	return &Worker{pool: pool, resolver: resolver{reader: reader, live: live}, client: newHTTPClient(o.Client), opts: o, now: time.Now,
+		hosts: newHostSlots(o.PerHostConcurrency)}
 }
 
 // NextRetry puts attempt n+1 at the schedule's offset from the delivery's first attempt, or
@@ -124,6 +129,12 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	if noSecret {
 		sendErr = err
 	} else {
+		// A receiver at its bound waits its turn without taking a slot others could use.
+		host := hostOf(ep.url)
+		if !w.hosts.acquire(ctx, host, hostWait) {
+			return river.JobSnooze(busyHostWait())
+		}
+		defer w.hosts.release(host)
 		statusCode, body, sendErr = w.send(ctx, d, ep, job.Args.Mode, now)
 	}
 	latency := int32(w.now().Sub(now).Milliseconds())
