@@ -72,8 +72,9 @@ chart-lint: ## helm lint of charts/switchboard, both profiles (test/chart render
 		--set redis.url=redis://redis:6379/0 --set profile=split
 
 .PHONY: bench
-bench: envtest-assets ## Run the benchmarks.
-	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh --check)" go test -run '^$$' -bench . -benchmem ./...
+bench: envtest-assets ## Run the benchmarks: the packages' own, then the pipeline table against this machine's Postgres ceiling.
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh --check)" go test -run '^$$' -bench . -benchmem ./internal/...
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh --check)" go test -run '^$$' -bench Pipeline -benchtime 1x -timeout 60m ./test/bench
 
 .PHONY: clean
 clean: ## Remove build output and the dev state directory.

@@ -26,6 +26,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
@@ -34,6 +35,10 @@ import (
 	"github.com/switchboard-io/switchboard/internal/localpg"
 	"github.com/switchboard-io/switchboard/internal/localredis"
 )
+
+// InstallationNamespace is the namespace of the installation (Providers serving every project,
+// the manager's leader-election Lease).
+const InstallationNamespace = "switchboard-system"
 
 // Options shapes a cluster.
 type Options struct {
@@ -109,6 +114,7 @@ func Start(t testing.TB, o Options) *Cluster {
 	if assets == "" {
 		t.Fatal("KUBEBUILDER_ASSETS is not set; run the tests through `make test`")
 	}
+	ctrllog.SetLogger(logr.Discard()) // the control plane's own start-up chatter
 	c := &Cluster{t: t, Bin: Binary(t), dir: t.TempDir()}
 	c.logDir = filepath.Join(c.dir, "logs")
 	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
@@ -126,6 +132,9 @@ func Start(t testing.TB, o Options) *Cluster {
 		t.Fatal(err)
 	}
 	if c.K8s, err = client.New(cp.Config, client.Options{Scheme: app.Scheme()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.K8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: InstallationNamespace}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -236,7 +245,7 @@ func (c *Cluster) Run(role string, extra ...string) *Process {
 	p := &Process{Role: role, c: c, health: freeAddr(c.t)}
 	args := []string{role, "--kubeconfig", c.Kubeconfig, "--database-url", c.DatabaseURL,
 		"--health-probe-bind-address", p.health, "--metrics-bind-address", "0",
-		"--installation-namespace", "switchboard-system", "--log-level", "info"}
+		"--installation-namespace", InstallationNamespace, "--log-level", "info"}
 	if role == "api" || role == "all" {
 		p.listen = freeAddr(c.t)
 		p.URL = "http://" + p.listen
@@ -247,6 +256,9 @@ func (c *Cluster) Run(role string, extra ...string) *Process {
 	}
 	if role == "worker" || role == "all" {
 		args = append(args, "--webhook-allow-cidr", "127.0.0.0/8")
+	}
+	if role == "manager" || role == "all" {
+		args = append(args, "--leader-election-namespace", InstallationNamespace)
 	}
 	p.args = append(args, extra...)
 	c.mu.Lock()

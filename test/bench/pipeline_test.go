@@ -1,0 +1,439 @@
+// Package bench measures the whole pipeline of the built binary against this machine's own
+// Postgres ceiling, in both process layouts (one `all` process; `manager`, `api` and `worker`
+// apart, as production runs), and prints one table per layout. Run it with `make bench`.
+package bench
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchboard-io/switchboard/internal/randid"
+	"github.com/switchboard-io/switchboard/test/cluster"
+)
+
+// The loads, fixed so that a figure means the same in every run (not b.N).
+const (
+	ceilingClients  = 16
+	ceilingDuration = 10 * time.Second
+	sendClients     = 32
+	sends           = 10_000
+	lifecycleSends  = 10_000 // to as many recipients
+	backlogSends    = 5_000  // three events each
+	eventsPerSend   = 3      // message.queued, message.sent, message.delivered
+	latencyTarget   = time.Second
+)
+
+// BenchmarkPipeline runs once whatever b.N is: each figure is a fixed load (see the constants).
+func BenchmarkPipeline(b *testing.B) {
+	rcv := newReceiver(b)
+	c := cluster.Start(b, cluster.Options{TrustPEM: rcv.pem})
+	ceiling := measureCeiling(b, c.DatabaseURL)
+
+	var tables []string
+	for _, layout := range []layout{{name: "all", roles: []string{"all"}}, {name: "api + worker + manager", roles: []string{"manager", "api", "worker"}}} {
+		r := runLayout(b, c, rcv, layout, ceiling)
+		tables = append(tables, r.table(ceiling))
+	}
+	out := fmt.Sprintf("\nPostgres ceiling on this machine: %.0f acceptance transactions/s (one message row and one queue row each, %d connections, %v)\n\n%s",
+		ceiling, ceilingClients, ceilingDuration, strings.Join(tables, "\n"))
+	fmt.Print(out)
+	if path := os.Getenv("SWITCHBOARD_BENCH_OUT"); path != "" {
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+			b.Error(err)
+		}
+	}
+}
+
+// measureCeiling is what Postgres alone does of the acceptance transaction here: one message
+// row and one queue row, committed, from ceilingClients connections.
+func measureCeiling(b *testing.B, url string) float64 {
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.MaxConns = ceilingClients
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	var done atomic.Int64
+	deadline := time.Now().Add(ceilingDuration)
+	var wg sync.WaitGroup
+	for range ceilingClients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				id, err := randid.Prefixed("msg_", 24)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+					if _, err := tx.Exec(ctx, `INSERT INTO messages (id, project, test_mode, sender, direction, channel, message_type, status,
+						recipient, originator, body, created_at, updated_at)
+						VALUES ($1, 'ceiling', true, 'main', 'outbound', 'sms', 'text', 'queued', '+15005550100', '+15005550006', 'Ceiling', now(), now())`, id); err != nil {
+						return err
+					}
+					_, err := tx.Exec(ctx, `INSERT INTO river_job (args, kind, max_attempts, queue, state) VALUES ($1, 'ceiling', 8, 'ceiling', 'available')`,
+						fmt.Sprintf(`{"messageId":%q}`, id))
+					return err
+				})
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	// Leave nothing for the processes to see.
+	if _, err := pool.Exec(ctx, `DELETE FROM river_job WHERE kind = 'ceiling'; DELETE FROM messages WHERE project = 'ceiling'`); err != nil {
+		b.Fatal(err)
+	}
+	return float64(done.Load()) / ceilingDuration.Seconds()
+}
+
+type layout struct {
+	name  string
+	roles []string
+}
+
+// results are one layout's figures.
+type results struct {
+	layout         string
+	sendRate       float64
+	sendP99        time.Duration
+	lifecycleRate  float64 // the highest rate tried whose delivered p99 kept within latencyTarget; 0 if none
+	lifecycleP99   time.Duration
+	lifecycleTries []string
+	deliveryRate   float64
+	peakRSS        map[string]int64 // by role
+}
+
+func runLayout(b *testing.B, c *cluster.Cluster, rcv *receiver, l layout, ceiling float64) *results {
+	r := &results{layout: l.name, peakRSS: map[string]int64{}}
+	var procs []*cluster.Process
+	for _, role := range l.roles {
+		procs = append(procs, c.Run(role))
+	}
+	api := procs[0]
+	for _, p := range procs {
+		if p.URL != "" {
+			api = p
+		}
+	}
+	notePeaks := func() {
+		for _, p := range procs {
+			r.peakRSS[p.Role] = max(r.peakRSS[p.Role], p.PeakRSS())
+		}
+	}
+	tag := strings.ReplaceAll(strings.ReplaceAll(l.name, " + ", "-"), " ", "")
+
+	// 1. Accepted sends: 32 clients on keep-alive connections, as fast as they go. No webhook, so
+	// the figure is the acceptance path and the lifecycles it starts.
+	key := c.Project("sends-"+tag, "")
+	r.sendRate, r.sendP99 = closedLoop(b, api.URL, key, sends, sendClients)
+	waitDrained(b, c, "sends-"+tag)
+	notePeaks()
+
+	// 2. Sustained lifecycles: sends at a fixed rate to 10,000 recipients, each ending in three
+	// webhooks; the figure is the highest rate whose message.delivered p99 stays within 1 s. The
+	// search starts at the target (0.15 of the ceiling) and moves by half steps.
+	rate := 0.15 * ceiling
+	for try := 0; try < 4 && rate >= 25; try++ {
+		project := fmt.Sprintf("life-%s-%d", tag, try)
+		key := c.Project(project, rcv.url+"/"+project)
+		p99, completed := openLoop(b, api.URL, key, rcv, project, rate, lifecycleSends)
+		waitDrained(b, c, project)
+		notePeaks()
+		r.lifecycleTries = append(r.lifecycleTries, fmt.Sprintf("%.0f/s → p99 %v (%.0f completed/s)", rate, p99.Round(10*time.Millisecond), completed))
+		if p99 <= latencyTarget {
+			r.lifecycleRate, r.lifecycleP99 = rate, p99
+			if try == 0 {
+				rate *= 1.5 // the target holds: see whether half as much again does
+				continue
+			}
+			break
+		}
+		if r.lifecycleRate > 0 {
+			break // the rate below held, this one did not
+		}
+		rate *= 0.5
+	}
+
+	// 3. Webhook deliveries: a backlog of 5,000 sends' events, made while no worker runs, drained
+	// by the layout's worker (which also dispatches the sends, as it would after an outage).
+	project := "backlog-" + tag
+	bkey := c.Project(project, rcv.url+"/"+project)
+	var worker *cluster.Process
+	for _, p := range procs {
+		if p.Role == "worker" || p.Role == "all" {
+			worker = p
+		}
+	}
+	notePeaks()
+	worker.Stop()
+	intake := api
+	if worker == api { // one `all` process: an api process takes the backlog meanwhile
+		intake = c.Run("api")
+	}
+	closedLoop(b, intake.URL, bkey, backlogSends, sendClients)
+	if intake != api {
+		intake.Stop()
+	}
+	began := time.Now()
+	worker.Start()
+	want := backlogSends * eventsPerSend
+	for deliveredCount(b, c, project) < want {
+		if time.Since(began) > 5*time.Minute {
+			b.Fatalf("%d of %d backlog deliveries after 5 minutes", deliveredCount(b, c, project), want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	r.deliveryRate = float64(want) / time.Since(began).Seconds()
+	notePeaks()
+	for _, p := range procs {
+		p.Stop()
+	}
+	return r
+}
+
+func (r *results) table(ceiling float64) string {
+	var s strings.Builder
+	ratio := func(v float64) string { return fmt.Sprintf("%.2f", v/ceiling) }
+	met := func(ok bool) string {
+		if ok {
+			return "met"
+		}
+		return "MISSED"
+	}
+	fmt.Fprintf(&s, "Layout: %s\n\n", r.layout)
+	fmt.Fprintf(&s, "| figure | measured | × ceiling | target | |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(&s, "| accepted POST /v1/messages/s (%d clients, %d sends) | %.0f/s, p99 %v | %s | ≥ 0.50, p99 ≤ 50 ms | %s |\n",
+		sendClients, sends, r.sendRate, r.sendP99.Round(time.Millisecond), ratio(r.sendRate), met(r.sendRate >= 0.5*ceiling && r.sendP99 <= 50*time.Millisecond))
+	fmt.Fprintf(&s, "| sustained lifecycles/s, message.delivered p99 ≤ 1 s (%d sends, 3 webhooks each) | %.0f/s, p99 %v | %s | ≥ 0.15 | %s |\n",
+		lifecycleSends, r.lifecycleRate, r.lifecycleP99.Round(10*time.Millisecond), ratio(r.lifecycleRate), met(r.lifecycleRate >= 0.15*ceiling))
+	fmt.Fprintf(&s, "| webhook deliveries/s to a loopback HTTPS receiver (backlog of %d) | %.0f/s | %s | ≥ 0.80 | %s |\n",
+		backlogSends*eventsPerSend, r.deliveryRate, ratio(r.deliveryRate), met(r.deliveryRate >= 0.8*ceiling))
+	roles := make([]string, 0, len(r.peakRSS))
+	for role := range r.peakRSS {
+		roles = append(roles, role)
+	}
+	slices.Sort(roles)
+	for _, role := range roles {
+		mb := float64(r.peakRSS[role]) / (1 << 20)
+		fmt.Fprintf(&s, "| peak resident memory, %s | %.0f MB | | ≤ 200 MB | %s |\n", role, mb, met(mb <= 200))
+	}
+	fmt.Fprintf(&s, "\nLifecycle rates tried: %s\n", strings.Join(r.lifecycleTries, "; "))
+	return s.String()
+}
+
+// closedLoop sends n messages from clients goroutines as fast as answers come, and returns
+// the rate and the p99 latency.
+func closedLoop(b *testing.B, url, key string, n, clients int) (float64, time.Duration) {
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients * 2}}
+	latencies := make([]time.Duration, n)
+	var next, failures atomic.Int64
+	var wg sync.WaitGroup
+	began := time.Now()
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				t0 := time.Now()
+				if _, err := send(hc, url, key, fmt.Sprintf(`{"to":"+1500556%04d","text":"Benchmark %d"}`, i%10000, i)); err != nil {
+					failures.Add(1)
+				}
+				latencies[i] = time.Since(t0)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(began)
+	if failures.Load() > 0 {
+		b.Fatalf("%d of %d sends failed", failures.Load(), n)
+	}
+	slices.Sort(latencies)
+	return float64(n) / elapsed.Seconds(), latencies[n*99/100]
+}
+
+// openLoop sends n messages at rate a second whatever the answers, and returns the p99 time
+// from a send's start to its message.delivered webhook and the rate at which lifecycles
+// completed.
+func openLoop(b *testing.B, url, key string, rcv *receiver, project string, rate float64, n int) (time.Duration, float64) {
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+	started := make([]time.Time, n)
+	ids := make([]string, n)
+	interval := time.Duration(float64(time.Second) / rate)
+	var wg sync.WaitGroup
+	var failures atomic.Int64
+	began := time.Now()
+	for i := range n {
+		if d := time.Until(began.Add(time.Duration(i) * interval)); d > 0 {
+			time.Sleep(d)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			started[i] = time.Now()
+			id, err := send(hc, url, key, fmt.Sprintf(`{"to":"+1500557%04d","text":"Lifecycle %d"}`, i%10000, i))
+			if err != nil {
+				failures.Add(1)
+			}
+			ids[i] = id
+		}()
+	}
+	wg.Wait()
+	if failures.Load() > 0 {
+		b.Fatalf("%d of %d sends failed", failures.Load(), n)
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for rcv.deliveredCount(project) < n {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d message.delivered webhooks within 3 minutes", rcv.deliveredCount(project), n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	arrived := rcv.deliveredAt(project)
+	latencies := make([]time.Duration, 0, n)
+	var last time.Time
+	for i, id := range ids {
+		at := arrived[id]
+		latencies = append(latencies, at.Sub(started[i]))
+		if at.After(last) {
+			last = at
+		}
+	}
+	slices.Sort(latencies)
+	return latencies[len(latencies)*99/100], float64(n) / last.Sub(began).Seconds()
+}
+
+func send(hc *http.Client, url, key, body string) (string, error) {
+	req, err := http.NewRequest(http.MethodPost, url+"/v1/messages", strings.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Message struct{ ID string } `json:"message"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("send = %d: %v", resp.StatusCode, err)
+	}
+	return out.Message.ID, nil
+}
+
+// waitDrained waits until every message of project is final and no delivery is pending, so
+// one measurement does not run on the last one's tail.
+func waitDrained(b *testing.B, c *cluster.Cluster, project string) {
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		var open int
+		if err := c.Pool.QueryRow(context.Background(), `SELECT
+			(SELECT count(*) FROM messages WHERE project = $1 AND status NOT IN ('delivered', 'failed')) +
+			(SELECT count(*) FROM webhook_deliveries WHERE project = $1 AND status = 'pending')`, project).Scan(&open); err != nil {
+			b.Fatal(err)
+		}
+		if open == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%s: %d messages or deliveries still open after 5 minutes", project, open)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func deliveredCount(b *testing.B, c *cluster.Cluster, project string) int {
+	var n int
+	if err := c.Pool.QueryRow(context.Background(), `SELECT count(*) FROM webhook_deliveries WHERE project = $1 AND status = 'delivered'`,
+		project).Scan(&n); err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// receiver is a loopback HTTPS webhook receiver that notes when each message.delivered
+// arrived, per project (the path names it).
+type receiver struct {
+	url string
+	pem []byte
+
+	mu        sync.Mutex
+	delivered map[string]map[string]time.Time // project → message id → arrival
+}
+
+func newReceiver(b *testing.B) *receiver {
+	r := &receiver{delivered: map[string]map[string]time.Time{}}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		if req.Header.Get("X-Service-Event") == "message.delivered" {
+			var ev struct {
+				Data struct {
+					MessageID string `json:"messageId"`
+				} `json:"data"`
+			}
+			_ = json.Unmarshal(body, &ev)
+			project := strings.TrimPrefix(req.URL.Path, "/")
+			r.mu.Lock()
+			if r.delivered[project] == nil {
+				r.delivered[project] = map[string]time.Time{}
+			}
+			if _, seen := r.delivered[project][ev.Data.MessageID]; !seen {
+				r.delivered[project][ev.Data.MessageID] = time.Now()
+			}
+			r.mu.Unlock()
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	srv.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	b.Cleanup(srv.Close)
+	r.url = srv.URL
+	r.pem = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	return r
+}
+
+func (r *receiver) deliveredCount(project string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.delivered[project])
+}
+
+func (r *receiver) deliveredAt(project string) map[string]time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.delivered[project])
+}
