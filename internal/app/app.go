@@ -215,12 +215,11 @@ func Run(ctx context.Context, cfg Config) error {
 			PublicURL: cfg.PublicURL, TelegramAPI: cfg.TelegramAPI, TelegramKey: telegramKey}
 		dispatch := &message.DispatchWorker{}
 		catchUp := &sandbox.CatchUpWorker{Pool: cfg.Pool, Sandbox: sbx}
-		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Delivery: delivery.NewWorker(cfg.Pool, mgr.GetClient(), mgr.GetAPIReader(), cfg.Delivery),
-			Dispatch: dispatch, CatchUp: catchUp}, worker.Options{Concurrency: cfg.WorkerConcurrency}, cfg.Role.runs(RoleWorker), log)
+		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Dispatch: dispatch, CatchUp: catchUp}, worker.Options{Concurrency: cfg.WorkerConcurrency}, cfg.Role.runs(RoleWorker), log)
 		if err != nil {
 			return err
 		}
-		messages := message.NewService(cfg.Pool, mgr.GetClient(), delivery.NewService(mgr.GetClient(), queue), queue, transports, registry.Carries)
+		messages := message.NewService(cfg.Pool, mgr.GetClient(), delivery.NewService(mgr.GetClient()), queue, transports, registry.Carries)
 		if cfg.DispatchAttempts > 0 {
 			messages.SetDispatchAttempts(cfg.DispatchAttempts)
 		}
@@ -232,6 +231,11 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.Role.runs(RoleWorker) {
 			if err := mgr.Add(&worker.Runner{Client: queue}); err != nil {
 				return fmt.Errorf("add worker: %w", err)
+			}
+			deliveryOpts := cfg.Delivery
+			deliveryOpts.Log = log.WithName("deliveries")
+			if err := mgr.Add(delivery.NewWorker(cfg.Pool, mgr.GetClient(), mgr.GetAPIReader(), deliveryOpts)); err != nil {
+				return fmt.Errorf("add delivery worker: %w", err)
 			}
 		}
 		if cfg.Role.runs(RoleAPI) {

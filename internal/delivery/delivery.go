@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
@@ -59,72 +58,83 @@ func ModeOf(testMode bool) Mode {
 // Service enqueues deliveries.
 type Service struct {
 	resolver resolver
-	queue    *river.Client[pgx.Tx]
 	now      func() time.Time
 }
 
-// NewService returns a Service reading endpoints through reader and enqueueing through queue.
-func NewService(reader client.Reader, queue *river.Client[pgx.Tx]) *Service {
-	return &Service{resolver: resolver{reader: reader}, queue: queue, now: time.Now}
+// NewService returns a Service reading endpoints through reader.
+func NewService(reader client.Reader) *Service {
+	return &Service{resolver: resolver{reader: reader}, now: time.Now}
 }
 
-// Enqueue records one delivery per subscribed endpoint and its job, inside tx: when tx commits
-// the deliveries will happen, and when it rolls back none does. It returns the delivery ids.
+// Enqueue records one delivery of ev per subscribed endpoint inside tx: when tx commits the
+// deliveries will happen, and when it rolls back none does. It returns the delivery ids.
 func (s *Service) Enqueue(ctx context.Context, tx pgx.Tx, ev Event) ([]string, error) {
-	data := ev.Data
-	if ev.Sender != "" {
-		data = withSenderID(data, ev.Sender)
-	}
-	payload, err := json.Marshal(data)
-	if err != nil {
-		return nil, fmt.Errorf("encode %s data: %w", ev.Name, err)
-	}
-	// Every endpoint subscribed to the event gets a delivery of its own.
-	type target struct {
-		kind Kind
-		name string
-	}
-	candidates := []target{{KindProjectV2, string(v1alpha1.WebhookKindV2)}, {KindProjectV1, string(v1alpha1.WebhookKindInvitations)}}
-	if ev.Sender != "" {
-		candidates = append([]target{{KindSender, ev.Sender}}, candidates...)
-	}
-	var targets []target
-	for _, t := range candidates {
-		// Subscription alone decides: the secret is read at each attempt.
-		wh, err := s.resolver.webhookOf(ctx, t.kind, ev.Project, t.name, ev.Name)
-		if err != nil {
-			return nil, err
-		}
-		if wh != nil {
-			targets = append(targets, t)
-		}
-	}
-	if len(targets) == 0 {
+	return s.EnqueueAll(ctx, tx, ev)
+}
+
+// EnqueueAll is Enqueue for several events of one project, written in one statement.
+func (s *Service) EnqueueAll(ctx context.Context, tx pgx.Tx, events ...Event) ([]string, error) {
+	if len(events) == 0 {
 		return nil, nil
 	}
+	var p db.InsertWebhookDeliveriesParams
+	for _, ev := range events {
+		if ev.Project != events[0].Project {
+			return nil, fmt.Errorf("enqueue: events of projects %s and %s in one call", events[0].Project, ev.Project)
+		}
+		// Every endpoint subscribed to the event gets a delivery of its own.
+		candidates := []target{{KindProjectV2, string(v1alpha1.WebhookKindV2)}, {KindProjectV1, string(v1alpha1.WebhookKindInvitations)}}
+		if ev.Sender != "" {
+			candidates = append([]target{{KindSender, ev.Sender}}, candidates...)
+		}
+		var payload []byte
+		for _, t := range candidates {
+			// Subscription alone decides: the secret is read at each attempt.
+			wh, err := s.resolver.webhookOf(ctx, t.kind, ev.Project, t.name, ev.Name)
+			if err != nil {
+				return nil, err
+			}
+			if wh == nil {
+				continue
+			}
+			if payload == nil {
+				data := ev.Data
+				if ev.Sender != "" {
+					data = withSenderID(data, ev.Sender)
+				}
+				if payload, err = json.Marshal(data); err != nil {
+					return nil, fmt.Errorf("encode %s data: %w", ev.Name, err)
+				}
+			}
+			id, err := newEventID()
+			if err != nil {
+				return nil, err
+			}
+			p.Ids = append(p.Ids, id)
+			p.Events = append(p.Events, ev.Name)
+			p.EndpointKinds = append(p.EndpointKinds, string(t.kind))
+			p.EndpointNames = append(p.EndpointNames, t.name)
+			p.Data = append(p.Data, payload)
+			p.AddressesFrom = append(p.AddressesFrom, ev.From)
+			p.AddressesTo = append(p.AddressesTo, ev.To)
+			p.Transports = append(p.Transports, ev.Transport)
+			p.Modes = append(p.Modes, string(ev.Mode))
+		}
+	}
+	if len(p.Ids) == 0 {
+		return nil, nil
+	}
+	p.Project, p.CreatedAt = events[0].Project, s.now().UTC()
+	if err := db.New(tx).InsertWebhookDeliveries(ctx, p); err != nil {
+		return nil, fmt.Errorf("record deliveries of %s: %w", events[0].Name, err)
+	}
+	return p.Ids, nil
+}
 
-	q := db.New(tx)
-	now := s.now().UTC()
-	ids := make([]string, 0, len(targets))
-	jobs := make([]river.InsertManyParams, 0, len(targets))
-	for _, t := range targets {
-		id, err := newEventID()
-		if err != nil {
-			return nil, err
-		}
-		if err := q.InsertWebhookDelivery(ctx, db.InsertWebhookDeliveryParams{
-			ID: id, Project: ev.Project, Event: ev.Name, EndpointKind: string(t.kind), EndpointName: t.name,
-			Data: payload, AddressFrom: ev.From, AddressTo: ev.To, Transport: ev.Transport, CreatedAt: now,
-		}); err != nil {
-			return nil, fmt.Errorf("record delivery of %s: %w", ev.Name, err)
-		}
-		ids = append(ids, id)
-		jobs = append(jobs, river.InsertManyParams{Args: DeliverArgs{DeliveryID: id, Mode: ev.Mode}})
-	}
-	if _, err := s.queue.InsertManyTx(ctx, tx, jobs); err != nil {
-		return nil, fmt.Errorf("enqueue deliveries of %s: %w", ev.Name, err)
-	}
-	return ids, nil
+// target is an endpoint an event may go to.
+type target struct {
+	kind Kind
+	name string
 }
 
 func withSenderID(data map[string]any, sender string) map[string]any {

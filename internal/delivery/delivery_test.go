@@ -3,6 +3,7 @@ package delivery_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,7 +18,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -28,13 +28,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
-	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/app"
 	"github.com/switchboard-io/switchboard/internal/controller"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/index"
 	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
-	"github.com/switchboard-io/switchboard/internal/worker"
 	"github.com/switchboard-io/switchboard/pkg/webhook"
 )
 
@@ -113,11 +111,11 @@ func (r *receiver) request(i int) (*http.Request, []byte, time.Time) {
 	return r.received[i], r.bodies[i], r.times[i]
 }
 
-// fixture is a project with a webhook-carrying sender, a job queue working deliveries, and the
+// fixture is a project with a webhook-carrying sender, a worker making deliveries, and the
 // service that enqueues them.
 type fixture struct {
 	pool    *pgxpool.Pool
-	queue   *river.Client[pgx.Tx]
+	queue   *deliveryRunner
 	service *delivery.Service
 	project string
 	sender  *v1alpha1.Sender
@@ -137,7 +135,7 @@ func newFixture(t *testing.T, rcv *receiver, hook v1alpha1.SenderWebhook, opts d
 	return f
 }
 
-// setup makes the fixture with its queue not yet started.
+// setup makes the fixture with its worker not yet started.
 func setup(tb testing.TB, hook v1alpha1.SenderWebhook, opts delivery.ClientOptions, schedule []time.Duration, concurrency int) *fixture {
 	tb.Helper()
 	return setupReading(tb, cache, hook, delivery.WorkerOptions{Client: opts, Schedule: schedule}, concurrency)
@@ -151,13 +149,8 @@ func setupReading(tb testing.TB, reader client.Reader, hook v1alpha1.SenderWebho
 	}
 	ctx := context.Background()
 	pool := pgtest.NewPool(tb)
-	w := delivery.NewWorker(pool, reader, reader, o)
-	queue, err := worker.NewClient(pool, worker.Deps{Keys: apikey.NewService(pool), Delivery: w},
-		worker.Options{DeliveryConcurrency: concurrency}, true, logr.Discard())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { _ = queue.Stop(context.Background()) })
+	o.Concurrency = concurrency
+	queue := &deliveryRunner{w: delivery.NewWorker(pool, reader, reader, o), tb: tb}
 
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "d-"}}
 	if err := k8s.Create(ctx, ns); err != nil {
@@ -177,7 +170,21 @@ func setupReading(tb testing.TB, reader client.Reader, hook v1alpha1.SenderWebho
 		return cache.Get(ctx, client.ObjectKeyFromObject(s), s) == nil && s.Status.WebhookSecret != nil &&
 			cache.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: s.Status.WebhookSecret.Name}, &corev1.Secret{}) == nil
 	})
-	return &fixture{pool: pool, queue: queue, service: delivery.NewService(cache, queue), project: ns.Name, sender: s}
+	return &fixture{pool: pool, queue: queue, service: delivery.NewService(cache), project: ns.Name, sender: s}
+}
+
+// deliveryRunner runs a fixture's delivery worker from Start until the test ends.
+type deliveryRunner struct {
+	w  *delivery.Worker
+	tb testing.TB
+}
+
+func (r *deliveryRunner) Start(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- r.w.Start(ctx) }()
+	r.tb.Cleanup(func() { cancel(); <-done })
+	return nil
 }
 
 func (f *fixture) secret(t *testing.T) []byte {
@@ -675,6 +682,13 @@ func TestASlowReceiverDoesNotHoldTheOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	if attempts != 2*events {
-		t.Errorf("%d attempts for %d deliveries: waiting for a busy host must not count as an attempt", attempts, 2*events)
+		rows, _ := f.pool.Query(ctx, "SELECT delivery_id, attempt, coalesce(status_code, 0), coalesce(error, '') FROM webhook_delivery_attempts WHERE attempt > 1 OR error IS NOT NULL")
+		log, _ := pgx.CollectRows(rows, func(r pgx.CollectableRow) (string, error) {
+			var id, msg string
+			var attempt, code int
+			err := r.Scan(&id, &attempt, &code, &msg)
+			return fmt.Sprintf("%s #%d %d %s", id, attempt, code, msg), err
+		})
+		t.Errorf("%d attempts for %d deliveries: waiting for a busy host must not count as an attempt; %v", attempts, 2*events, log)
 	}
 }

@@ -48,10 +48,16 @@ type subscription struct {
 	url       string
 	version   v1alpha1.SignatureVersion
 	secretRef v1alpha1.SecretKeyRef
+	// generated: the secret is Switchboard's to make, not the user's.
+	generated bool
 }
 
-// errNoSecret: the endpoint's signing Secret (or its key) does not exist (yet).
+// errNoSecret: the user's signing Secret an endpoint names (or its key) does not exist.
 var errNoSecret = errors.New("the webhook's signing secret does not exist")
+
+// errSecretNotYet: the signing Secret Switchboard generates for an endpoint does not exist yet
+// (a webhook applied with kubectl a moment ago, before the controller made it).
+var errSecretNotYet = errors.New("the webhook's signing secret is not generated yet")
 
 // senderWebhook returns the Sender's webhook when it is on and subscribed to event; nil when
 // the sender or its webhook is gone, or the webhook is off or not subscribed.
@@ -68,7 +74,8 @@ func (r resolver) senderWebhook(ctx context.Context, project, sender, event stri
 	if wh == nil || (wh.Active != nil && !*wh.Active) || !subscribed(wh.Events, event) {
 		return nil, nil
 	}
-	return &subscription{url: wh.URL, version: wh.SignatureVersion, secretRef: secretRef(wh.SecretRef, signingsecret.ForSender(&s))}, nil
+	return &subscription{url: wh.URL, version: wh.SignatureVersion, secretRef: secretRef(wh.SecretRef, signingsecret.ForSender(&s)),
+		generated: wh.SecretRef == nil}, nil
 }
 
 // projectWebhook returns the project webhook name ("v2" or "invitations") when it exists and is
@@ -88,7 +95,8 @@ func (r resolver) projectWebhook(ctx context.Context, project, name, event strin
 	if !wh.DeletionTimestamp.IsZero() || !subscribed(wh.Spec.Events, event) {
 		return nil, nil
 	}
-	return &subscription{url: wh.Spec.URL, version: wh.Spec.SignatureVersion, secretRef: secretRef(wh.Spec.SecretRef, signingsecret.ForProjectWebhook(&wh))}, nil
+	return &subscription{url: wh.Spec.URL, version: wh.Spec.SignatureVersion,
+		secretRef: secretRef(wh.Spec.SecretRef, signingsecret.ForProjectWebhook(&wh)), generated: wh.Spec.SecretRef == nil}, nil
 }
 
 // secretRef is the Secret a webhook signs with: the user's, else the generated one. It is known
@@ -132,7 +140,8 @@ func (r resolver) secret(ctx context.Context, project string, ref v1alpha1.Secre
 }
 
 // resolve returns the current endpoint of a delivery: nil when no webhook is subscribed any
-// more; with errNoSecret, the endpoint without its secret when the webhook has none.
+// more; with errNoSecret (the user's Secret is missing) or errSecretNotYet (the generated one
+// is not made yet), the endpoint without its secret.
 func (r resolver) resolve(ctx context.Context, kind Kind, project, name, event string) (*endpoint, error) {
 	wh, err := r.webhookOf(ctx, kind, project, name, event)
 	if wh == nil || err != nil {
@@ -144,6 +153,9 @@ func (r resolver) resolve(ctx context.Context, kind Kind, project, name, event s
 	}
 	ep := &endpoint{url: wh.url, signatureVersion: string(version)}
 	ep.secret, err = r.secret(ctx, project, wh.secretRef)
+	if errors.Is(err, errNoSecret) && wh.generated {
+		return ep, errSecretNotYet
+	}
 	if errors.Is(err, errNoSecret) {
 		return ep, err
 	}

@@ -8,11 +8,11 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/go-logr/logr"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
@@ -28,38 +28,43 @@ var Schedule = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, t
 // responseKept is how much of a receiver's answer the attempt log keeps.
 const responseKept = 1024
 
-// DeliverArgs is the job that makes one attempt of one delivery.
-type DeliverArgs struct {
-	DeliveryID string `json:"deliveryId"`
-	// Mode is the event's mode, sent as X-Service-Mode; empty for events about neither, and for
-	// jobs enqueued before deliveries carried it.
-	Mode Mode `json:"mode,omitempty"`
-}
-
-// Kind names the job kind in the queue.
-func (DeliverArgs) Kind() string { return "webhook.deliver" }
-
-// InsertOpts: five attempts, on their own queue so a slow receiver never holds up other jobs.
-func (DeliverArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{MaxAttempts: MaxAttempts, Queue: Queue}
-}
-
-// Queue is the queue of deliveries.
-const Queue = "webhooks"
-
 // WorkerOptions configure the worker.
 type WorkerOptions struct {
 	Client ClientOptions
 	// Schedule replaces the spec's schedule (tests).
 	Schedule []time.Duration
+	// Concurrency is how many attempts one process makes at once; 0 is DefaultConcurrency.
+	Concurrency int
 	// PerHostConcurrency bounds the attempts in flight to one host; 0 is
 	// DefaultPerHostConcurrency.
 	PerHostConcurrency int
+	// Log receives what goes wrong with the queue itself (never a payload or a secret).
+	Log logr.Logger
 }
 
-// Worker makes delivery attempts.
+// DefaultConcurrency is how many attempts one worker process makes at once: they mostly wait on
+// receivers.
+const DefaultConcurrency = 200
+
+// The queue's rhythm. A claimed delivery is leased for claimLease: a worker that dies with it
+// leaves it due again after that (the HTTP attempt itself is bounded by 10 s). An idle worker
+// looks for due deliveries every idlePoll; a busy one claims again once claimBatch slots are
+// free. Outcomes are recorded in batches of up to recordBatch, at most recordDelay after the
+// first of them. A shutdown gives attempts under way shutdownGrace to finish.
+const (
+	claimLease    = time.Minute
+	idlePoll      = 50 * time.Millisecond
+	busyPoll      = 5 * time.Millisecond
+	claimBatch    = 20
+	recordBatch   = 200
+	recordDelay   = 10 * time.Millisecond
+	shutdownGrace = 15 * time.Second
+)
+
+// Worker makes delivery attempts: it claims due deliveries from webhook_deliveries in batches,
+// makes their attempts concurrently, and records the outcomes in batches. Every worker process
+// runs one; they share the table without coordination (FOR UPDATE SKIP LOCKED).
 type Worker struct {
-	river.WorkerDefaults[DeliverArgs]
 	pool     *pgxpool.Pool
 	resolver resolver
 	client   *http.Client
@@ -74,53 +79,187 @@ func NewWorker(pool *pgxpool.Pool, reader, live client.Reader, o WorkerOptions) 
 	if o.Schedule == nil {
 		o.Schedule = Schedule
 	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.Log.GetSink() == nil {
+		o.Log = logr.Discard()
+	}
 	return &Worker{pool: pool, resolver: resolver{reader: reader, live: live}, client: newHTTPClient(o.Client), opts: o, now: time.Now,
 		hosts: newHostSlots(o.PerHostConcurrency)}
 }
 
-// NextRetry puts attempt n+1 at the schedule's offset from the delivery's first attempt, or
-// at once when that time has passed.
-func (w *Worker) NextRetry(job *river.Job[DeliverArgs]) time.Time {
-	return nextAttempt(job.CreatedAt, job.Attempt, w.opts.Schedule, w.now())
+// NeedLeaderElection: every worker replica delivers.
+func (w *Worker) NeedLeaderElection() bool { return false }
+
+// Start delivers until ctx ends, then gives the attempts under way shutdownGrace to finish and
+// records them; those cut off are attempted again when their lease ends.
+func (w *Worker) Start(ctx context.Context) error {
+	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelWork()
+	results := make(chan outcome, w.opts.Concurrency)
+	recorded := make(chan struct{})
+	go func() { defer close(recorded); w.record(results) }()
+
+	slots := make(chan struct{}, w.opts.Concurrency)
+	var running sync.WaitGroup
+	lastClaim := time.Time{}
+	wait := time.Duration(0)
+	for {
+		select {
+		case <-ctx.Done():
+			done := make(chan struct{})
+			go func() { running.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(shutdownGrace):
+				cancelWork()
+				<-done
+			}
+			close(results)
+			<-recorded
+			return nil
+		case <-time.After(wait):
+		}
+		free := cap(slots) - len(slots)
+		if free == 0 || (free < claimBatch && time.Since(lastClaim) < idlePoll) {
+			wait = busyPoll
+			continue
+		}
+		lastClaim = time.Now()
+		now := w.now().UTC()
+		claimed, err := db.New(w.pool).ClaimWebhookDeliveries(ctx, db.ClaimWebhookDeliveriesParams{
+			Now: now, LeaseUntil: now.Add(claimLease), Max: int32(free)})
+		if err != nil {
+			if ctx.Err() == nil {
+				w.opts.Log.Error(err, "claim webhook deliveries; trying again in 1 s")
+			}
+			wait = time.Second
+			continue
+		}
+		for _, d := range claimed {
+			slots <- struct{}{}
+			running.Add(1)
+			go func() {
+				defer running.Done()
+				defer func() { <-slots }()
+				results <- w.attempt(work, d)
+			}()
+		}
+		wait = idlePoll
+		if len(claimed) == free {
+			wait = 0 // there may be more due
+		}
+	}
 }
 
-func nextAttempt(first time.Time, attempt int, schedule []time.Duration, now time.Time) time.Time {
-	i := min(max(attempt-1, 0), len(schedule)-1)
-	if at := first.Add(schedule[i]); at.After(now) {
-		return at
-	}
-	return now
+// outcome is what became of one claimed delivery.
+type outcome struct {
+	id      string
+	attempt int32
+	// made: a request was sent (or could not be); false gives the claim's count back.
+	made       bool
+	status     string // pending, delivered, failed, cancelled
+	next       time.Time
+	startedAt  time.Time
+	url        string
+	statusCode int32
+	latencyMs  int32
+	err        string
+	body       string
 }
 
-// Timeout bounds a job: the HTTP attempt has its own, shorter timeout (10 s). It stays below
-// worker.RescueStuckJobsAfter, so a job whose process died is run again soon after.
-func (w *Worker) Timeout(*river.Job[DeliverArgs]) time.Duration { return 20 * time.Second }
+// record writes outcomes in batches until results is closed.
+func (w *Worker) record(results <-chan outcome) {
+	var batch []outcome
+	flush := func() {
+		if len(batch) > 0 {
+			w.flush(batch)
+			batch = batch[:0]
+		}
+	}
+	for {
+		r, ok := <-results
+		if !ok {
+			flush()
+			return
+		}
+		batch = append(batch, r)
+		deadline := time.After(recordDelay)
+	fill:
+		for len(batch) < recordBatch {
+			select {
+			case r, ok := <-results:
+				if !ok {
+					flush()
+					return
+				}
+				batch = append(batch, r)
+			case <-deadline:
+				break fill
+			}
+		}
+		flush()
+	}
+}
 
-// Work makes one attempt and records it. A failed attempt returns an error so the queue tries
-// again on schedule; after the last one, the delivery is marked failed.
-func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
-	q := db.New(w.pool)
-	d, err := q.GetWebhookDelivery(ctx, job.Args.DeliveryID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil // removed with its project
+// flush records a batch, trying again while Postgres is away; a batch it cannot record is
+// attempted again when its leases end (at least once, never lost).
+func (w *Worker) flush(batch []outcome) {
+	var p db.FinishWebhookAttemptsParams
+	finished := w.now().UTC()
+	for _, r := range batch {
+		p.Ids = append(p.Ids, r.id)
+		p.Attempts = append(p.Attempts, r.attempt)
+		p.Made = append(p.Made, r.made)
+		p.Statuses = append(p.Statuses, r.status)
+		p.NextAttemptsAt = append(p.NextAttemptsAt, r.next)
+		p.StartedAt = append(p.StartedAt, r.startedAt)
+		p.Urls = append(p.Urls, r.url)
+		p.StatusCodes = append(p.StatusCodes, r.statusCode)
+		p.LatenciesMs = append(p.LatenciesMs, r.latencyMs)
+		p.Errors = append(p.Errors, r.err)
+		p.ResponseBodies = append(p.ResponseBodies, r.body)
+		p.FinishedAt = append(p.FinishedAt, finished)
 	}
-	if err != nil {
-		return fmt.Errorf("read delivery %s: %w", job.Args.DeliveryID, err)
+	backoff := 100 * time.Millisecond
+	for try := 1; ; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := db.New(w.pool).FinishWebhookAttempts(ctx, p)
+		cancel()
+		if err == nil {
+			return
+		}
+		if try == 8 {
+			w.opts.Log.Error(err, "record webhook attempts; they will be attempted again when their lease ends", "deliveries", len(batch))
+			return
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, 5*time.Second)
 	}
-	if d.Status != "pending" {
-		return nil
-	}
+}
+
+// attempt makes the attempt of one claimed delivery.
+func (w *Worker) attempt(ctx context.Context, d db.WebhookDelivery) outcome {
+	now := w.now().UTC()
+	r := outcome{id: d.ID, attempt: d.Attempts, status: "pending", startedAt: now}
 	ep, err := w.resolver.resolve(ctx, Kind(d.EndpointKind), d.Project, d.EndpointName, d.Event)
 	// A webhook without its signing secret (a user's Secret not created yet) fails this
 	// attempt, to be retried on the schedule: nothing unsigned is sent.
 	noSecret := errors.Is(err, errNoSecret)
-	if err != nil && !noSecret {
-		return err
+	if errors.Is(err, errSecretNotYet) {
+		// The controller makes it within seconds: not an attempt.
+		r.next, r.err = now.Add(2*time.Second), err.Error()
+		return r
 	}
-	now := w.now().UTC()
+	if err != nil && !noSecret {
+		// The endpoint could not be read (the cache is not ready): not an attempt.
+		r.next, r.err = now.Add(5*time.Second), err.Error()
+		return r
+	}
 	if ep == nil {
-		reason := "the endpoint was removed, switched off or unsubscribed before this attempt"
-		return q.FinishWebhookDelivery(ctx, db.FinishWebhookDeliveryParams{ID: d.ID, Status: "cancelled", FinishedAt: &now, LastError: &reason})
+		r.status, r.err = "cancelled", "the endpoint was removed, switched off or unsubscribed before this attempt"
+		return r
 	}
 
 	var statusCode int
@@ -132,47 +271,50 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 		// A receiver at its bound waits its turn without taking a slot others could use.
 		host := hostOf(ep.url)
 		if !w.hosts.acquire(ctx, host, hostWait) {
-			return river.JobSnooze(busyHostWait())
+			r.next = now.Add(busyHostWait())
+			return r
 		}
 		defer w.hosts.release(host)
-		statusCode, body, sendErr = w.send(ctx, d, ep, job.Args.Mode, now)
+		statusCode, body, sendErr = w.send(ctx, d, ep, Mode(d.Mode), now)
+		if ctx.Err() != nil {
+			// Cut off by a shutdown: not the receiver's failure, and not an attempt.
+			r.next = now
+			return r
+		}
 	}
-	latency := int32(w.now().Sub(now).Milliseconds())
-	rec := db.RecordWebhookAttemptParams{
-		DeliveryID: d.ID, Attempt: int32(job.Attempt), StartedAt: now, Url: withoutUserinfo(ep.url), LatencyMs: latency,
-		Status: "pending",
-	}
+	r.made, r.url, r.latencyMs = true, withoutUserinfo(ep.url), int32(w.now().Sub(now).Milliseconds())
 	if statusCode > 0 {
-		code := int32(statusCode)
-		rec.StatusCode = &code
-		kept := keep(body)
-		rec.ResponseBody = &kept
+		r.statusCode, r.body = int32(statusCode), keep(body)
 	}
 	ok := sendErr == nil && statusCode >= 200 && statusCode < 300
 	// A URL this installation never delivers to fails the delivery now: retrying cannot help.
 	var badURL *URLError
-	last := job.Attempt >= MaxAttempts || errors.As(sendErr, &badURL)
+	last := int(d.Attempts) >= MaxAttempts || errors.As(sendErr, &badURL)
 	if !ok {
-		msg := fmt.Sprintf("receiver answered %d", statusCode)
+		r.err = fmt.Sprintf("receiver answered %d", statusCode)
 		if sendErr != nil {
-			msg = sendErr.Error()
+			r.err = sendErr.Error()
 		}
-		rec.Error = &msg
 	}
-	finished := w.now().UTC()
 	switch {
 	case ok:
-		rec.Status, rec.FinishedAt = "delivered", &finished
+		r.status = "delivered"
 	case last:
-		rec.Status, rec.FinishedAt = "failed", &finished
+		r.status = "failed"
+	default:
+		r.next = nextAttempt(d.CreatedAt, int(d.Attempts), w.opts.Schedule, w.now())
 	}
-	if err := q.RecordWebhookAttempt(ctx, rec); err != nil {
-		return fmt.Errorf("record attempt %d of delivery %s: %w", job.Attempt, d.ID, err)
+	return r
+}
+
+// nextAttempt puts attempt n+1 at the schedule's offset from the delivery's creation, or at once
+// when that time has passed.
+func nextAttempt(first time.Time, attempt int, schedule []time.Duration, now time.Time) time.Time {
+	i := min(max(attempt-1, 0), len(schedule)-1)
+	if at := first.Add(schedule[i]); at.After(now) {
+		return at
 	}
-	if ok || last {
-		return nil
-	}
-	return fmt.Errorf("delivery %s attempt %d: %s", d.ID, job.Attempt, *rec.Error)
+	return now
 }
 
 // send makes the HTTP request: the body in the endpoint's envelope, signed with its current

@@ -169,11 +169,10 @@ func (s *Service) event(ctx context.Context, tx pgx.Tx, msg db.Message) error {
 	if msg.ErrorCode != nil {
 		data["errorCode"], data["errorMessage"] = *msg.ErrorCode, deref(msg.ErrorMessage)
 	}
-	for _, name := range []string{string(v1alpha1.MessageEvent(msg.Status)), string(v1alpha1.EventMessageStatus)} {
-		if _, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: msg.Project, Name: name,
-			Sender: msg.Sender, From: msg.Originator, To: msg.Recipient, Transport: msg.Channel, Data: data, Mode: delivery.ModeOf(msg.TestMode)}); err != nil {
-			return err
-		}
-	}
-	return nil
+	ev := delivery.Event{Project: msg.Project, Name: string(v1alpha1.MessageEvent(msg.Status)),
+		Sender: msg.Sender, From: msg.Originator, To: msg.Recipient, Transport: msg.Channel, Data: data, Mode: delivery.ModeOf(msg.TestMode)}
+	status := ev
+	status.Name = string(v1alpha1.EventMessageStatus)
+	_, err := s.deliveries.EnqueueAll(ctx, tx, ev, status)
+	return err
 }

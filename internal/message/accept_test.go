@@ -29,7 +29,7 @@ func newAcceptingService(t *testing.T) *Service {
 		t.Fatal(err)
 	}
 	reader := fake.NewClientBuilder().WithScheme(scheme).Build()
-	return NewService(pool, reader, delivery.NewService(reader, queue), queue, nil, nil)
+	return NewService(pool, reader, delivery.NewService(reader), queue, nil, nil)
 }
 
 func TestAcceptBatch(t *testing.T) {

@@ -43,7 +43,7 @@ func newObservedService(t *testing.T) *Service {
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "main-webhook"},
 		Data: map[string][]byte{"secret": []byte("whsec_test")}}
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(snd, secret).Build()
-	return NewService(pool, reader, delivery.NewService(reader, queue), queue, nil, nil)
+	return NewService(pool, reader, delivery.NewService(reader), queue, nil, nil)
 }
 
 func (s *Service) eventsOf(t *testing.T, name string) int {

@@ -30,6 +30,12 @@ type Applied struct {
 // Migrate brings the schema up to date: the job queue's migrations first (our tables may refer to
 // them in the future, never the other way round), then Switchboard's own.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) (Applied, error) {
+	return MigrateTo(ctx, pool, 0)
+}
+
+// MigrateTo is Migrate stopping at Switchboard's migration version (0: the latest): for tests of
+// a migration that moves data, run against the schema before it.
+func MigrateTo(ctx context.Context, pool *pgxpool.Pool, version int64) (Applied, error) {
 	var applied Applied
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -61,7 +67,11 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) (Applied, error) {
 	if err != nil {
 		return applied, err
 	}
-	results, err := provider.Up(ctx)
+	up := provider.Up
+	if version > 0 {
+		up = func(ctx context.Context) ([]*goose.MigrationResult, error) { return provider.UpTo(ctx, version) }
+	}
+	results, err := up(ctx)
 	if err != nil {
 		return applied, fmt.Errorf("apply migrations: %w", err)
 	}

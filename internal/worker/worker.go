@@ -16,7 +16,6 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/switchboard-io/switchboard/internal/apikey"
-	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/transport/sandbox"
 )
@@ -24,7 +23,6 @@ import (
 // Deps are the workers of every job kind.
 type Deps struct {
 	Keys     *apikey.Service
-	Delivery *delivery.Worker
 	Dispatch *message.DispatchWorker
 	// CatchUp makes the sandbox's overdue steps; it runs every sandbox.CatchUpEvery.
 	CatchUp *sandbox.CatchUpWorker
@@ -32,16 +30,14 @@ type Deps struct {
 
 // Options tune the queues.
 type Options struct {
-	// Concurrency is how many jobs of the default queue one process works at once.
+	// Concurrency is how many jobs of the default queue one process works at once. Webhook
+	// deliveries are a queue of their own (delivery.Worker).
 	Concurrency int
-	// DeliveryConcurrency is how many webhook deliveries one process makes at once; they mostly
-	// wait on receivers, so it is higher.
-	DeliveryConcurrency int
 }
 
 // Jobs of a process that died (kill -9, a lost node) stay "running" until the queue rescues them:
 // after RescueStuckJobsAfter, checked every 30 s by River's rescuer, they are run again. Every
-// job kind's timeout (JobTimeout by default; dispatch 25 s, deliveries 20 s) stays below it, so
+// job kind's timeout (JobTimeout by default; dispatch 25 s) stays below it, so
 // a live job is never rescued, and a crash costs about a minute, not River's default hour.
 const (
 	JobTimeout           = 25 * time.Second
@@ -51,7 +47,6 @@ const (
 func workers(d Deps) *river.Workers {
 	w := river.NewWorkers()
 	river.AddWorker(w, &apikey.TouchWorker{Keys: d.Keys})
-	river.AddWorker(w, d.Delivery)
 	if d.Dispatch != nil {
 		river.AddWorker(w, d.Dispatch)
 		river.AddWorker(w, d.CatchUp)
@@ -66,7 +61,7 @@ func NewClient(pool *pgxpool.Pool, d Deps, o Options, work bool, log logr.Logger
 		Logger:  slog.New(logr.ToSlogHandler(log.WithName("queue"))),
 		Workers: workers(d),
 		// A queue fetches at most once per cooldown, so throughput is capped at
-		// MaxWorkers/cooldown: River's 100 ms default caps 200 delivery workers at 2,000 jobs/s.
+		// MaxWorkers/cooldown: River's 100 ms default caps 50 workers at 500 jobs/s.
 		FetchCooldown:        20 * time.Millisecond,
 		JobTimeout:           JobTimeout,
 		RescueStuckJobsAfter: RescueStuckJobsAfter,
@@ -74,9 +69,6 @@ func NewClient(pool *pgxpool.Pool, d Deps, o Options, work bool, log logr.Logger
 	if work {
 		if o.Concurrency <= 0 {
 			o.Concurrency = 50
-		}
-		if o.DeliveryConcurrency <= 0 {
-			o.DeliveryConcurrency = 200
 		}
 		if d.CatchUp != nil {
 			// One run at a time across replicas: River runs periodic jobs on its elected leader.
@@ -86,7 +78,6 @@ func NewClient(pool *pgxpool.Pool, d Deps, o Options, work bool, log logr.Logger
 		}
 		cfg.Queues = map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: o.Concurrency},
-			delivery.Queue:     {MaxWorkers: o.DeliveryConcurrency},
 		}
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), cfg)

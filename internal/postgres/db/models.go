@@ -147,20 +147,22 @@ type SwitchboardSetting struct {
 }
 
 type WebhookDelivery struct {
-	ID           string
-	Project      string
-	Event        string
-	EndpointKind string
-	EndpointName string
-	Data         []byte
-	AddressFrom  string
-	AddressTo    string
-	Transport    string
-	Status       string
-	Attempts     int32
-	CreatedAt    time.Time
-	FinishedAt   *time.Time
-	LastError    *string
+	ID            string
+	Project       string
+	Event         string
+	EndpointKind  string
+	EndpointName  string
+	Data          []byte
+	AddressFrom   string
+	AddressTo     string
+	Transport     string
+	Status        string
+	Attempts      int32
+	CreatedAt     time.Time
+	FinishedAt    *time.Time
+	LastError     *string
+	Mode          string
+	NextAttemptAt *time.Time
 }
 
 type WebhookDeliveryAttempt struct {

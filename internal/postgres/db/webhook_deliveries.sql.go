@@ -10,30 +10,136 @@ import (
 	"time"
 )
 
-const finishWebhookDelivery = `-- name: FinishWebhookDelivery :exec
-UPDATE webhook_deliveries SET status = $1, finished_at = $2, last_error = $3
-WHERE id = $4 AND status = 'pending'
+const claimWebhookDeliveries = `-- name: ClaimWebhookDeliveries :many
+WITH due AS (
+    SELECT w.id FROM webhook_deliveries w
+    WHERE w.status = 'pending' AND w.next_attempt_at <= $2::timestamptz
+    ORDER BY w.next_attempt_at
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE webhook_deliveries d
+SET attempts = d.attempts + 1, next_attempt_at = $1::timestamptz
+FROM due
+WHERE d.id = due.id
+RETURNING d.id, d.project, d.event, d.endpoint_kind, d.endpoint_name, d.data, d.address_from, d.address_to, d.transport, d.status, d.attempts, d.created_at, d.finished_at, d.last_error, d.mode, d.next_attempt_at
 `
 
-type FinishWebhookDeliveryParams struct {
-	Status     string
-	FinishedAt *time.Time
-	LastError  *string
-	ID         string
+type ClaimWebhookDeliveriesParams struct {
+	LeaseUntil time.Time
+	Now        time.Time
+	Max        int32
 }
 
-func (q *Queries) FinishWebhookDelivery(ctx context.Context, arg FinishWebhookDeliveryParams) error {
-	_, err := q.db.Exec(ctx, finishWebhookDelivery,
-		arg.Status,
+// Takes up to max due deliveries for an attempt each: the attempt is counted, and the row is
+// leased (due again at @lease_until, should the worker die before it records the attempt).
+// SKIP LOCKED lets every worker claim at once without waiting on another's rows.
+func (q *Queries) ClaimWebhookDeliveries(ctx context.Context, arg ClaimWebhookDeliveriesParams) ([]WebhookDelivery, error) {
+	rows, err := q.db.Query(ctx, claimWebhookDeliveries, arg.LeaseUntil, arg.Now, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WebhookDelivery
+	for rows.Next() {
+		var i WebhookDelivery
+		if err := rows.Scan(
+			&i.ID,
+			&i.Project,
+			&i.Event,
+			&i.EndpointKind,
+			&i.EndpointName,
+			&i.Data,
+			&i.AddressFrom,
+			&i.AddressTo,
+			&i.Transport,
+			&i.Status,
+			&i.Attempts,
+			&i.CreatedAt,
+			&i.FinishedAt,
+			&i.LastError,
+			&i.Mode,
+			&i.NextAttemptAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const finishWebhookAttempts = `-- name: FinishWebhookAttempts :exec
+WITH r AS (
+    SELECT unnest($1::text[]) AS id, unnest($2::int[]) AS attempt, unnest($3::boolean[]) AS made,
+           unnest($4::text[]) AS status, unnest($5::timestamptz[]) AS next_attempt_at,
+           unnest($6::timestamptz[]) AS started_at, unnest($7::text[]) AS url,
+           unnest($8::int[]) AS status_code, unnest($9::int[]) AS latency_ms,
+           unnest($10::text[]) AS error, unnest($11::text[]) AS response_body,
+           unnest($12::timestamptz[]) AS finished_at
+),
+current AS (
+    SELECT r.id, r.attempt, r.made, r.status, r.next_attempt_at, r.started_at, r.url, r.status_code, r.latency_ms, r.error, r.response_body, r.finished_at FROM r JOIN webhook_deliveries d ON d.id = r.id AND d.attempts = r.attempt AND d.status = 'pending'
+),
+logged AS (
+    INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, url, status_code, latency_ms, error, response_body)
+    SELECT id, attempt, started_at, url, nullif(status_code, 0), latency_ms, nullif(error, ''),
+           CASE WHEN status_code <> 0 THEN response_body END
+    FROM current WHERE made
+    ON CONFLICT (delivery_id, attempt) DO NOTHING
+)
+UPDATE webhook_deliveries d
+SET status = c.status,
+    next_attempt_at = CASE WHEN c.status = 'pending' THEN c.next_attempt_at END,
+    attempts = CASE WHEN c.made THEN d.attempts ELSE d.attempts - 1 END,
+    finished_at = CASE WHEN c.status <> 'pending' THEN c.finished_at END,
+    last_error = CASE WHEN c.made OR c.status <> 'pending' THEN nullif(c.error, '') ELSE d.last_error END
+FROM current c
+WHERE d.id = c.id
+`
+
+type FinishWebhookAttemptsParams struct {
+	Ids            []string
+	Attempts       []int32
+	Made           []bool
+	Statuses       []string
+	NextAttemptsAt []time.Time
+	StartedAt      []time.Time
+	Urls           []string
+	StatusCodes    []int32
+	LatenciesMs    []int32
+	Errors         []string
+	ResponseBodies []string
+	FinishedAt     []time.Time
+}
+
+// Records a batch of attempts: the attempt log rows (where an attempt was made) and each
+// delivery's outcome: delivered, failed, cancelled, or pending again at next_attempt_at. A
+// result whose lease another worker has taken over since (attempts moved on) changes nothing.
+// An attempt not made (its receiver was busy) gives its count back. Arrays carry no NULLs: a
+// status code of 0 is no answer (and then no response body), an empty error is none.
+func (q *Queries) FinishWebhookAttempts(ctx context.Context, arg FinishWebhookAttemptsParams) error {
+	_, err := q.db.Exec(ctx, finishWebhookAttempts,
+		arg.Ids,
+		arg.Attempts,
+		arg.Made,
+		arg.Statuses,
+		arg.NextAttemptsAt,
+		arg.StartedAt,
+		arg.Urls,
+		arg.StatusCodes,
+		arg.LatenciesMs,
+		arg.Errors,
+		arg.ResponseBodies,
 		arg.FinishedAt,
-		arg.LastError,
-		arg.ID,
 	)
 	return err
 }
 
 const getWebhookDelivery = `-- name: GetWebhookDelivery :one
-SELECT id, project, event, endpoint_kind, endpoint_name, data, address_from, address_to, transport, status, attempts, created_at, finished_at, last_error FROM webhook_deliveries WHERE id = $1
+SELECT id, project, event, endpoint_kind, endpoint_name, data, address_from, address_to, transport, status, attempts, created_at, finished_at, last_error, mode, next_attempt_at FROM webhook_deliveries WHERE id = $1
 `
 
 func (q *Queries) GetWebhookDelivery(ctx context.Context, id string) (WebhookDelivery, error) {
@@ -54,39 +160,47 @@ func (q *Queries) GetWebhookDelivery(ctx context.Context, id string) (WebhookDel
 		&i.CreatedAt,
 		&i.FinishedAt,
 		&i.LastError,
+		&i.Mode,
+		&i.NextAttemptAt,
 	)
 	return i, err
 }
 
-const insertWebhookDelivery = `-- name: InsertWebhookDelivery :exec
-INSERT INTO webhook_deliveries (id, project, event, endpoint_kind, endpoint_name, data, address_from, address_to, transport, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+const insertWebhookDeliveries = `-- name: InsertWebhookDeliveries :exec
+INSERT INTO webhook_deliveries (id, project, event, endpoint_kind, endpoint_name, data, address_from, address_to, transport,
+                                mode, created_at, next_attempt_at)
+SELECT unnest($1::text[]), $2, unnest($3::text[]), unnest($4::text[]), unnest($5::text[]),
+       unnest($6::jsonb[]), unnest($7::text[]), unnest($8::text[]), unnest($9::text[]),
+       unnest($10::text[]), $11, $11
 `
 
-type InsertWebhookDeliveryParams struct {
-	ID           string
-	Project      string
-	Event        string
-	EndpointKind string
-	EndpointName string
-	Data         []byte
-	AddressFrom  string
-	AddressTo    string
-	Transport    string
-	CreatedAt    time.Time
+type InsertWebhookDeliveriesParams struct {
+	Ids           []string
+	Project       string
+	Events        []string
+	EndpointKinds []string
+	EndpointNames []string
+	Data          [][]byte
+	AddressesFrom []string
+	AddressesTo   []string
+	Transports    []string
+	Modes         []string
+	CreatedAt     time.Time
 }
 
-func (q *Queries) InsertWebhookDelivery(ctx context.Context, arg InsertWebhookDeliveryParams) error {
-	_, err := q.db.Exec(ctx, insertWebhookDelivery,
-		arg.ID,
+// The deliveries of a change's events, in its transaction, in one statement: due at once.
+func (q *Queries) InsertWebhookDeliveries(ctx context.Context, arg InsertWebhookDeliveriesParams) error {
+	_, err := q.db.Exec(ctx, insertWebhookDeliveries,
+		arg.Ids,
 		arg.Project,
-		arg.Event,
-		arg.EndpointKind,
-		arg.EndpointName,
+		arg.Events,
+		arg.EndpointKinds,
+		arg.EndpointNames,
 		arg.Data,
-		arg.AddressFrom,
-		arg.AddressTo,
-		arg.Transport,
+		arg.AddressesFrom,
+		arg.AddressesTo,
+		arg.Transports,
+		arg.Modes,
 		arg.CreatedAt,
 	)
 	return err
@@ -123,46 +237,4 @@ func (q *Queries) ListWebhookAttempts(ctx context.Context, deliveryID string) ([
 		return nil, err
 	}
 	return items, nil
-}
-
-const recordWebhookAttempt = `-- name: RecordWebhookAttempt :exec
-WITH attempt AS (
-    INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, url, status_code, latency_ms, error, response_body)
-    VALUES ($5, $1, $6, $7, $8, $9, $4, $10)
-)
-UPDATE webhook_deliveries
-SET attempts = greatest(attempts, $1::int),
-    status = $2,
-    finished_at = $3,
-    last_error = $4
-WHERE id = $5
-`
-
-type RecordWebhookAttemptParams struct {
-	Attempt      int32
-	Status       string
-	FinishedAt   *time.Time
-	Error        *string
-	DeliveryID   string
-	StartedAt    time.Time
-	Url          string
-	StatusCode   *int32
-	LatencyMs    int32
-	ResponseBody *string
-}
-
-func (q *Queries) RecordWebhookAttempt(ctx context.Context, arg RecordWebhookAttemptParams) error {
-	_, err := q.db.Exec(ctx, recordWebhookAttempt,
-		arg.Attempt,
-		arg.Status,
-		arg.FinishedAt,
-		arg.Error,
-		arg.DeliveryID,
-		arg.StartedAt,
-		arg.Url,
-		arg.StatusCode,
-		arg.LatencyMs,
-		arg.ResponseBody,
-	)
-	return err
 }
