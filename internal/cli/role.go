@@ -29,6 +29,7 @@ type roleFlags struct {
 	kubeconfig        string
 	listen            string
 	metricsAddr       string
+	pprofAddr         string
 	healthAddr        string
 	leaderElect       bool
 	leaderElectionNS  string
@@ -63,6 +64,7 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file; default: in-cluster config, else $KUBECONFIG, else ~/.kube/config")
 	fl.StringVar(&f.metricsAddr, "metrics-bind-address", ":9090", "address of the Prometheus /metrics endpoint; 0 turns it off")
 	fl.StringVar(&f.healthAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes; 0 turns it off")
+	fl.StringVar(&f.pprofAddr, "pprof-bind-address", "0", "address of Go's profiling endpoints (/debug/pprof/), e.g. 127.0.0.1:6060; 0 (the default) turns them off. They show the process's internals: keep them off a public network")
 	fl.StringVar(&f.installationNS, "installation-namespace", envOr("POD_NAMESPACE", "switchboard-system"),
 		"namespace of the installation: its Providers serve every project (env POD_NAMESPACE)")
 	if r != app.RoleManager {
@@ -150,6 +152,7 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		Redis:                   rdb,
 		Listener:                listener,
 		MetricsAddr:             f.metricsAddr,
+		PprofAddr:               f.pprofAddr,
 		HealthAddr:              f.healthAddr,
 		LeaderElection:          f.leaderElect,
 		LeaderElectionNamespace: f.leaderElectionNS,

@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -128,11 +130,13 @@ type results struct {
 	lifecycleP99   time.Duration
 	lifecycleTries []string
 	deliveryRate   float64
-	peakRSS        map[string]int64 // by role
+	peakRSS        map[string]int64  // by role
+	profiles       map[string]string // CPU profile file by role
+	binary         string            // what the profiles are of
 }
 
 func runLayout(b *testing.B, c *cluster.Cluster, rcv *receiver, l layout, ceiling float64) *results {
-	r := &results{layout: l.name, peakRSS: map[string]int64{}}
+	r := &results{layout: l.name, peakRSS: map[string]int64{}, binary: c.Bin}
 	var procs []*cluster.Process
 	for _, role := range l.roles {
 		procs = append(procs, c.Run(role))
@@ -164,7 +168,12 @@ func runLayout(b *testing.B, c *cluster.Cluster, rcv *receiver, l layout, ceilin
 	for try := 0; try < 4 && rate >= 25; try++ {
 		project := fmt.Sprintf("life-%s-%d", tag, try)
 		key := c.Project(project, rcv.url+"/"+project)
+		var profiled sync.WaitGroup
+		if try == 0 { // where the time goes at the target rate
+			r.profiles = profile(b, &profiled, procs, tag)
+		}
 		p99, completed := openLoop(b, api.URL, key, rcv, project, rate, lifecycleSends)
+		profiled.Wait()
 		waitDrained(b, c, project)
 		notePeaks()
 		r.lifecycleTries = append(r.lifecycleTries, fmt.Sprintf("%.0f/s → p99 %v (%.0f completed/s)", rate, p99.Round(10*time.Millisecond), completed))
@@ -246,7 +255,63 @@ func (r *results) table(ceiling float64) string {
 		fmt.Fprintf(&s, "| peak resident memory, %s | %.0f MB | | ≤ 200 MB | %s |\n", role, mb, met(mb <= 200))
 	}
 	fmt.Fprintf(&s, "\nLifecycle rates tried: %s\n", strings.Join(r.lifecycleTries, "; "))
+	for _, role := range roles {
+		if path := r.profiles[role]; path != "" {
+			fmt.Fprintf(&s, "\nCPU profile of %s during %v at the target lifecycle rate (%s), heaviest by cumulative time:\n%s",
+				role, profileFor, path, topOf(r.binary, path))
+		}
+	}
 	return s.String()
+}
+
+// profileFor is how long each process's CPU is profiled, from profileAfter into the
+// target-rate run.
+const (
+	profileAfter = 2 * time.Second
+	profileFor   = 8 * time.Second
+)
+
+// profile records every process's CPU profile, in the background, into a directory that
+// outlives the run (SWITCHBOARD_BENCH_PROFILES, else under the system's temporary directory).
+func profile(b *testing.B, wg *sync.WaitGroup, procs []*cluster.Process, tag string) map[string]string {
+	dir := os.Getenv("SWITCHBOARD_BENCH_PROFILES")
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "switchboard-bench-profiles")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	paths := map[string]string{}
+	for _, p := range procs {
+		path := filepath.Join(dir, fmt.Sprintf("%s-%s-%s.pprof", time.Now().Format("20060102-150405"), tag, p.Role))
+		paths[p.Role] = path
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(profileAfter)
+			if err := p.CPUProfile(profileFor, path); err != nil {
+				b.Errorf("profile %s: %v", p.Role, err)
+			}
+		}()
+	}
+	return paths
+}
+
+// topOf renders the heaviest functions of a profile, as `go tool pprof -top -cum` does.
+func topOf(binary, path string) string {
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-cum", "-nodecount=25", binary, path).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("(go tool pprof: %v)\n", err)
+	}
+	lines := strings.Split(string(out), "\n")
+	var kept []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "File:") || strings.HasPrefix(l, "Build ID:") || strings.HasPrefix(l, "Type:") || strings.HasPrefix(l, "Time:") {
+			continue
+		}
+		kept = append(kept, "    "+l)
+	}
+	return strings.Join(kept, "\n")
 }
 
 // closedLoop sends n messages from clients goroutines as fast as answers come, and returns

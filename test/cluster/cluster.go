@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -231,6 +232,7 @@ type Process struct {
 	c      *Cluster
 	args   []string
 	health string
+	pprof  string
 	listen string
 	cmd    *exec.Cmd
 	exited chan struct{}
@@ -242,9 +244,9 @@ type Process struct {
 // it is ready.
 func (c *Cluster) Run(role string, extra ...string) *Process {
 	c.t.Helper()
-	p := &Process{Role: role, c: c, health: freeAddr(c.t)}
+	p := &Process{Role: role, c: c, health: freeAddr(c.t), pprof: freeAddr(c.t)}
 	args := []string{role, "--kubeconfig", c.Kubeconfig, "--database-url", c.DatabaseURL,
-		"--health-probe-bind-address", p.health, "--metrics-bind-address", "0",
+		"--health-probe-bind-address", p.health, "--metrics-bind-address", "0", "--pprof-bind-address", p.pprof,
 		"--installation-namespace", InstallationNamespace, "--log-level", "info"}
 	if role == "api" || role == "all" {
 		p.listen = freeAddr(c.t)
@@ -363,6 +365,27 @@ func (p *Process) PeakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+// CPUProfile records the process's CPU profile for d into path (pprof format).
+func (p *Process) CPUProfile(d time.Duration, path string) error {
+	resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.pprof, int(d.Seconds())))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile of %s: %s", p.Role, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // Tail returns the last n lines of the process's log (every start of it).
