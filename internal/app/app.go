@@ -75,7 +75,9 @@ type Config struct {
 	Listener net.Listener
 	// MetricsAddr and HealthAddr are the manager's metrics and probe addresses; "0" turns one off.
 	MetricsAddr string
-	HealthAddr  string
+	// PprofAddr serves Go's profiling endpoints (/debug/pprof/); "0" or empty turns them off.
+	PprofAddr  string
+	HealthAddr string
 	// LeaderElection makes one manager replica active at a time.
 	LeaderElection          bool
 	LeaderElectionNamespace string
@@ -142,6 +144,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Logger:                  log,
 		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsAddr},
 		HealthProbeBindAddress:  cfg.HealthAddr,
+		PprofBindAddress:        cfg.PprofAddr,
 		LeaderElection:          cfg.LeaderElection && cfg.Role.runs(RoleManager),
 		LeaderElectionID:        "switchboard-manager.messaging.switchboard.io",
 		LeaderElectionNamespace: cfg.LeaderElectionNamespace,
@@ -224,13 +227,19 @@ func Run(ctx context.Context, cfg Config) error {
 			messages.SetDispatchAttempts(cfg.DispatchAttempts)
 		}
 		dispatch.Service = messages
+		// The sandbox's steps come in bursts (every message sent 0.5 s ago is delivered now):
+		// they share transactions.
+		statuses := messages.NewStatusBatcher()
 		sbx.Advance = func(ctx context.Context, id, status string) error {
-			_, err := messages.ApplyStatus(ctx, message.StatusChange{MessageID: id, Status: status})
+			_, err := statuses.Apply(ctx, message.StatusChange{MessageID: id, Status: status})
 			return err
 		}
 		if cfg.Role.runs(RoleWorker) {
 			if err := mgr.Add(&worker.Runner{Client: queue}); err != nil {
 				return fmt.Errorf("add worker: %w", err)
+			}
+			if err := mgr.Add(statuses); err != nil {
+				return fmt.Errorf("add status batcher: %w", err)
 			}
 			deliveryOpts := cfg.Delivery
 			deliveryOpts.Log = log.WithName("deliveries")

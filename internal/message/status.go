@@ -36,45 +36,49 @@ type StatusChange struct {
 // dispatcher, the sandbox and providers' callbacks all move messages through it. It reports
 // whether the message moved: a late, repeated or unknown change moves nothing and is no error.
 func (s *Service) ApplyStatus(ctx context.Context, ch StatusChange) (bool, error) {
-	from, ok := statusFrom[ch.Status]
-	if !ok {
+	if _, ok := statusFrom[ch.Status]; !ok {
 		return false, fmt.Errorf("apply status: unknown status %q", ch.Status)
 	}
 	moved := false
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
-		id := ch.MessageID
-		if id == "" {
-			m, err := q.GetLiveMessageByProviderID(ctx, &ch.ProviderMessageID)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil
-			}
-			if err != nil {
-				return fmt.Errorf("find message of provider id: %w", err)
-			}
-			id = m.ID
-		}
-		p := db.SetMessageStatusParams{ID: id, Status: ch.Status, UpdatedAt: s.now().UTC(), FromStatuses: from}
-		if ch.MessageID != "" && ch.ProviderMessageID != "" {
-			p.ProviderMessageID = &ch.ProviderMessageID
-		}
-		if f := ch.Failure; f != nil {
-			p.ErrorCode, p.ErrorMessage = &f.Code, &f.Message
-			if f.ProviderCode != "" {
-				p.ErrorProviderCode = &f.ProviderCode
-			}
-		}
-		row, err := q.SetMessageStatus(ctx, p)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil // not from a status this one follows: stale or repeated
-		}
-		if err != nil {
-			return fmt.Errorf("move message %s to %s: %w", id, ch.Status, err)
-		}
-		moved = true
-		return s.event(ctx, tx, db.Message(row)) // the same columns: the statement returns the moved row
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		moved, err = s.applyIn(ctx, tx, ch)
+		return err
 	})
 	return moved, err
+}
+
+// applyIn is ApplyStatus inside tx.
+func (s *Service) applyIn(ctx context.Context, tx pgx.Tx, ch StatusChange) (bool, error) {
+	q := db.New(tx)
+	id := ch.MessageID
+	if id == "" {
+		m, err := q.GetLiveMessageByProviderID(ctx, &ch.ProviderMessageID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("find message of provider id: %w", err)
+		}
+		id = m.ID
+	}
+	p := db.SetMessageStatusParams{ID: id, Status: ch.Status, UpdatedAt: s.now().UTC(), FromStatuses: statusFrom[ch.Status]}
+	if ch.MessageID != "" && ch.ProviderMessageID != "" {
+		p.ProviderMessageID = &ch.ProviderMessageID
+	}
+	if f := ch.Failure; f != nil {
+		p.ErrorCode, p.ErrorMessage = &f.Code, &f.Message
+		if f.ProviderCode != "" {
+			p.ErrorProviderCode = &f.ProviderCode
+		}
+	}
+	row, err := q.SetMessageStatus(ctx, p)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil // not from a status this one follows: stale or repeated
+	}
+	if err != nil {
+		return false, fmt.Errorf("move message %s to %s: %w", id, ch.Status, err)
+	}
+	return true, s.event(ctx, tx, db.Message(row)) // the same columns: the statement returns the moved row
 }
 
 // KnowsProviderID says whether a live message carries the provider's id.

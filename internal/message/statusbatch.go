@@ -1,0 +1,124 @@
+package message
+
+import (
+	"context"
+	"sort"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Status changes that arrive together share a transaction: at most statusBatchMax of them,
+// gathered for at most statusBatchDelay after the first. A busy process then commits a few
+// dozen times a second instead of once per change, and waits a few milliseconds longer.
+const (
+	statusBatchMax   = 100
+	statusBatchDelay = 5 * time.Millisecond
+)
+
+// StatusBatcher applies status changes in batches, each change with its event as ApplyStatus
+// does. A batch that fails (one bad change, or a deadlock with another batch over a contact's
+// row) is applied again change by change, so a failure costs only its own change. Until Start
+// runs, and after it returns, Apply is ApplyStatus.
+type StatusBatcher struct {
+	s       *Service
+	in      chan statusRequest
+	running atomic.Bool
+	stopped chan struct{}
+}
+
+type statusRequest struct {
+	change StatusChange
+	done   chan statusResult
+}
+
+type statusResult struct {
+	moved bool
+	err   error
+}
+
+// NewStatusBatcher returns a batcher of s's status changes; Start runs it.
+func (s *Service) NewStatusBatcher() *StatusBatcher {
+	return &StatusBatcher{s: s, in: make(chan statusRequest), stopped: make(chan struct{})}
+}
+
+// Apply moves a message to a status with its event, in a batch, and reports whether it moved.
+func (b *StatusBatcher) Apply(ctx context.Context, ch StatusChange) (bool, error) {
+	if !b.running.Load() {
+		return b.s.ApplyStatus(ctx, ch)
+	}
+	r := statusRequest{change: ch, done: make(chan statusResult, 1)}
+	select {
+	case b.in <- r:
+	case <-b.stopped:
+		return b.s.ApplyStatus(ctx, ch)
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	res := <-r.done
+	return res.moved, res.err
+}
+
+// NeedLeaderElection: every process batches its own changes.
+func (b *StatusBatcher) NeedLeaderElection() bool { return false }
+
+// Start batches until ctx ends; a batch under way is finished.
+func (b *StatusBatcher) Start(ctx context.Context) error {
+	b.running.Store(true)
+	defer close(b.stopped)
+	defer b.running.Store(false)
+	for {
+		var first statusRequest
+		select {
+		case <-ctx.Done():
+			return nil
+		case first = <-b.in:
+		}
+		batch := []statusRequest{first}
+		deadline := time.After(statusBatchDelay)
+	gather:
+		for len(batch) < statusBatchMax {
+			select {
+			case r := <-b.in:
+				batch = append(batch, r)
+			case <-deadline:
+				break gather
+			}
+		}
+		b.apply(context.WithoutCancel(ctx), batch)
+	}
+}
+
+// apply runs a batch in one transaction, in message id order (changes by provider id last) so
+// that concurrent batches lock messages in one order, each message's changes in arrival order.
+func (b *StatusBatcher) apply(ctx context.Context, batch []statusRequest) {
+	sort.SliceStable(batch, func(i, j int) bool {
+		a, c := batch[i].change.MessageID, batch[j].change.MessageID
+		return a != "" && (c == "" || a < c)
+	})
+	moved := make([]bool, len(batch))
+	err := pgx.BeginFunc(ctx, b.s.pool, func(tx pgx.Tx) error {
+		for i, r := range batch {
+			if _, ok := statusFrom[r.change.Status]; !ok {
+				continue // refused below, on its own
+			}
+			m, err := b.s.applyIn(ctx, tx, r.change)
+			if err != nil {
+				return err
+			}
+			moved[i] = m
+		}
+		return nil
+	})
+	for i, r := range batch {
+		if err == nil {
+			if _, ok := statusFrom[r.change.Status]; ok {
+				r.done <- statusResult{moved: moved[i]}
+				continue
+			}
+		}
+		m, err := b.s.ApplyStatus(ctx, r.change)
+		r.done <- statusResult{moved: m, err: err}
+	}
+}
