@@ -76,6 +76,10 @@ bench: envtest-assets ## Run the benchmarks: the packages' own, then the pipelin
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh --check)" go test -run '^$$' -bench . -benchmem ./internal/...
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh --check)" go test -run '^$$' -bench Pipeline -benchtime 1x -timeout 60m ./test/bench
 
+.PHONY: chaos
+chaos: envtest-assets ## kill -9 under load: 2 api, 2 worker and a manager process, Postgres restarted, the receiver down a minute; prints what was lost (nothing).
+	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh --check)" SWITCHBOARD_CHAOS=full go test -count=1 -v -run TestChaos -timeout 30m ./test/chaos
+
 .PHONY: clean
 clean: ## Remove build output and the dev state directory.
 	rm -rf bin .switchboard

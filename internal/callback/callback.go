@@ -97,9 +97,11 @@ func (h *Handler) publicURL(r *http.Request) string {
 	return strings.TrimRight(h.PublicURL, "/") + r.URL.RequestURI()
 }
 
-// applyStatus moves the message a provider reports on; an id Switchboard does not know is
+// applyStatus moves the message a provider reports on. The callback URL names the message
+// (transport.CallbackMessageParam, signed with the rest of the URL), so a report that overtakes
+// the dispatcher's commit of the provider's id still applies. An id Switchboard does not know is
 // acknowledged, and logged once, so the provider does not retry it.
-func (h *Handler) applyStatus(ctx context.Context, u transport.StatusUpdate, provider string) error {
+func (h *Handler) applyStatus(ctx context.Context, r *http.Request, u transport.StatusUpdate, provider string) error {
 	if u.Status == "" || u.ProviderMessageID == "" {
 		return nil
 	}
@@ -107,12 +109,16 @@ func (h *Handler) applyStatus(ctx context.Context, u transport.StatusUpdate, pro
 	if err != nil {
 		return err
 	}
+	ch := message.StatusChange{ProviderMessageID: u.ProviderMessageID, Status: u.Status, Failure: u.Failure}
 	if !known {
-		h.Log.Info("status callback for a message Switchboard did not send", "provider", provider,
-			"providerMessageId", u.ProviderMessageID, "status", u.Status)
-		return nil
+		ch.MessageID = r.URL.Query().Get(transport.CallbackMessageParam)
+		if ch.MessageID == "" {
+			h.Log.Info("status callback for a message Switchboard did not send", "provider", provider,
+				"providerMessageId", u.ProviderMessageID, "status", u.Status)
+			return nil
+		}
 	}
-	_, err = h.Messages.ApplyStatus(ctx, message.StatusChange{ProviderMessageID: u.ProviderMessageID, Status: u.Status, Failure: u.Failure})
+	_, err = h.Messages.ApplyProviderStatus(ctx, ch)
 	return err
 }
 

@@ -52,7 +52,7 @@ func (h *Handler) twilioStatus(call bool) http.HandlerFunc {
 		if call {
 			u = twilio.ParseCallStatus(r.PostForm)
 		}
-		if err := h.applyStatus(r.Context(), u, p.Namespace+"/"+p.Name); err != nil {
+		if err := h.applyStatus(r.Context(), r, u, p.Namespace+"/"+p.Name); err != nil {
 			h.internalError(w, err, "twilio status")
 			return
 		}

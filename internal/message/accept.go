@@ -72,10 +72,21 @@ func (s *Service) Accept(ctx context.Context, tx pgx.Tx, batch []Outbound) ([]db
 				return nil, &ErrDuplicate{Original: db.Message{ID: owner}}
 			}
 		}
-		if err := s.event(ctx, tx, m); err != nil {
+		msgs[i], jobs[i] = m, river.InsertManyParams{Args: DispatchArgs{MessageID: m.ID}}
+	}
+	// The events of the whole batch, one statement a project.
+	byProject := map[string][]delivery.Event{}
+	var projects []string
+	for _, m := range msgs {
+		if _, seen := byProject[m.Project]; !seen {
+			projects = append(projects, m.Project)
+		}
+		byProject[m.Project] = append(byProject[m.Project], events(m)...)
+	}
+	for _, p := range projects {
+		if _, err := s.deliveries.EnqueueAll(ctx, tx, byProject[p]...); err != nil {
 			return nil, err
 		}
-		msgs[i], jobs[i] = m, river.InsertManyParams{Args: DispatchArgs{MessageID: m.ID}}
 	}
 	if _, err := s.queue.InsertManyTx(ctx, tx, jobs); err != nil {
 		return nil, fmt.Errorf("enqueue dispatch: %w", err)
@@ -162,9 +173,15 @@ func claim(ctx context.Context, tx pgx.Tx, msg db.Message, key string) (string, 
 	return "", errors.New("claim idempotency key: the key's owner could not be read")
 }
 
-// event enqueues message.<status> for msg in tx, and message.status for the webhooks that ask
-// for every change under one name.
+// event enqueues the events of msg's status in tx.
 func (s *Service) event(ctx context.Context, tx pgx.Tx, msg db.Message) error {
+	_, err := s.deliveries.EnqueueAll(ctx, tx, events(msg)...)
+	return err
+}
+
+// events are message.<status> for msg, and message.status for the webhooks that ask for every
+// change under one name.
+func events(msg db.Message) []delivery.Event {
 	data := map[string]any{"messageId": msg.ID, "status": msg.Status, "channel": msg.Channel, "to": msg.Recipient}
 	if msg.ErrorCode != nil {
 		data["errorCode"], data["errorMessage"] = *msg.ErrorCode, deref(msg.ErrorMessage)
@@ -173,6 +190,5 @@ func (s *Service) event(ctx context.Context, tx pgx.Tx, msg db.Message) error {
 		Sender: msg.Sender, From: msg.Originator, To: msg.Recipient, Transport: msg.Channel, Data: data, Mode: delivery.ModeOf(msg.TestMode)}
 	status := ev
 	status.Name = string(v1alpha1.EventMessageStatus)
-	_, err := s.deliveries.EnqueueAll(ctx, tx, ev, status)
-	return err
+	return []delivery.Event{ev, status}
 }

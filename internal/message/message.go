@@ -113,6 +113,8 @@ type Service struct {
 	// dispatchAttempts bounds the calls to a provider for one message.
 	dispatchAttempts int
 
+	groups acceptGroups
+
 	acceptPolicies   []AcceptPolicy
 	dispatchPolicies []DispatchPolicy
 	fallbackPolicies []FallbackPolicy

@@ -62,7 +62,7 @@ func (s *Service) Send(ctx context.Context, key apikey.Key, req Request) (db.Mes
 			return db.Message{}, Routing{}, err
 		}
 	}
-	msg, err := s.acceptOne(ctx, o)
+	msg, err := s.acceptGrouped(ctx, o)
 	if err != nil {
 		return db.Message{}, Routing{}, err
 	}

@@ -81,6 +81,34 @@ func (s *Service) applyIn(ctx context.Context, tx pgx.Tx, ch StatusChange) (bool
 	return true, s.event(ctx, tx, db.Message(row)) // the same columns: the statement returns the moved row
 }
 
+// ApplyProviderStatus is ApplyStatus for a provider's report on a live message. A report
+// implies that the provider took the message: one that arrives while the dispatcher has not yet
+// recorded sent (MessageID set, the provider's id not stored yet) first moves the message to
+// sent with the provider's id, so message.sent still comes before the report's own event, and
+// the dispatcher's late sent is then a step already made. A message of test traffic is never
+// moved by a provider.
+func (s *Service) ApplyProviderStatus(ctx context.Context, ch StatusChange) (bool, error) {
+	if ch.MessageID != "" {
+		m, err := db.New(s.pool).GetMessageByID(ctx, ch.MessageID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("read message %s: %w", ch.MessageID, err)
+		}
+		if m.TestMode || m.Direction != "outbound" {
+			return false, nil
+		}
+		if ch.Status != transport.StatusSent {
+			sent := StatusChange{MessageID: ch.MessageID, ProviderMessageID: ch.ProviderMessageID, Status: transport.StatusSent}
+			if _, err := s.ApplyStatus(ctx, sent); err != nil {
+				return false, err
+			}
+		}
+	}
+	return s.ApplyStatus(ctx, ch)
+}
+
 // KnowsProviderID says whether a live message carries the provider's id.
 func (s *Service) KnowsProviderID(ctx context.Context, providerMessageID string) (bool, error) {
 	_, err := db.New(s.pool).GetLiveMessageByProviderID(ctx, &providerMessageID)

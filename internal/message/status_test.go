@@ -55,21 +55,26 @@ func (s *Service) eventsOf(t *testing.T, name string) int {
 	return n
 }
 
+// acceptSMS accepts a text message of acme's sender main in a transaction of its own.
+func (s *Service) acceptSMS(t *testing.T, testMode bool) db.Message {
+	t.Helper()
+	ctx := context.Background()
+	var msgs []db.Message
+	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		msgs, err = s.Accept(ctx, tx, []Outbound{{Project: "acme", TestMode: testMode, Sender: "main", Channel: "sms",
+			MessageType: "text", To: "+15005550100", From: "+15005550006", Text: "hi"}})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return msgs[0]
+}
+
 func TestApplyStatus(t *testing.T) {
 	t.Parallel()
 	s := newObservedService(t)
 	ctx := context.Background()
-	accept := func(testMode bool) db.Message {
-		var msgs []db.Message
-		if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
-			msgs, err = s.Accept(ctx, tx, []Outbound{{Project: "acme", TestMode: testMode, Sender: "main", Channel: "sms",
-				MessageType: "text", To: "+15005550100", From: "+15005550006", Text: "hi"}})
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return msgs[0]
-	}
+	accept := func(testMode bool) db.Message { return s.acceptSMS(t, testMode) }
 	status := func(id string) (string, *string, *string) {
 		m, err := db.New(s.pool).GetMessageByID(ctx, id)
 		if err != nil {
@@ -178,5 +183,46 @@ func TestReceiveUnsupported(t *testing.T) {
 	_ = s.pool.QueryRow(context.Background(), `SELECT count(*) FROM messages`).Scan(&stored)
 	if stored != 0 {
 		t.Errorf("an unsupported message was stored")
+	}
+}
+
+// A provider's report can overtake the dispatcher's commit of sent: its callback names the
+// message, the implied sent is made first (with the provider's id), and the dispatcher's late
+// sent is a step already made.
+func TestApplyProviderStatusOvertakingTheDispatch(t *testing.T) {
+	t.Parallel()
+	s := newObservedService(t)
+	ctx := context.Background()
+	accept := func(testMode bool) db.Message { return s.acceptSMS(t, testMode) }
+	live := accept(false)
+	if _, err := db.New(s.pool).StartDispatch(ctx, db.StartDispatchParams{ID: live.ID, UpdatedAt: s.now().UTC()}); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := s.ApplyProviderStatus(ctx, StatusChange{MessageID: live.ID, ProviderMessageID: "SM1", Status: transport.StatusDelivered})
+	if err != nil || !moved {
+		t.Fatalf("ApplyProviderStatus = %v, %v", moved, err)
+	}
+	m, err := db.New(s.pool).GetMessageByID(ctx, live.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Status != "delivered" || m.ProviderMessageID == nil || *m.ProviderMessageID != "SM1" {
+		t.Errorf("message = %s %v, want delivered with SM1", m.Status, m.ProviderMessageID)
+	}
+	if sent, delivered := s.eventsOf(t, "message.sent"), s.eventsOf(t, "message.delivered"); sent != 1 || delivered != 1 {
+		t.Errorf("events: %d message.sent, %d message.delivered; want one each", sent, delivered)
+	}
+	// The dispatcher's own sent, committed late, moves nothing.
+	if moved, err := s.ApplyStatus(ctx, StatusChange{MessageID: live.ID, ProviderMessageID: "SM1", Status: transport.StatusSent}); err != nil || moved {
+		t.Errorf("late sent = %v, %v; want no move", moved, err)
+	}
+	if sent := s.eventsOf(t, "message.sent"); sent != 1 {
+		t.Errorf("%d message.sent after the late sent, want 1", sent)
+	}
+
+	// A provider never moves test traffic, whatever its callback names.
+	test := accept(true)
+	if moved, err := s.ApplyProviderStatus(ctx, StatusChange{MessageID: test.ID, ProviderMessageID: "SM2", Status: transport.StatusDelivered}); err != nil || moved {
+		t.Errorf("report on a test message = %v, %v; want no move", moved, err)
 	}
 }

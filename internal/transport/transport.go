@@ -41,6 +41,11 @@ type Outbound struct {
 	StatusCallback string
 }
 
+// CallbackMessageParam is the query parameter of a status callback URL that names the message
+// the callback reports on: a report that arrives before the provider's id is recorded still
+// finds its message.
+const CallbackMessageParam = "m"
+
 // Attachment is an email attachment: its bytes, or a URL the transport fetches when it sends.
 type Attachment struct {
 	Filename    string

@@ -163,9 +163,13 @@ func runLayout(b *testing.B, c *cluster.Cluster, rcv *receiver, l layout, ceilin
 
 	// 2. Sustained lifecycles: sends at a fixed rate to 10,000 recipients, each ending in three
 	// webhooks; the figure is the highest rate whose message.delivered p99 stays within 1 s. The
-	// search starts at the target (0.15 of the ceiling) and moves by half steps.
+	// search starts at the target (0.15 of the ceiling), goes up by half while rates hold and
+	// down by half until one does, then bisects between the highest rate that held and the
+	// lowest that did not, to within 15 %.
 	rate := 0.15 * ceiling
-	for try := 0; try < 4 && rate >= 25; try++ {
+	held, broke := 0.0, 0.0
+search:
+	for try := 0; try < 6 && rate >= 25; try++ {
 		project := fmt.Sprintf("life-%s-%d", tag, try)
 		key := c.Project(project, rcv.url+"/"+project)
 		var profiled sync.WaitGroup
@@ -178,17 +182,22 @@ func runLayout(b *testing.B, c *cluster.Cluster, rcv *receiver, l layout, ceilin
 		notePeaks()
 		r.lifecycleTries = append(r.lifecycleTries, fmt.Sprintf("%.0f/s → p99 %v (%.0f completed/s)", rate, p99.Round(10*time.Millisecond), completed))
 		if p99 <= latencyTarget {
-			r.lifecycleRate, r.lifecycleP99 = rate, p99
-			if try == 0 {
-				rate *= 1.5 // the target holds: see whether half as much again does
-				continue
+			if rate > held {
+				held, r.lifecycleRate, r.lifecycleP99 = rate, rate, p99
 			}
-			break
+		} else if broke == 0 || rate < broke {
+			broke = rate
 		}
-		if r.lifecycleRate > 0 {
-			break // the rate below held, this one did not
+		switch {
+		case broke == 0:
+			rate *= 1.5
+		case held == 0:
+			rate *= 0.5
+		case broke/held <= 1.15:
+			break search // found to within 15 %
+		default:
+			rate = (held + broke) / 2
 		}
-		rate *= 0.5
 	}
 
 	// 3. Webhook deliveries: a backlog of 5,000 sends' events, made while no worker runs, drained
@@ -332,7 +341,7 @@ func closedLoop(b *testing.B, url, key string, n, clients int) (float64, time.Du
 					return
 				}
 				t0 := time.Now()
-				if _, err := send(hc, url, key, fmt.Sprintf(`{"to":"+1500556%04d","text":"Benchmark %d"}`, i%10000, i)); err != nil {
+				if _, _, err := cluster.Send(hc, url, key, fmt.Sprintf(`{"to":"+1500556%04d","text":"Benchmark %d"}`, i%10000, i)); err != nil {
 					failures.Add(1)
 				}
 				latencies[i] = time.Since(t0)
@@ -367,7 +376,7 @@ func openLoop(b *testing.B, url, key string, rcv *receiver, project string, rate
 		go func() {
 			defer wg.Done()
 			started[i] = time.Now()
-			id, err := send(hc, url, key, fmt.Sprintf(`{"to":"+1500557%04d","text":"Lifecycle %d"}`, i%10000, i))
+			_, id, err := cluster.Send(hc, url, key, fmt.Sprintf(`{"to":"+1500557%04d","text":"Lifecycle %d"}`, i%10000, i))
 			if err != nil {
 				failures.Add(1)
 			}
@@ -397,27 +406,6 @@ func openLoop(b *testing.B, url, key string, rcv *receiver, project string, rate
 	}
 	slices.Sort(latencies)
 	return latencies[len(latencies)*99/100], float64(n) / last.Sub(began).Seconds()
-}
-
-func send(hc *http.Client, url, key, body string) (string, error) {
-	req, err := http.NewRequest(http.MethodPost, url+"/v1/messages", strings.NewReader(body))
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Message struct{ ID string } `json:"message"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("send = %d: %v", resp.StatusCode, err)
-	}
-	return out.Message.ID, nil
 }
 
 // waitDrained waits until every message of project is final and no delivery is pending, so

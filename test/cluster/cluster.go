@@ -184,9 +184,17 @@ func Start(t testing.TB, o Options) *Cluster {
 // connection is cut, committed data is kept.
 func (c *Cluster) RestartPostgres() {
 	c.t.Helper()
-	if err := c.pg.Restart(context.Background(), logr.Discard()); err != nil {
+	if err := c.RestartPostgresErr(); err != nil {
 		c.t.Fatal(err)
 	}
+}
+
+// RestartPostgresErr is RestartPostgres for a goroutine other than the test's.
+func (c *Cluster) RestartPostgresErr() error {
+	if c.pg == nil {
+		return fmt.Errorf("restart Postgres: the cluster has no Postgres of its own (Options.OwnPostgres)")
+	}
+	return c.pg.Restart(context.Background(), logr.Discard())
 }
 
 // Project creates a namespace with a Project and a default Sender on the sandbox transport
@@ -272,13 +280,19 @@ func (c *Cluster) Run(role string, extra ...string) *Process {
 }
 
 // Start starts the process (again, after Kill) on the same addresses and waits until it is
-// ready.
+// ready; it fails the test otherwise.
 func (p *Process) Start() {
-	t := p.c.t
-	t.Helper()
+	p.c.t.Helper()
+	if err := p.Restart(); err != nil {
+		p.c.t.Fatal(err)
+	}
+}
+
+// Restart is Start for a goroutine other than the test's: it returns what went wrong.
+func (p *Process) Restart() error {
 	log, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	p.starts++
 	fmt.Fprintf(log, "---- start %d ----\n", p.starts)
@@ -289,25 +303,30 @@ func (p *Process) Start() {
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		log.Close()
-		t.Fatal(err)
+		return err
 	}
 	exited := make(chan struct{})
 	p.exited = exited
 	cmd := p.cmd
 	go func() { _ = cmd.Wait(); log.Close(); close(exited) }()
-	p.c.waitFor(fmt.Sprintf("%s process ready", p.Role), 2*time.Minute, func() bool {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
 		select {
 		case <-exited:
-			t.Fatalf("%s exited before it was ready; its log:\n%s", p.Role, p.Tail(40))
+			return fmt.Errorf("%s exited before it was ready; its log:\n%s", p.Role, p.Tail(40))
 		default:
 		}
-		resp, err := http.Get("http://" + p.health + "/readyz")
-		if err != nil {
-			return false
+		if resp, err := http.Get("http://" + p.health + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
 		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s process not ready within 2m; its log:\n%s", p.Role, p.Tail(40))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // Kill sends SIGKILL (kill -9) and waits until the process is gone.

@@ -87,7 +87,13 @@ func (r *Registry) Route(ctx context.Context, m db.Message) (message.Route, erro
 			return message.Route{}, f
 		}
 	}
-	return r.transportOf(ctx, p, &snd, ch)
+	route, err := r.transportOf(ctx, p, &snd, ch)
+	if err == nil && route.StatusCallback != "" {
+		// The callback names the message, so a report that overtakes the commit of the
+		// provider's id still finds it (the provider signs the whole URL).
+		route.StatusCallback += "?" + url.Values{transport.CallbackMessageParam: {m.ID}}.Encode()
+	}
+	return route, err
 }
 
 // transportOf builds the route through p (nil only for telegram: the public Bot API).

@@ -55,6 +55,8 @@ type Message struct {
 	Body                string
 	MediaURLs           []string
 	StatusCallback      string
+	// Received is when the server accepted it.
+	Received time.Time
 }
 
 // Call is a call the server accepted.
@@ -332,6 +334,7 @@ func (s *Server) acceptMessage(w http.ResponseWriter, m Message) {
 	if len(m.MediaURLs) > 0 {
 		m.SID = "MM" + m.SID[2:]
 	}
+	m.Received = time.Now()
 	s.mu.Lock()
 	s.messages = append(s.messages, m)
 	s.mu.Unlock()
