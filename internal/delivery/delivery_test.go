@@ -692,3 +692,86 @@ func TestASlowReceiverDoesNotHoldTheOthers(t *testing.T) {
 		t.Errorf("%d attempts for %d deliveries: waiting for a busy host must not count as an attempt; %v", attempts, 2*events, log)
 	}
 }
+
+// A receiver that always answers 500 and one that drops the connection only delay their own
+// deliveries: the others arrive at once, and the bad ones wait for the spec's schedule (the
+// second attempt a minute after the first), one attempt each so far.
+func TestFailingReceiversDoNotHoldTheOthers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bad := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Service-Event") == "message.sent" {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				_ = conn.Close() // no answer at all
+			}
+			return
+		}
+		http.Error(w, "down", http.StatusInternalServerError)
+	}))
+	t.Cleanup(bad.Close)
+	good := newReceiver(t)
+	roots := good.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
+	roots.AddCert(bad.Certificate())
+	f := setupReading(t, cache, v1alpha1.SenderWebhook{URL: rcvURL(good)},
+		delivery.WorkerOptions{Client: delivery.ClientOptions{Allow: loopback, RootCAs: roots}, Schedule: delivery.Schedule}, 6)
+	v2 := &v1alpha1.Webhook{ObjectMeta: metav1.ObjectMeta{Namespace: f.project, Name: "v2"},
+		Spec: v1alpha1.WebhookSpec{Kind: v1alpha1.WebhookKindV2, URL: bad.URL + "/hook"}}
+	if err := k8s.Create(ctx, v2); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the cache sees the v2 webhook", func() bool { return cache.Get(ctx, client.ObjectKeyFromObject(v2), v2) == nil })
+	if err := f.queue.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	const events = 20
+	for i := range events {
+		name := []string{"message.sent", "message.delivered"}[i%2]
+		if ids := f.enqueue(t, name, true); len(ids) != 2 {
+			t.Fatalf("Enqueue = %v, want one delivery to each receiver", ids)
+		}
+	}
+	waitFor(t, "the good receiver's deliveries", func() bool { return good.count() == events })
+	waitFor(t, "the bad receiver's first attempts recorded", func() bool {
+		var n int
+		_ = f.pool.QueryRow(ctx, `SELECT count(*) FROM webhook_delivery_attempts a
+			JOIN webhook_deliveries d ON d.id = a.delivery_id WHERE d.endpoint_kind = 'project_v2'`).Scan(&n)
+		return n == events
+	})
+	rows, err := f.pool.Query(ctx, `SELECT d.event, d.status, d.attempts, extract(epoch FROM d.next_attempt_at - d.created_at)::float8,
+			coalesce(a.status_code, 0), coalesce(a.error, '')
+		FROM webhook_deliveries d JOIN webhook_delivery_attempts a ON a.delivery_id = d.id WHERE d.endpoint_kind = 'project_v2'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		event, status string
+		attempts      int
+		wait          float64
+		code          int
+		err           string
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		err := r.Scan(&x.event, &x.status, &x.attempts, &x.wait, &x.code, &x.err)
+		return x, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != events {
+		t.Fatalf("%d attempts to the bad receiver, want %d (one each)", len(got), events)
+	}
+	for _, x := range got {
+		if x.status != "pending" || x.attempts != 1 || x.wait < 59 || x.wait > 61 {
+			t.Errorf("%s: %s after %d attempts, next in %.0f s; want pending, next a minute after the first", x.event, x.status, x.attempts, x.wait)
+		}
+		switch {
+		case x.event == "message.sent" && (x.code != 0 || x.err == ""):
+			t.Errorf("a dropped connection was recorded as %d %q", x.code, x.err)
+		case x.event == "message.delivered" && x.code != http.StatusInternalServerError:
+			t.Errorf("a 500 was recorded as %d %q", x.code, x.err)
+		}
+	}
+}

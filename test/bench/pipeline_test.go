@@ -36,6 +36,7 @@ const (
 	ceilingDuration = 10 * time.Second
 	sendClients     = 32
 	sends           = 10_000
+	warmUpSends     = 1_000  // before the sends are timed
 	lifecycleSends  = 10_000 // to as many recipients
 	backlogSends    = 5_000  // three events each
 	eventsPerSend   = 3      // message.queued, message.sent, message.delivered
@@ -157,6 +158,7 @@ func runLayout(b *testing.B, c *cluster.Cluster, rcv *receiver, l layout, ceilin
 	// 1. Accepted sends: 32 clients on keep-alive connections, as fast as they go. No webhook, so
 	// the figure is the acceptance path and the lifecycles it starts.
 	key := c.Project("sends-"+tag, "")
+	closedLoop(b, api.URL, key, warmUpSends, sendClients) // connections opened, caches filled
 	r.sendRate, r.sendP99 = closedLoop(b, api.URL, key, sends, sendClients)
 	waitDrained(b, c, "sends-"+tag)
 	notePeaks()
