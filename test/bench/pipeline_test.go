@@ -50,7 +50,11 @@ func BenchmarkPipeline(b *testing.B) {
 	ceiling := measureCeiling(b, c.DatabaseURL)
 
 	var tables []string
-	for _, layout := range []layout{{name: "all", roles: []string{"all"}}, {name: "api + worker + manager", roles: []string{"manager", "api", "worker"}}} {
+	layouts := []layout{{name: "all", roles: []string{"all"}}, {name: "api + worker + manager", roles: []string{"manager", "api", "worker"}}}
+	if only := os.Getenv("SWITCHBOARD_BENCH_LAYOUT"); only != "" { // one layout, for a quicker pair
+		layouts = slices.DeleteFunc(layouts, func(l layout) bool { return l.roles[0] != only })
+	}
+	for _, layout := range layouts {
 		r := runLayout(b, c, rcv, layout, ceiling)
 		tables = append(tables, r.table(ceiling))
 	}

@@ -79,9 +79,13 @@ var built struct {
 	err  error
 }
 
-// Binary builds cmd/switchboard once per test binary and returns its path.
+// Binary builds cmd/switchboard once per test binary and returns its path; SWITCHBOARD_BINARY
+// names a binary built beforehand instead (a benchmark's "before" of a before/after pair).
 func Binary(t testing.TB) string {
 	t.Helper()
+	if path := os.Getenv("SWITCHBOARD_BINARY"); path != "" {
+		return path
+	}
 	built.once.Do(func() {
 		dir, err := os.MkdirTemp("", "switchboard-cluster-")
 		if err != nil {
