@@ -129,14 +129,8 @@ func (s *Service) dispatch(ctx context.Context, id string) error {
 	if err != nil {
 		return s.later(ctx, m, err)
 	}
-	sent := StatusChange{MessageID: m.ID, ProviderMessageID: res.ProviderMessageID, Status: transport.StatusSent}
-	if s.statuses != nil {
-		// Sends finish together under load: their sent steps share transactions.
-		_, err = s.statuses.Apply(ctx, sent)
-	} else {
-		_, err = s.ApplyStatus(ctx, sent)
-	}
-	if err != nil {
+	if _, err := s.ApplyStatus(ctx, StatusChange{MessageID: m.ID, ProviderMessageID: res.ProviderMessageID,
+		Status: transport.StatusSent}); err != nil {
 		return err
 	}
 	if f, ok := route.Transport.(transport.Follower); ok {

@@ -114,8 +114,6 @@ type Service struct {
 	dispatchAttempts int
 
 	groups acceptGroups
-	// statuses batches the dispatcher's sent steps, once a batcher is made (NewStatusBatcher).
-	statuses *StatusBatcher
 
 	acceptPolicies   []AcceptPolicy
 	dispatchPolicies []DispatchPolicy

@@ -104,6 +104,9 @@ func (s *Service) ApplyProviderStatus(ctx context.Context, ch StatusChange) (boo
 			if _, err := s.ApplyStatus(ctx, sent); err != nil {
 				return false, err
 			}
+			// The id is recorded by the sent step or was already: a report on a second send of
+			// the message (the duplicate window) must not replace it.
+			ch.ProviderMessageID = ""
 		}
 	}
 	return s.ApplyStatus(ctx, ch)

@@ -39,11 +39,8 @@ type statusResult struct {
 }
 
 // NewStatusBatcher returns a batcher of s's status changes; Start runs it.
-// The dispatcher's sent steps go through it too.
 func (s *Service) NewStatusBatcher() *StatusBatcher {
-	b := &StatusBatcher{s: s, in: make(chan statusRequest), stopped: make(chan struct{})}
-	s.statuses = b
-	return b
+	return &StatusBatcher{s: s, in: make(chan statusRequest), stopped: make(chan struct{})}
 }
 
 // Apply moves a message to a status with its event, in a batch, and reports whether it moved.
