@@ -135,11 +135,7 @@ func stored(o *Outbound, now time.Time) (db.Message, error) {
 // acceptOne accepts one message in its own transaction; an idempotent retry returns
 // *ErrDuplicate with the original message.
 func (s *Service) acceptOne(ctx context.Context, o Outbound) (db.Message, error) {
-	var msgs []db.Message
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
-		msgs, err = s.Accept(ctx, tx, []Outbound{o})
-		return err
-	})
+	msgs, _, err := s.acceptTx(ctx, []Outbound{o})
 	var dup *ErrDuplicate
 	if errors.As(err, &dup) {
 		original, gerr := db.New(s.pool).GetMessageByID(ctx, dup.Original.ID)
@@ -152,6 +148,19 @@ func (s *Service) acceptOne(ctx context.Context, o Outbound) (db.Message, error)
 		return db.Message{}, err
 	}
 	return msgs[0], nil
+}
+
+// acceptTx accepts batch in a transaction of its own. rolledBack tells that err came from
+// Accept itself, so nothing was committed; otherwise the transaction could not begin or its
+// commit got no answer, and it may have committed.
+func (s *Service) acceptTx(ctx context.Context, batch []Outbound) (msgs []db.Message, rolledBack bool, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var aerr error
+		msgs, aerr = s.Accept(ctx, tx, batch)
+		rolledBack = aerr != nil
+		return aerr
+	})
+	return msgs, rolledBack, err
 }
 
 // claim records the idempotency key for msg and returns the id of the message that owns it.

@@ -3,13 +3,9 @@ package message
 import (
 	"cmp"
 	"context"
-	"errors"
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
@@ -86,9 +82,9 @@ func (s *Service) commitGroups() {
 	}
 }
 
-// commitGroup accepts group in one transaction. When Postgres refuses it (an idempotency key
-// already used, a deadlock, one bad row) each send is accepted again on its own, so a failure
-// costs only its own send.
+// commitGroup accepts group in one transaction. When the group is rolled back (an idempotency
+// key already used, a deadlock, one bad row, a connection lost before the commit) each send is
+// accepted again on its own, so a failure costs only its own send.
 func (s *Service) commitGroup(group []*acceptRequest) {
 	live := group[:0]
 	for _, r := range group {
@@ -115,30 +111,23 @@ func (s *Service) commitGroup(group []*acceptRequest) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), acceptGroupTimeout)
 	defer cancel()
-	var msgs []db.Message
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
-		msgs, err = s.Accept(ctx, tx, batch)
-		return err
-	})
-	if err == nil {
+	msgs, rolledBack, err := s.acceptTx(ctx, batch)
+	switch {
+	case err == nil:
 		for i, r := range live {
 			r.done <- acceptResult{msg: msgs[i]}
 		}
-		return
-	}
-	var dup *ErrDuplicate
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &dup) && !errors.As(err, &pgErr) {
-		// Postgres did not answer (a lost connection, a timeout): the commit may have happened,
-		// so accepting again could send twice. Each caller gets the error, and retries with its
+	case !rolledBack:
+		// The transaction did not begin, or its commit got no answer and may have happened:
+		// accepting again could send twice. Each caller gets the error, and retries with its
 		// idempotency key.
 		for _, r := range live {
 			r.done <- acceptResult{err: err}
 		}
-		return
-	}
-	for _, r := range live {
-		msg, err := s.acceptOne(r.ctx, r.o)
-		r.done <- acceptResult{msg: msg, err: err}
+	default:
+		for _, r := range live {
+			msg, err := s.acceptOne(r.ctx, r.o)
+			r.done <- acceptResult{msg: msg, err: err}
+		}
 	}
 }

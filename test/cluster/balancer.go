@@ -20,7 +20,6 @@ type Balancer struct {
 	mu    sync.Mutex
 	addrs []string
 	next  int
-	conns sync.WaitGroup
 }
 
 // NewBalancer listens on loopback; it stops when the test ends.
