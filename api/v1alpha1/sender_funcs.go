@@ -44,12 +44,6 @@ func (t Transport) Supports(c Channel) bool {
 	return slices.Contains(t.Channels(), c)
 }
 
-// ReceivesEmail tells whether the transport can take inbound mail for a sender without more
-// set-up: the sandbox simulates it.
-func (t Transport) ReceivesEmail() bool {
-	return t == TransportSandbox || t == ""
-}
-
 // IsReady tells whether the sender's Ready condition is True for its current generation.
 func (s *Sender) IsReady() bool {
 	return isReady(s.Status.Conditions, s.Generation)
@@ -94,11 +88,19 @@ func DefaultSender(items []Sender) *Sender {
 	return chosen
 }
 
-// EmailInEffect is what is in effect of the email receiving settings: receiving needs a
-// transport that can take mail, catch-all needs receiving.
-func (s *Sender) EmailInEffect() (receiving, catchAll bool) {
+// EmailInEffect is what is in effect of the email receiving settings, given the EmailDomains of
+// the sender's namespace: receiving needs its address's domain to receive (receiving on, inbound
+// MX published), or the sandbox, which simulates mail; catch-all needs receiving.
+func (s *Sender) EmailInEffect(domains []EmailDomain) (receiving, catchAll bool) {
 	e := s.Spec.Email
-	receiving = e != nil && e.ReceivingEnabled && s.Spec.Transport.ReceivesEmail()
+	if e == nil || !e.ReceivingEnabled {
+		return false, false
+	}
+	if s.Spec.Transport == TransportSandbox {
+		receiving = true
+	} else if d := DomainFor(domains, e.Address); d != nil {
+		receiving = d.Receives()
+	}
 	return receiving, receiving && e.CatchAllEnabled
 }
 

@@ -34,8 +34,12 @@ import (
 	"github.com/switchboard-io/switchboard/internal/contact"
 	"github.com/switchboard-io/switchboard/internal/controller"
 	"github.com/switchboard-io/switchboard/internal/delivery"
+	"github.com/switchboard-io/switchboard/internal/dnsresolve"
+	"github.com/switchboard-io/switchboard/internal/domainverify"
+	"github.com/switchboard-io/switchboard/internal/emaildomain"
 	"github.com/switchboard-io/switchboard/internal/httpapi"
 	"github.com/switchboard-io/switchboard/internal/index"
+	"github.com/switchboard-io/switchboard/internal/kubewrite"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/postgres"
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
@@ -95,6 +99,10 @@ type Config struct {
 	InstallationNamespace string
 	// DispatchAttempts bounds the calls to a provider for one message (0: 8).
 	DispatchAttempts int
+	// DNSServer is the DNS server (host:port) email checks ask; empty: /etc/resolv.conf's.
+	DNSServer string
+	// Email is what the installation sets for every email domain.
+	Email domainverify.Config
 	// SenderActivityEvery is how often Sender status reads its traffic from Postgres (a minute).
 	SenderActivityEvery time.Duration
 	Log                 logr.Logger
@@ -186,20 +194,25 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 
+	resolver := dnsresolve.New(cfg.DNSServer, dnsTimeout)
+	verifier := func(fieldManager string) *domainverify.Verifier {
+		return &domainverify.Verifier{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), FieldManager: fieldManager,
+			Resolver: resolver, Config: cfg.Email, Pool: cfg.Pool, Deliveries: delivery.NewService(mgr.GetClient())}
+	}
 	if cfg.Role.runs(RoleManager) {
 		every := cfg.SenderActivityEvery
 		if every == 0 {
 			every = time.Minute
 		}
 		if err := controller.Setup(mgr, controller.Options{Activity: &controller.ActivitySource{Pool: cfg.Pool, Every: every},
-			ProviderChecks: providercheck.Checks()}); err != nil {
+			ProviderChecks: providercheck.Checks(), EmailDomains: verifier("switchboard-manager")}); err != nil {
 			return fmt.Errorf("set up controllers: %w", err)
 		}
 	}
 	if cfg.Role.runs(RoleAPI) || cfg.Role.runs(RoleWorker) {
 		// Start the informers the API and the workers read before reporting ready, not on the
 		// first request or job.
-		for _, obj := range []client.Object{&v1alpha1.Project{}, &v1alpha1.Sender{}, &v1alpha1.Provider{}, &corev1.Secret{}} {
+		for _, obj := range []client.Object{&v1alpha1.Project{}, &v1alpha1.Sender{}, &v1alpha1.Provider{}, &v1alpha1.EmailDomain{}, &corev1.Secret{}} {
 			if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 				return fmt.Errorf("watch %T: %w", obj, err)
 			}
@@ -248,7 +261,8 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}
 		if cfg.Role.runs(RoleAPI) {
-			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, checks, log); err != nil {
+			domains := emaildomain.NewService(mgr.GetClient(), mgr.GetAPIReader(), verifier(kubewrite.FieldManager))
+			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, checks, log); err != nil {
 				return err
 			}
 		}
@@ -261,7 +275,8 @@ func Run(ctx context.Context, cfg Config) error {
 // addAPI adds the API server and what it needs: the key authenticator with its revocation
 // listener, the request-rate limiter, the cursor key shared by replicas, and the informers it reads.
 func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Service, queue *river.Client[pgx.Tx],
-	messages *message.Service, transports *registry.Registry, checks map[string]healthz.Checker, log logr.Logger) error {
+	messages *message.Service, transports *registry.Registry, domains *emaildomain.Service, checks map[string]healthz.Checker,
+	log logr.Logger) error {
 	auth := apikey.NewAuthenticator(keys, cfg.Pool, log.WithName("apikeys"))
 	if err := mgr.Add(auth); err != nil {
 		return fmt.Errorf("add key authenticator: %w", err)
@@ -281,6 +296,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		ProjectWebhooks: projectwebhook.NewService(mgr.GetClient(), mgr.GetAPIReader()).WithURLPolicy(cfg.Delivery.Client.URLPolicy()),
 		Messages:        messages,
 		Contacts:        contact.NewService(cfg.Pool),
+		EmailDomains:    domains,
 		Limiter:         limiter,
 		Reader:          mgr.GetClient(),
 		Usage:           apikey.NewUsageRecorder(queue, log.WithName("usage")),
@@ -300,6 +316,9 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	}
 	return nil
 }
+
+// dnsTimeout bounds one DNS question of email checks (each is asked again once).
+const dnsTimeout = 3 * time.Second
 
 // SandboxOptions are the sandbox transport's delays: sent at once, delivered after DeliverAfter,
 // read (whatsapp) after ReadAfter more.

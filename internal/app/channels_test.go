@@ -13,7 +13,8 @@ import (
 )
 
 func TestV2Channels(t *testing.T) {
-	in := start(t)
+	dnsServer := newDNS(t)
+	in := start(t, withDNS(dnsServer))
 	ctx := context.Background()
 	acme := newProject(t, in, v1alpha1.ProjectSpec{})
 	rival := newProject(t, in, v1alpha1.ProjectSpec{})
@@ -63,7 +64,11 @@ func TestV2Channels(t *testing.T) {
 	}
 	waitFor(t, func() bool { return in.get("/v2/channels/@acme_bot", key).status == 404 })
 
-	// New addresses: email, and one-way SMS without a number.
+	// New addresses: email (its domain verified first), and one-way SMS without a number.
+	if r := in.post("/v2/channels", key, `{"type":"email","address":"news@acme.example","name":"News"}`); r.status != 400 || fieldErrors(r)[0].(map[string]any)["path"] != "address" {
+		t.Fatalf("create email on an unverified domain = %d %v", r.status, r.body)
+	}
+	verifiedDomain(t, in, dnsServer, key, "acme.example", false)
 	r = in.post("/v2/channels", key, `{"type":"email","address":"news@acme.example","name":"News"}`)
 	if c, _ := r.body["channel"].(map[string]any); r.status != 201 || c["address"] != "news@acme.example" || c["active"] != true || c["type"] != "email" {
 		t.Fatalf("create email = %d %v", r.status, r.body)

@@ -20,6 +20,8 @@ import (
 
 	"github.com/switchboard-io/switchboard/internal/app"
 	"github.com/switchboard-io/switchboard/internal/delivery"
+	"github.com/switchboard-io/switchboard/internal/domainverify"
+	"github.com/switchboard-io/switchboard/internal/emaildomain"
 	"github.com/switchboard-io/switchboard/internal/postgres"
 )
 
@@ -39,6 +41,9 @@ type roleFlags struct {
 	publicURL         string
 	installationNS    string
 	dispatchAttempts  int
+	dnsServer         string
+	inboundHost       string
+	spfInclude        string
 }
 
 func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) *cobra.Command {
@@ -67,6 +72,12 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 	fl.StringVar(&f.pprofAddr, "pprof-bind-address", "0", "address of Go's profiling endpoints (/debug/pprof/), e.g. 127.0.0.1:6060; 0 (the default) turns them off. They show the process's internals: keep them off a public network")
 	fl.StringVar(&f.installationNS, "installation-namespace", envOr("POD_NAMESPACE", "switchboard-system"),
 		"namespace of the installation: its Providers serve every project (env POD_NAMESPACE)")
+	fl.StringVar(&f.dnsServer, "dns-server", envOr("SWITCHBOARD_DNS_SERVER", ""),
+		"DNS server (host:port) that email domain checks, email pre-flight and inbound mail checks ask, e.g. 10.96.0.10:53 (env SWITCHBOARD_DNS_SERVER); empty: the resolvers of /etc/resolv.conf")
+	fl.StringVar(&f.inboundHost, "email-inbound-host", envOr("SWITCHBOARD_EMAIL_INBOUND_HOST", ""),
+		"host name at which this installation receives mail (its SMTP listener's public name), e.g. mx.switchboard.example.com: the MX email domains publish to receive mail and bounces (env SWITCHBOARD_EMAIL_INBOUND_HOST); empty: no receiving and no enhanced records")
+	fl.StringVar(&f.spfInclude, "email-spf-include", envOr("SWITCHBOARD_EMAIL_SPF_INCLUDE", ""),
+		"SPF domain of the SMTP relays mail goes out through, e.g. amazonses.com, asked for as include:<it> in each domain's SPF record (env SWITCHBOARD_EMAIL_SPF_INCLUDE); empty: v=spf1 mx ~all")
 	if r != app.RoleManager {
 		fl.StringVar(&f.publicURL, "public-url", envOr("SWITCHBOARD_PUBLIC_URL", ""),
 			"the installation's address as providers reach it, e.g. https://switchboard.example.com; their callbacks arrive under /callbacks/ (env SWITCHBOARD_PUBLIC_URL); empty: no delivery receipts or inbound messages from providers")
@@ -106,6 +117,18 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 	if f.publicURL != "" {
 		if u, err := url.Parse(f.publicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 			return &UsageError{Err: fmt.Errorf("--public-url %q is not an absolute http(s) URL", f.publicURL)}
+		}
+	}
+	if f.inboundHost != "" {
+		if _, err := emaildomain.Normalize(f.inboundHost); err != nil {
+			return &UsageError{Err: fmt.Errorf("--email-inbound-host %q: %w", f.inboundHost, err)}
+		}
+	}
+	if f.dnsServer != "" {
+		if _, _, err := net.SplitHostPort(f.dnsServer); err != nil {
+			if net.ParseIP(f.dnsServer) == nil {
+				return &UsageError{Err: fmt.Errorf("--dns-server %q is not host:port", f.dnsServer)}
+			}
 		}
 	}
 	var allow []netip.Prefix
@@ -162,6 +185,8 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		PublicURL:               f.publicURL,
 		DispatchAttempts:        f.dispatchAttempts,
 		InstallationNamespace:   f.installationNS,
+		DNSServer:               f.dnsServer,
+		Email:                   domainverify.Config{InboundHost: f.inboundHost, SPFInclude: f.spfInclude},
 		Log:                     log,
 	})
 }

@@ -68,8 +68,12 @@ func (r *SenderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	// One default per project: the oldest of the senders that ask to be it.
 	d := v1alpha1.DefaultSender(siblings.Items)
 	sender.Status.IsDefault = d != nil && d.UID == sender.UID
-	// The sandbox simulates inbound mail; real transports will also need a verified inbound MX.
-	sender.Status.EmailReceivingEnabled, sender.Status.EmailCatchAllEnabled = sender.EmailInEffect()
+	// Receiving needs the address's domain to receive (or the sandbox, which simulates mail).
+	var domains v1alpha1.EmailDomainList
+	if err := r.List(ctx, &domains, client.InNamespace(sender.Namespace)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("list email domains in %s: %w", sender.Namespace, err)
+	}
+	sender.Status.EmailReceivingEnabled, sender.Status.EmailCatchAllEnabled = sender.EmailInEffect(domains.Items)
 	setReady(&sender.Status.Conditions, readyResult, sender.Generation)
 	var result ctrl.Result
 	if r.Activity != nil {
@@ -115,6 +119,8 @@ func (r *SenderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Sender{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1alpha1.Project{}, handler.EnqueueRequestsFromMapFunc(r.sendersOfProject)).
+		// A domain that starts or stops receiving changes what its senders' settings do.
+		Watches(&v1alpha1.EmailDomain{}, handler.EnqueueRequestsFromMapFunc(r.sendersOfProject)).
 		// A sender that asks to be the default, or stops asking, changes which one is.
 		Watches(&v1alpha1.Sender{}, handler.EnqueueRequestsFromMapFunc(r.sendersOfProject),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/domainverify"
 )
 
 // Options are what the reconcilers take from the process that runs them.
@@ -17,6 +18,9 @@ type Options struct {
 	// ProviderChecks check Provider credentials with the provider, by type. A type without one
 	// is Ready once its Secret is complete, with "credentials are not checked for <type>".
 	ProviderChecks map[v1alpha1.ProviderType]CredentialCheck
+	// EmailDomains makes domains' keys and records and checks DNS; nil runs no EmailDomain
+	// controller.
+	EmailDomains *domainverify.Verifier
 }
 
 // Setup registers every reconciler with the manager. The field indexes (index.Register) must be
@@ -30,6 +34,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := (&WebhookReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return err
+	}
+	if opts.EmailDomains != nil {
+		if err := (&EmailDomainReconciler{Client: mgr.GetClient(), Verifier: opts.EmailDomains}).SetupWithManager(mgr); err != nil {
+			return err
+		}
 	}
 	return (&ProviderReconciler{Client: mgr.GetClient(), Checks: opts.ProviderChecks}).SetupWithManager(mgr)
 }

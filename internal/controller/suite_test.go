@@ -4,6 +4,9 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -21,7 +24,12 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/controller"
+	"github.com/switchboard-io/switchboard/internal/delivery"
+	"github.com/switchboard-io/switchboard/internal/dnsresolve"
+	"github.com/switchboard-io/switchboard/internal/dnsresolve/dnstest"
+	"github.com/switchboard-io/switchboard/internal/domainverify"
 	"github.com/switchboard-io/switchboard/internal/index"
+	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
 	"github.com/switchboard-io/switchboard/internal/providercheck"
 )
 
@@ -29,7 +37,16 @@ var (
 	k8s     client.Client
 	testEnv *envtest.Environment
 	cancel  context.CancelFunc
+	// dnsServer is the DNS the EmailDomain controller asks; pool is its Postgres (announcements
+	// and the deliveries of domain events).
+	dnsServer *dnstest.Server
+	pool      *pgxpool.Pool
 )
+
+// emailInboundHost is the installation's inbound mail host in these tests.
+const emailInboundHost = "mx.switchboard.test"
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
 
 func TestControllers(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -62,8 +79,15 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(index.Register(context.Background(), mgr.GetFieldIndexer())).To(Succeed())
+	dnsServer, err = dnstest.New()
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(dnsServer.Close)
+	pool = pgtest.NewPool(GinkgoTB())
+	verifier := &domainverify.Verifier{Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
+		Resolver: dnsresolve.New(dnsServer.Addr(), time.Second), Config: domainverify.Config{InboundHost: emailInboundHost},
+		Pool: pool, Deliveries: delivery.NewService(mgr.GetClient())}
 	// The checks the binary runs: Twilio's against the twiliotest peer a test points baseURL at.
-	Expect(controller.Setup(mgr, controller.Options{ProviderChecks: providercheck.Checks()})).To(Succeed())
+	Expect(controller.Setup(mgr, controller.Options{ProviderChecks: providercheck.Checks(), EmailDomains: verifier})).To(Succeed())
 
 	var ctx context.Context
 	ctx, cancel = context.WithCancel(context.Background())

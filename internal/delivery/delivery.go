@@ -29,6 +29,10 @@ type Event struct {
 	From, To, Transport string
 	// Data is the v1 event data (with senderId); v2 deliveries drop senderId.
 	Data map[string]any
+	// AllSenders offers a project-level event (Sender empty) to the webhook of every sender of
+	// the project as well: v1 clients subscribe their sender webhooks to domain.* events. The
+	// data carries no senderId (spec: project-level events).
+	AllSenders bool
 	// Mode is the traffic the event is about, sent as the X-Service-Mode header; empty for an
 	// event about neither (no header).
 	Mode Mode
@@ -86,6 +90,14 @@ func (s *Service) EnqueueAll(ctx context.Context, tx pgx.Tx, events ...Event) ([
 		candidates := []target{{KindProjectV2, string(v1alpha1.WebhookKindV2)}, {KindProjectV1, string(v1alpha1.WebhookKindInvitations)}}
 		if ev.Sender != "" {
 			candidates = append([]target{{KindSender, ev.Sender}}, candidates...)
+		} else if ev.AllSenders {
+			senders, err := s.resolver.senders(ctx, ev.Project)
+			if err != nil {
+				return nil, err
+			}
+			for _, name := range senders {
+				candidates = append(candidates, target{KindSender, name})
+			}
 		}
 		var payload []byte
 		for _, t := range candidates {

@@ -78,6 +78,22 @@ func (r resolver) senderWebhook(ctx context.Context, project, sender, event stri
 		generated: wh.SecretRef == nil}, nil
 }
 
+// senders names the project's senders, in name order.
+func (r resolver) senders(ctx context.Context, project string) ([]string, error) {
+	var list v1alpha1.SenderList
+	if err := r.reader.List(ctx, &list, client.InNamespace(project)); err != nil {
+		return nil, fmt.Errorf("list senders of %s: %w", project, err)
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, s := range list.Items {
+		if s.DeletionTimestamp.IsZero() {
+			names = append(names, s.Name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
 // projectWebhook returns the project webhook name ("v2" or "invitations") when it exists and is
 // subscribed to event; the invitations webhook takes invitation events only.
 func (r resolver) projectWebhook(ctx context.Context, project, name, event string) (*subscription, error) {

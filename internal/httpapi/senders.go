@@ -31,7 +31,7 @@ type senderRequest struct {
 
 func (r senderRequest) input() sender.Input {
 	in := sender.Input{
-		Name: r.Name, PhoneNumber: r.PhoneNumber, EmailAddress: r.EmailAddress, EmailFromName: r.EmailFromName,
+		Name: r.Name, PhoneNumber: r.PhoneNumber, EmailAddress: r.EmailAddress, EmailDomainID: r.EmailDomainID, EmailFromName: r.EmailFromName,
 		EmailReceivingEnabled: r.EmailReceivingEnabled, EmailCatchAllEnabled: r.EmailCatchAllEnabled,
 		EnableSmsOneway: r.EnableSmsOneway, EnableVoice: r.EnableVoice, SetAsDefault: r.SetAsDefault,
 		WebhookEvents: r.WebhookEvents, WebhookActive: r.WebhookActive, WebhookSignatureVersion: r.WebhookSignatureVersion,
@@ -96,7 +96,7 @@ func senderView(v sender.View) senderJSON {
 	if snd.Spec.Email != nil {
 		out.EmailAddress = snd.Spec.Email.Address
 	}
-	out.EmailReceivingEnabled, out.EmailCatchAllEnabled = snd.EmailInEffect()
+	out.EmailReceivingEnabled, out.EmailCatchAllEnabled = v.EmailReceiving, v.EmailCatchAll
 	return out
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/account"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/contact"
+	"github.com/switchboard-io/switchboard/internal/emaildomain"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
@@ -41,6 +42,7 @@ type Server struct {
 	senders  *sender.Service
 	messages *message.Service
 	contacts *contact.Service
+	domains  *emaildomain.Service
 	// projectHooks manages the v2 project webhook.
 	projectHooks *projectwebhook.Service
 	limiter      ratelimit.Limiter
@@ -62,6 +64,8 @@ type Options struct {
 	Senders  *sender.Service
 	Messages *message.Service
 	Contacts *contact.Service
+	// EmailDomains manages the projects' email domains.
+	EmailDomains *emaildomain.Service
 	// ProjectWebhooks manages the v2 project webhook.
 	ProjectWebhooks *projectwebhook.Service
 	// Limiter counts requests per project; nil means in memory.
@@ -95,7 +99,7 @@ func New(o Options) (*Server, error) {
 	}
 	return &Server{
 		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
-		contacts: o.Contacts,
+		contacts: o.Contacts, domains: o.EmailDomains,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks,
 	}, nil

@@ -181,7 +181,7 @@ func (s *Service) CreateAddress(ctx context.Context, project string, in CreateIn
 	}
 	view, err := s.Create(ctx, project, input)
 	if err != nil {
-		return Address{}, err
+		return Address{}, renamePath(err, "emailAddress", "address")
 	}
 	if typ == v1alpha1.ChannelSMS {
 		if view, err = s.Activate(ctx, project, view.Sender.Name, v1alpha1.ChannelSMS); err != nil {
@@ -276,4 +276,24 @@ func (s *Service) SendersAt(ctx context.Context, project, address string) ([]*v1
 		}
 	}
 	return out, nil
+}
+
+// renamePath names a field of a v1 sender request by its v2 name in a 400's field errors.
+func renamePath(err error, from, to string) error {
+	e := apperror.As(err)
+	if e == nil || e.Code != "invalid_request" {
+		return err
+	}
+	fields, ok := e.Details["errors"].([]apperror.FieldError)
+	if !ok {
+		return err
+	}
+	renamed := make([]apperror.FieldError, len(fields))
+	for i, f := range fields {
+		if f.Path == from {
+			f.Path = to
+		}
+		renamed[i] = f
+	}
+	return apperror.InvalidFields(renamed...)
 }

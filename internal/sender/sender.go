@@ -52,6 +52,8 @@ type View struct {
 	Sender    *v1alpha1.Sender
 	Channels  []v1alpha1.Channel
 	IsDefault bool
+	// EmailReceiving and EmailCatchAll are what is in effect of the email settings.
+	EmailReceiving, EmailCatchAll bool
 	// Secret is the webhook secret, only right after it was made or rotated.
 	Secret string
 }
@@ -61,6 +63,7 @@ type Input struct {
 	Name                    *string
 	PhoneNumber             *string
 	EmailAddress            *string
+	EmailDomainID           *string
 	EmailFromName           *string
 	EmailReceivingEnabled   *bool
 	EmailCatchAllEnabled    *bool
@@ -82,6 +85,9 @@ func (s *Service) Create(ctx context.Context, project string, in Input) (View, e
 	snd := &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: project}}
 	if errs := apply(&snd.Spec, in, s.urls); len(errs) > 0 {
 		return View{}, apperror.InvalidFields(errs...)
+	}
+	if err := s.checkEmailDomain(ctx, project, nil, &snd.Spec, in); err != nil {
+		return View{}, err
 	}
 	id, err := newID()
 	if err != nil {
@@ -142,13 +148,19 @@ func (s *Service) List(ctx context.Context, project string) ([]View, error) {
 		return a.Name < b.Name
 	})
 	def := v1alpha1.DefaultSender(list.Items)
+	domains, err := s.domains(ctx, project)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]View, 0, len(list.Items))
 	for i := range list.Items {
 		snd := &list.Items[i]
 		if !snd.DeletionTimestamp.IsZero() {
 			continue
 		}
-		out = append(out, View{Sender: snd, Channels: snd.SendableChannels(), IsDefault: def != nil && def.UID == snd.UID})
+		v := View{Sender: snd, Channels: snd.SendableChannels(), IsDefault: def != nil && def.UID == snd.UID}
+		v.EmailReceiving, v.EmailCatchAll = snd.EmailInEffect(domains)
+		out = append(out, v)
 	}
 	return out, nil
 }
@@ -167,6 +179,9 @@ func (s *Service) Update(ctx context.Context, project, id string, in Input) (Vie
 		removedWebhook = current.Spec.Webhook != nil && in.RemoveWebhook
 		if errs := apply(&snd.Spec, in, s.urls); len(errs) > 0 {
 			return apperror.InvalidFields(errs...)
+		}
+		if err := s.checkEmailDomain(ctx, project, current.Spec.Email, &snd.Spec, in); err != nil {
+			return err
 		}
 		if in.WebhookSignatureVersion != nil && current.Spec.Webhook != nil {
 			if err := checkTransition(current.Spec.Webhook.SignatureVersion, v1alpha1.SignatureVersion(*in.WebhookSignatureVersion)); err != nil {
@@ -336,7 +351,64 @@ func (s *Service) view(ctx context.Context, snd *v1alpha1.Sender) (View, error) 
 		list.Items = append(list.Items, *snd) // the cache has not seen it yet
 	}
 	def := v1alpha1.DefaultSender(list.Items)
-	return View{Sender: snd, Channels: snd.SendableChannels(), IsDefault: def != nil && def.UID == snd.UID}, nil
+	domains, err := s.domains(ctx, snd.Namespace)
+	if err != nil {
+		return View{}, err
+	}
+	v := View{Sender: snd, Channels: snd.SendableChannels(), IsDefault: def != nil && def.UID == snd.UID}
+	v.EmailReceiving, v.EmailCatchAll = snd.EmailInEffect(domains)
+	return v, nil
+}
+
+// domains lists the project's email domains (the informer cache).
+func (s *Service) domains(ctx context.Context, project string) ([]v1alpha1.EmailDomain, error) {
+	var list v1alpha1.EmailDomainList
+	if err := s.client.List(ctx, &list, client.InNamespace(project)); err != nil {
+		return nil, fmt.Errorf("list email domains of %s: %w", project, err)
+	}
+	return list.Items, nil
+}
+
+// checkEmailDomain applies the spec's rule to a new email address (or a new emailDomainId):
+// its domain must be a verified email domain of the project, and emailDomainId, when given,
+// must name that domain. An address the sender already had is not checked again (its domain
+// may have lapsed since; the send path refuses to sign for it then).
+func (s *Service) checkEmailDomain(ctx context.Context, project string, before *v1alpha1.EmailSettings, spec *v1alpha1.SenderSpec, in Input) error {
+	if spec.Email == nil || (in.EmailAddress == nil && in.EmailDomainID == nil) {
+		if in.EmailDomainID != nil {
+			return apperror.InvalidFields(apperror.FieldError{Path: "emailAddress", Message: "is required with emailDomainId"})
+		}
+		return nil
+	}
+	if before != nil && before.Address == spec.Email.Address && in.EmailDomainID == nil {
+		return nil
+	}
+	// Read the API server itself: a verify answered a moment ago must count.
+	var list v1alpha1.EmailDomainList
+	if err := s.live.List(ctx, &list, client.InNamespace(project)); err != nil {
+		return fmt.Errorf("list email domains of %s: %w", project, err)
+	}
+	domain := v1alpha1.EmailDomainOf(spec.Email.Address)
+	if in.EmailDomainID != nil {
+		named := slices.IndexFunc(list.Items, func(d v1alpha1.EmailDomain) bool { return d.Name == *in.EmailDomainID })
+		if named < 0 {
+			return apperror.InvalidFields(apperror.FieldError{Path: "emailDomainId", Message: fmt.Sprintf("no email domain %s in this project", *in.EmailDomainID)})
+		}
+		if list.Items[named].Spec.Domain != domain {
+			return apperror.InvalidFields(apperror.FieldError{Path: "emailDomainId", Message: fmt.Sprintf(
+				"email domain %s is %s, and emailAddress is at %s", *in.EmailDomainID, list.Items[named].Spec.Domain, domain)})
+		}
+	}
+	d := v1alpha1.DomainFor(list.Items, spec.Email.Address)
+	switch {
+	case d == nil:
+		return apperror.InvalidFields(apperror.FieldError{Path: "emailAddress", Message: fmt.Sprintf(
+			"%s is not an email domain of this project: add it (POST /v1/email-domains), publish its records and verify it", domain)})
+	case !d.Status.Verified:
+		return apperror.InvalidFields(apperror.FieldError{Path: "emailAddress", Message: fmt.Sprintf(
+			"email domain %s (%s) is not verified yet: publish its records and verify it (POST /v1/email-domains/%s/verify)", domain, d.Name, d.Name)})
+	}
+	return nil
 }
 
 // clearOtherDefaults makes snd the project's only sender asking to be the default.

@@ -8,6 +8,7 @@ package transport
 
 import (
 	"context"
+	"crypto"
 	"errors"
 	"fmt"
 	"time"
@@ -24,6 +25,14 @@ type Outbound struct {
 	From    string
 	Text    string
 	Subject string
+	// Email: FromName is the display name of From, HTMLBody makes the mail multipart/alternative
+	// with Text, ReplyTo is the Reply-To address, Headers are extra header fields (such as
+	// List-Unsubscribe), and DKIM signs the mail with the From domain's key.
+	FromName string
+	HTMLBody string
+	ReplyTo  string
+	Headers  map[string]string
+	DKIM     *DKIMKey
 	// Content is what a non-text message carries; nil for plain text.
 	Content *Content
 	// VoiceLanguage is the language a voice message is spoken in (a BCP 47 tag); empty lets the
@@ -55,6 +64,15 @@ type Attachment struct {
 	// Content is the attachment itself; nil when URL names it instead.
 	Content []byte
 	URL     string
+}
+
+// DKIMKey signs outgoing mail of one domain (RFC 6376): the signing domain (d=), the selector
+// (s=) under which the public key is published at <selector>._domainkey.<domain>, and the
+// private key (an *rsa.PrivateKey or ed25519.PrivateKey). It never appears in a log line.
+type DKIMKey struct {
+	Domain   string
+	Selector string
+	Signer   crypto.Signer
 }
 
 // Result is the outcome of a send the provider accepted.

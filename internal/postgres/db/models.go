@@ -83,6 +83,24 @@ type Conversation struct {
 	UpdatedAt            time.Time
 }
 
+type EmailDomainAnnouncement struct {
+	Project   string
+	DomainUid string
+	State     string
+	ChangedAt time.Time
+}
+
+type EmailSuppression struct {
+	Project   string
+	TestMode  bool
+	Address   string
+	Reason    string
+	MessageID *string
+	Detail    string
+	CreatedAt time.Time
+	Until     *time.Time
+}
+
 type Message struct {
 	ID                string
 	Project           string

@@ -1,0 +1,230 @@
+/*
+Copyright 2026 The Switchboard Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// EmailDomainSpec is the desired state of an email domain: a domain the project sends mail
+// from (and optionally receives mail at), proven by DNS records the controller asks for.
+type EmailDomainSpec struct {
+	// Domain is the domain name, in lowercase ASCII (an internationalised name in its xn--
+	// form). Set at creation only.
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]([a-z0-9-]{0,61}[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="domain is immutable: create another EmailDomain"
+	Domain string `json:"domain"`
+
+	// EnhancedRecords requires SPF, DMARC and a custom MAIL FROM domain (bounce.<domain>, whose
+	// MX brings bounces back to Switchboard) besides DKIM before the domain counts as verified.
+	// +optional
+	EnhancedRecords bool `json:"enhancedRecords,omitempty"`
+
+	// Receiving asks for inbound mail at the domain: its MX record must point at this
+	// installation's inbound mail host, and senders on the domain may then receive.
+	// +optional
+	Receiving bool `json:"receiving,omitempty"`
+
+	// DKIM brings a signing key of one's own (a domain moving from another platform with its
+	// published selector); without it the controller generates an RSA-2048 key into a Secret
+	// it owns.
+	// +optional
+	DKIM *DKIMSettings `json:"dkim,omitempty"`
+}
+
+// DKIMSettings names an existing DKIM key.
+type DKIMSettings struct {
+	// Selector is the DKIM selector the key is published under (<selector>._domainkey.<domain>).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`
+	Selector string `json:"selector"`
+
+	// SecretRef names the Secret key holding the private key, PEM-encoded (PKCS#1 or PKCS#8;
+	// RSA of at least 1024 bits, or Ed25519). The Secret must carry the label
+	// messaging.switchboard.io/secret: "true".
+	SecretRef SecretKeyRef `json:"secretRef"`
+}
+
+// EmailDomainState is where an email domain stands (the REST API's status).
+// +kubebuilder:validation:Enum=pending;verified;partially_verified;failed
+type EmailDomainState string
+
+const (
+	// DomainPending: the records are being looked for, within the verification window.
+	DomainPending EmailDomainState = "pending"
+	// DomainVerified: every required record is published.
+	DomainVerified EmailDomainState = "verified"
+	// DomainPartiallyVerified: some required records are published and others are not, after
+	// the verification window or after the domain was verified once.
+	DomainPartiallyVerified EmailDomainState = "partially_verified"
+	// DomainFailed: no required record is published, after the verification window or after
+	// the domain was verified once.
+	DomainFailed EmailDomainState = "failed"
+)
+
+// RecordState is where one DNS record stands.
+// +kubebuilder:validation:Enum=pending;verified;failed;temporary_failure
+type RecordState string
+
+const (
+	// RecordPending: not found yet, within the verification window.
+	RecordPending RecordState = "pending"
+	// RecordVerified: published as asked.
+	RecordVerified RecordState = "verified"
+	// RecordFailed: not found, or published with another value, past the window.
+	RecordFailed RecordState = "failed"
+	// RecordTemporaryFailure: DNS could not be asked (a timeout, SERVFAIL); the last answer stands.
+	RecordTemporaryFailure RecordState = "temporary_failure"
+)
+
+// RecordPurpose is what a DNS record is for.
+// +kubebuilder:validation:Enum=dkim;spf;dmarc;mail_from;inbound
+type RecordPurpose string
+
+const (
+	PurposeDKIM     RecordPurpose = "dkim"
+	PurposeSPF      RecordPurpose = "spf"
+	PurposeDMARC    RecordPurpose = "dmarc"
+	PurposeMailFrom RecordPurpose = "mail_from"
+	PurposeInbound  RecordPurpose = "inbound"
+)
+
+// DNSRecord is a record to publish for the domain, and whether it is.
+type DNSRecord struct {
+	// Purpose is what the record is for.
+	Purpose RecordPurpose `json:"purpose"`
+	// Name is the record's owner name (fully qualified, without the trailing dot).
+	Name string `json:"name"`
+	// Type is TXT or MX.
+	// +kubebuilder:validation:Enum=TXT;MX
+	Type string `json:"type"`
+	// Value is the record's value: the TXT string, or the MX host.
+	Value string `json:"value"`
+	// Priority is the MX preference.
+	// +optional
+	Priority *int32 `json:"priority,omitempty"`
+	// Required: the domain verifies only with this record; the others are recommended.
+	Required bool `json:"required"`
+	// State is what the last check found.
+	// +optional
+	State RecordState `json:"state,omitempty"`
+	// Found is what DNS holds at Name when it is not what was asked (the first few values), to
+	// show what to fix.
+	// +kubebuilder:validation:MaxItems=4
+	// +optional
+	Found []string `json:"found,omitempty"`
+}
+
+// EmailDomainStatus is the observed state of an EmailDomain.
+type EmailDomainStatus struct {
+	// ObservedGeneration is the generation the status was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready (the domain is verified), and one per purpose of the records
+	// (DKIMVerified, SPFVerified, DMARCVerified, MailFromVerified, InboundVerified).
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// State is where the domain stands.
+	// +optional
+	State EmailDomainState `json:"state,omitempty"`
+
+	// Verified is whether every required record is published (kubectl's column).
+	// +optional
+	Verified bool `json:"verified,omitempty"`
+
+	// Verifiable is false when the records cannot be made (SetupError says why): such a
+	// domain is never checked.
+	// +optional
+	Verifiable *bool `json:"verifiable,omitempty"`
+
+	// SetupError says why the records cannot be made.
+	// +optional
+	SetupError string `json:"setupError,omitempty"`
+
+	// DKIMSelector is the selector the DKIM key is published under.
+	// +optional
+	DKIMSelector string `json:"dkimSelector,omitempty"`
+
+	// DKIMSecret is the Secret key holding the DKIM private key.
+	// +optional
+	DKIMSecret *SecretKeyRef `json:"dkimSecret,omitempty"`
+
+	// Records are the DNS records to publish, each with what the last check found.
+	// +listType=atomic
+	// +optional
+	Records []DNSRecord `json:"records,omitempty"`
+
+	// VerificationStartedAt opens the verification window: creation, or the last verify request.
+	// +optional
+	VerificationStartedAt *metav1.Time `json:"verificationStartedAt,omitempty"`
+
+	// VerifyRequestedAt is the last verify request the controller has taken in (it copies
+	// the annotation messaging.switchboard.io/verify-requested-at).
+	// +optional
+	VerifyRequestedAt string `json:"verifyRequestedAt,omitempty"`
+
+	// EverVerified: the domain was verified once; missing records count as failures at once.
+	// +optional
+	EverVerified bool `json:"everVerified,omitempty"`
+
+	// LastCheckedAt is when DNS was last asked, and NextCheckAt when it will be again.
+	// +optional
+	LastCheckedAt *metav1.Time `json:"lastCheckedAt,omitempty"`
+	// +optional
+	NextCheckAt *metav1.Time `json:"nextCheckAt,omitempty"`
+
+	// VerifiedAt is when the domain last became verified.
+	// +optional
+	VerifiedAt *metav1.Time `json:"verifiedAt,omitempty"`
+}
+
+// EmailDomain is a domain a project sends mail from, verified through DNS, with its DKIM key.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Namespaced,shortName=edom
+// +kubebuilder:printcolumn:name="Domain",type=string,JSONPath=`.spec.domain`
+// +kubebuilder:printcolumn:name="Verified",type=boolean,JSONPath=`.status.verified`
+// +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`,priority=1
+// +kubebuilder:printcolumn:name="Receiving",type=boolean,JSONPath=`.spec.receiving`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type EmailDomain struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   EmailDomainSpec   `json:"spec"`
+	Status EmailDomainStatus `json:"status,omitempty"`
+}
+
+// EmailDomainList is a list of EmailDomains.
+// +kubebuilder:object:root=true
+type EmailDomainList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EmailDomain `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&EmailDomain{}, &EmailDomainList{})
+}

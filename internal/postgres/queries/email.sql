@@ -1,0 +1,49 @@
+-- Email domains' announced states and the suppression list.
+
+-- name: AnnounceDomainState :one
+-- Records that a domain's state to announce is state; true when it changed (or is the first),
+-- false when it was already announced: the caller writes the event only on true, in the same
+-- transaction.
+WITH upsert AS (
+    INSERT INTO email_domain_announcements (project, domain_uid, state, changed_at)
+    VALUES (@project, @domain_uid, @state, @changed_at)
+    ON CONFLICT (project, domain_uid) DO UPDATE SET state = excluded.state, changed_at = excluded.changed_at
+    WHERE email_domain_announcements.state <> excluded.state
+    RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM upsert)::boolean AS changed;
+
+-- name: AnnouncedDomainState :one
+SELECT state FROM email_domain_announcements WHERE project = @project AND domain_uid = @domain_uid;
+
+-- name: ForgetDomainAnnouncement :exec
+DELETE FROM email_domain_announcements WHERE project = @project AND domain_uid = @domain_uid;
+
+-- name: Suppress :exec
+-- Puts an address on the list, or updates its entry: a stronger reason replaces a soft bounce,
+-- never the other way round (a later soft bounce does not lift a hard one).
+INSERT INTO email_suppressions (project, test_mode, address, reason, message_id, detail, created_at, until)
+VALUES (@project, @test_mode, @address, @reason, sqlc.narg(message_id), @detail, @created_at, sqlc.narg(until))
+ON CONFLICT (project, test_mode, address) DO UPDATE
+SET reason = excluded.reason, message_id = excluded.message_id, detail = excluded.detail,
+    created_at = excluded.created_at, until = excluded.until
+WHERE email_suppressions.reason = 'soft_bounce' OR excluded.reason <> 'soft_bounce';
+
+-- name: GetSuppression :one
+-- The address's entry, when it is in force at now.
+SELECT * FROM email_suppressions
+WHERE project = @project AND test_mode = @test_mode AND address = @address AND (until IS NULL OR until > @now);
+
+-- name: ListSuppressions :many
+-- A page of the list, newest first, entries in force at now; after_* is the last row of the
+-- previous page.
+SELECT * FROM email_suppressions
+WHERE project = @project AND test_mode = @test_mode AND (until IS NULL OR until > @now)
+  AND (sqlc.narg(after_created_at)::timestamptz IS NULL
+       OR (created_at, address) < (sqlc.narg(after_created_at)::timestamptz, sqlc.narg(after_address)::text))
+  AND (sqlc.narg(reason)::text IS NULL OR reason = sqlc.narg(reason)::text)
+ORDER BY created_at DESC, address DESC
+LIMIT @page_size;
+
+-- name: DeleteSuppression :execrows
+DELETE FROM email_suppressions WHERE project = @project AND test_mode = @test_mode AND address = @address;
