@@ -36,6 +36,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/dnsresolve"
 	"github.com/switchboard-io/switchboard/internal/domainverify"
+	"github.com/switchboard-io/switchboard/internal/emailcheck"
 	"github.com/switchboard-io/switchboard/internal/emaildomain"
 	"github.com/switchboard-io/switchboard/internal/httpapi"
 	"github.com/switchboard-io/switchboard/internal/index"
@@ -103,6 +104,9 @@ type Config struct {
 	DNSServer string
 	// Email is what the installation sets for every email domain.
 	Email domainverify.Config
+	// Disposable is the list of throwaway mail domains introspection flags; nil: the one
+	// Switchboard ships.
+	Disposable emailcheck.Disposable
 	// SenderActivityEvery is how often Sender status reads its traffic from Postgres (a minute).
 	SenderActivityEvery time.Duration
 	Log                 logr.Logger
@@ -236,6 +240,8 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 		messages := message.NewService(cfg.Pool, mgr.GetClient(), delivery.NewService(mgr.GetClient()), queue, transports, registry.Carries)
+		emailChecks := &emailcheck.Checker{Pool: cfg.Pool, Resolver: resolver}
+		messages.SetEmailPreflight(emailChecks)
 		if cfg.DispatchAttempts > 0 {
 			messages.SetDispatchAttempts(cfg.DispatchAttempts)
 		}
@@ -262,7 +268,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		if cfg.Role.runs(RoleAPI) {
 			domains := emaildomain.NewService(mgr.GetClient(), mgr.GetAPIReader(), verifier(kubewrite.FieldManager))
-			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, checks, log); err != nil {
+			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, emailChecks, checks, log); err != nil {
 				return err
 			}
 		}
@@ -275,7 +281,8 @@ func Run(ctx context.Context, cfg Config) error {
 // addAPI adds the API server and what it needs: the key authenticator with its revocation
 // listener, the request-rate limiter, the cursor key shared by replicas, and the informers it reads.
 func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Service, queue *river.Client[pgx.Tx],
-	messages *message.Service, transports *registry.Registry, domains *emaildomain.Service, checks map[string]healthz.Checker,
+	messages *message.Service, transports *registry.Registry, domains *emaildomain.Service, emailChecks *emailcheck.Checker,
+	checks map[string]healthz.Checker,
 	log logr.Logger) error {
 	auth := apikey.NewAuthenticator(keys, cfg.Pool, log.WithName("apikeys"))
 	if err := mgr.Add(auth); err != nil {
@@ -297,6 +304,8 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Messages:        messages,
 		Contacts:        contact.NewService(cfg.Pool),
 		EmailDomains:    domains,
+		EmailChecks:     emailChecks,
+		Disposable:      cfg.Disposable,
 		Limiter:         limiter,
 		Reader:          mgr.GetClient(),
 		Usage:           apikey.NewUsageRecorder(queue, log.WithName("usage")),

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"os/signal"
 	"syscall"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/app"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/domainverify"
+	"github.com/switchboard-io/switchboard/internal/emailcheck"
 	"github.com/switchboard-io/switchboard/internal/emaildomain"
 	"github.com/switchboard-io/switchboard/internal/postgres"
 )
@@ -44,6 +46,7 @@ type roleFlags struct {
 	dnsServer         string
 	inboundHost       string
 	spfInclude        string
+	disposableFile    string
 }
 
 func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) *cobra.Command {
@@ -78,6 +81,10 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 		"host name at which this installation receives mail (its SMTP listener's public name), e.g. mx.switchboard.example.com: the MX email domains publish to receive mail and bounces (env SWITCHBOARD_EMAIL_INBOUND_HOST); empty: no receiving and no enhanced records")
 	fl.StringVar(&f.spfInclude, "email-spf-include", envOr("SWITCHBOARD_EMAIL_SPF_INCLUDE", ""),
 		"SPF domain of the SMTP relays mail goes out through, e.g. amazonses.com, asked for as include:<it> in each domain's SPF record (env SWITCHBOARD_EMAIL_SPF_INCLUDE); empty: v=spf1 mx ~all")
+	if r == app.RoleAPI || r == app.RoleAll {
+		fl.StringVar(&f.disposableFile, "email-disposable-domains", "",
+			"file of throwaway mail domains, one per line (# comments), that POST /v1/introspect/email flags as disposable_domain besides the list Switchboard ships")
+	}
 	if r != app.RoleManager {
 		fl.StringVar(&f.publicURL, "public-url", envOr("SWITCHBOARD_PUBLIC_URL", ""),
 			"the installation's address as providers reach it, e.g. https://switchboard.example.com; their callbacks arrive under /callbacks/ (env SWITCHBOARD_PUBLIC_URL); empty: no delivery receipts or inbound messages from providers")
@@ -129,6 +136,18 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 			if net.ParseIP(f.dnsServer) == nil {
 				return &UsageError{Err: fmt.Errorf("--dns-server %q is not host:port", f.dnsServer)}
 			}
+		}
+	}
+	disposable := emailcheck.ShippedDisposable()
+	if f.disposableFile != "" {
+		file, err := os.Open(f.disposableFile)
+		if err != nil {
+			return &UsageError{Err: fmt.Errorf("--email-disposable-domains: %w", err)}
+		}
+		err = disposable.Add(file)
+		file.Close()
+		if err != nil {
+			return &UsageError{Err: fmt.Errorf("--email-disposable-domains %s: %w", f.disposableFile, err)}
 		}
 	}
 	var allow []netip.Prefix
@@ -187,6 +206,7 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		InstallationNamespace:   f.installationNS,
 		DNSServer:               f.dnsServer,
 		Email:                   domainverify.Config{InboundHost: f.inboundHost, SPFInclude: f.spfInclude},
+		Disposable:              disposable,
 		Log:                     log,
 	})
 }

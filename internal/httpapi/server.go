@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/account"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/contact"
+	"github.com/switchboard-io/switchboard/internal/emailcheck"
 	"github.com/switchboard-io/switchboard/internal/emaildomain"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
@@ -43,6 +44,10 @@ type Server struct {
 	messages *message.Service
 	contacts *contact.Service
 	domains  *emaildomain.Service
+	// emailChecks keeps the suppression list and inspects addresses; disposable is the list of
+	// throwaway domains introspection flags.
+	emailChecks *emailcheck.Checker
+	disposable  emailcheck.Disposable
 	// projectHooks manages the v2 project webhook.
 	projectHooks *projectwebhook.Service
 	limiter      ratelimit.Limiter
@@ -66,6 +71,10 @@ type Options struct {
 	Contacts *contact.Service
 	// EmailDomains manages the projects' email domains.
 	EmailDomains *emaildomain.Service
+	// EmailChecks keeps the suppression list and inspects addresses.
+	EmailChecks *emailcheck.Checker
+	// Disposable is the list of throwaway domains introspection flags; nil: the shipped list.
+	Disposable emailcheck.Disposable
 	// ProjectWebhooks manages the v2 project webhook.
 	ProjectWebhooks *projectwebhook.Service
 	// Limiter counts requests per project; nil means in memory.
@@ -90,6 +99,9 @@ func New(o Options) (*Server, error) {
 	if o.Limiter == nil {
 		o.Limiter = ratelimit.NewMemory()
 	}
+	if o.Disposable == nil {
+		o.Disposable = emailcheck.ShippedDisposable()
+	}
 	if len(o.CursorKey) < 16 {
 		return nil, errors.New("cursor key must be at least 16 bytes")
 	}
@@ -99,7 +111,7 @@ func New(o Options) (*Server, error) {
 	}
 	return &Server{
 		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
-		contacts: o.Contacts, domains: o.EmailDomains,
+		contacts: o.Contacts, domains: o.EmailDomains, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks,
 	}, nil

@@ -121,6 +121,32 @@ func (s *Service) whatsAppWindow(ctx context.Context, conversation string) (*tim
 	return until, nil
 }
 
+// EmailPreflight runs the spec's email pre-flight on a recipient (emailcheck.Checker): it
+// returns the errorCode to fail the message with, or "".
+type EmailPreflight interface {
+	Preflight(ctx context.Context, project string, testMode bool, address string) (code, message string, err error)
+}
+
+// emailPreflight fails an email to a malformed address, a suppressed one, or a domain that
+// takes no mail, before the relay is asked.
+type emailPreflight struct{ checks EmailPreflight }
+
+func (p emailPreflight) CheckDispatch(ctx context.Context, m db.Message) (*transport.Failure, error) {
+	if m.Channel != string(v1alpha1.ChannelEmail) {
+		return nil, nil
+	}
+	code, msg, err := p.checks.Preflight(ctx, m.Project, m.TestMode, m.Recipient)
+	if err != nil || code == "" {
+		return nil, err
+	}
+	return &transport.Failure{Code: code, Message: msg}, nil
+}
+
+// SetEmailPreflight adds the email pre-flight to the dispatch policies.
+func (s *Service) SetEmailPreflight(checks EmailPreflight) {
+	s.dispatchPolicies = append(s.dispatchPolicies, emailPreflight{checks: checks})
+}
+
 // ErrUnsubscribed is the errorCode of a message to a recipient who asked the number to stop.
 const ErrUnsubscribed = "RECIPIENT_UNSUBSCRIBED"
 

@@ -95,14 +95,14 @@ func (q *Queries) ForgetDomainAnnouncement(ctx context.Context, arg ForgetDomain
 
 const getSuppression = `-- name: GetSuppression :one
 SELECT project, test_mode, address, reason, message_id, detail, created_at, until FROM email_suppressions
-WHERE project = $1 AND test_mode = $2 AND address = $3 AND (until IS NULL OR until > $4)
+WHERE project = $1 AND test_mode = $2 AND address = $3 AND (until IS NULL OR until > $4::timestamptz)
 `
 
 type GetSuppressionParams struct {
 	Project  string
 	TestMode bool
 	Address  string
-	Now      *time.Time
+	Now      time.Time
 }
 
 // The address's entry, when it is in force at now.
@@ -129,7 +129,7 @@ func (q *Queries) GetSuppression(ctx context.Context, arg GetSuppressionParams) 
 
 const listSuppressions = `-- name: ListSuppressions :many
 SELECT project, test_mode, address, reason, message_id, detail, created_at, until FROM email_suppressions
-WHERE project = $1 AND test_mode = $2 AND (until IS NULL OR until > $3)
+WHERE project = $1 AND test_mode = $2 AND (until IS NULL OR until > $3::timestamptz)
   AND ($4::timestamptz IS NULL
        OR (created_at, address) < ($4::timestamptz, $5::text))
   AND ($6::text IS NULL OR reason = $6::text)
@@ -140,7 +140,7 @@ LIMIT $7
 type ListSuppressionsParams struct {
 	Project        string
 	TestMode       bool
-	Now            *time.Time
+	Now            time.Time
 	AfterCreatedAt *time.Time
 	AfterAddress   *string
 	Reason         *string

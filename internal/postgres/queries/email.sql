@@ -32,13 +32,13 @@ WHERE email_suppressions.reason = 'soft_bounce' OR excluded.reason <> 'soft_boun
 -- name: GetSuppression :one
 -- The address's entry, when it is in force at now.
 SELECT * FROM email_suppressions
-WHERE project = @project AND test_mode = @test_mode AND address = @address AND (until IS NULL OR until > @now);
+WHERE project = @project AND test_mode = @test_mode AND address = @address AND (until IS NULL OR until > @now::timestamptz);
 
 -- name: ListSuppressions :many
 -- A page of the list, newest first, entries in force at now; after_* is the last row of the
 -- previous page.
 SELECT * FROM email_suppressions
-WHERE project = @project AND test_mode = @test_mode AND (until IS NULL OR until > @now)
+WHERE project = @project AND test_mode = @test_mode AND (until IS NULL OR until > @now::timestamptz)
   AND (sqlc.narg(after_created_at)::timestamptz IS NULL
        OR (created_at, address) < (sqlc.narg(after_created_at)::timestamptz, sqlc.narg(after_address)::text))
   AND (sqlc.narg(reason)::text IS NULL OR reason = sqlc.narg(reason)::text)
