@@ -54,7 +54,7 @@ func (t ProviderType) CredentialKeys() (required, optional []string) {
 	case ProviderMeta:
 		return []string{ProviderKeyAccessToken}, []string{ProviderKeyAppSecret}
 	case ProviderSMTP:
-		return []string{ProviderKeyUsername, ProviderKeyPassword}, nil
+		return []string{ProviderKeyUsername, ProviderKeyPassword}, []string{ProviderKeyCACert}
 	default:
 		return nil, nil
 	}

@@ -45,9 +45,12 @@ const (
 	// is the app secret that signs meta's webhooks.
 	ProviderKeyAccessToken = "accessToken"
 	ProviderKeyAppSecret   = "appSecret"
-	// ProviderKeyUsername and ProviderKeyPassword log in to an smtp relay.
+	// ProviderKeyUsername and ProviderKeyPassword log in to an smtp relay; ProviderKeyCACert,
+	// optional, is the PEM bundle of the CA a relay's certificate is checked against (an
+	// internal relay with a private CA) instead of the system's roots.
 	ProviderKeyUsername = "username"
 	ProviderKeyPassword = "password"
+	ProviderKeyCACert   = "caCert"
 )
 
 // ProviderSpec is the desired state of a Provider: an account at an upstream provider. A Provider
@@ -55,6 +58,7 @@ const (
 // default of every project.
 // +kubebuilder:validation:XValidation:rule="self.type == 'telegram' || has(self.secretRef)",message="a twilio, meta or smtp Provider needs secretRef: the Secret holding its credentials"
 // +kubebuilder:validation:XValidation:rule="!has(self.baseURL) || !isURL(self.baseURL) || ((self.type == 'smtp') == (url(self.baseURL).getScheme() in ['smtp', 'smtps']))",message="baseURL of an smtp Provider is an smtp:// or smtps:// URL; of the other types an http:// or https:// URL"
+// +kubebuilder:validation:XValidation:rule="self.type != 'smtp' || has(self.baseURL)",message="an smtp Provider needs baseURL: the relay, as smtp://host:587 (STARTTLS) or smtps://host:465"
 type ProviderSpec struct {
 	// Type is the upstream: twilio, telegram, meta or smtp. Set at creation only.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="type is immutable: create another Provider"

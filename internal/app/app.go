@@ -232,7 +232,8 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		sbx := &sandbox.Sandbox{DeliverAfter: cfg.Sandbox.DeliverAfter, ReadAfter: cfg.Sandbox.ReadAfter}
 		transports := &registry.Registry{Sandbox: sbx, Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace,
-			PublicURL: cfg.PublicURL, TelegramAPI: cfg.TelegramAPI, TelegramKey: telegramKey}
+			PublicURL: cfg.PublicURL, TelegramAPI: cfg.TelegramAPI, TelegramKey: telegramKey,
+			AttachmentHTTP: cfg.Delivery.Client.HTTPClient(attachmentTimeout)}
 		dispatch := &message.DispatchWorker{}
 		catchUp := &sandbox.CatchUpWorker{Pool: cfg.Pool, Sandbox: sbx}
 		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Dispatch: dispatch, CatchUp: catchUp}, worker.Options{Concurrency: cfg.WorkerConcurrency}, cfg.Role.runs(RoleWorker), log)
@@ -325,6 +326,9 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	}
 	return nil
 }
+
+// attachmentTimeout bounds the fetch of one email attachment given by URL (up to 40 MB).
+const attachmentTimeout = 2 * time.Minute
 
 // dnsTimeout bounds one DNS question of email checks (each is asked again once).
 const dnsTimeout = 3 * time.Second

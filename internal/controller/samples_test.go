@@ -11,11 +11,26 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/transport/smtp/smtptest"
 	"github.com/switchboard-io/switchboard/internal/transport/twilio/twiliotest"
 )
+
+// providerSample reads a sample of two documents: a Provider's Secret, then the Provider.
+func providerSample(name string) (corev1.Secret, v1alpha1.Provider) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", name))
+	Expect(err).NotTo(HaveOccurred())
+	docs := strings.Split(string(b), "\n---\n")
+	Expect(docs).To(HaveLen(2))
+	var secret corev1.Secret
+	var provider v1alpha1.Provider
+	Expect(yaml.UnmarshalStrict([]byte(docs[0]), &secret)).To(Succeed())
+	Expect(yaml.UnmarshalStrict([]byte(docs[1]), &provider)).To(Succeed())
+	return secret, provider
+}
 
 var _ = Describe("config/samples", func() {
 	ctx := context.Background()
@@ -31,8 +46,10 @@ var _ = Describe("config/samples", func() {
 		read("messaging_v1alpha1_project.yaml", &project)
 		read("messaging_v1alpha1_sender.yaml", &sender)
 
-		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: project.Namespace}})).To(Succeed())
-		Expect(k8s.Create(ctx, &project)).To(Succeed())
+		err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: project.Namespace}})
+		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
+		err = k8s.Create(ctx, &project)
+		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
 		Expect(k8s.Create(ctx, &sender)).To(Succeed())
 		Eventually(readyCondition(ctx, &project)).Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))
 		Eventually(readyCondition(ctx, &sender)).Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))
@@ -40,21 +57,14 @@ var _ = Describe("config/samples", func() {
 	})
 
 	It("the twilio Provider and its Secret apply as they are and become Ready", func() {
-		b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_provider_twilio.yaml"))
-		Expect(err).NotTo(HaveOccurred())
-		docs := strings.Split(string(b), "\n---\n")
-		Expect(docs).To(HaveLen(2))
-		var secret corev1.Secret
-		var provider v1alpha1.Provider
-		Expect(yaml.UnmarshalStrict([]byte(docs[0]), &secret)).To(Succeed())
-		Expect(yaml.UnmarshalStrict([]byte(docs[1]), &provider)).To(Succeed())
+		secret, provider := providerSample("messaging_v1alpha1_provider_twilio.yaml")
 
 		// A local peer stands in for api.twilio.com. The sample's placeholders are refused, as
 		// Twilio would refuse them; the peer's account, put in the Secret, is taken.
 		twilio := twiliotest.NewServer(GinkgoTB())
 		provider.Spec.BaseURL = twilio.URL
 
-		err = k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: provider.Namespace}})
+		err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: provider.Namespace}})
 		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
 		Expect(k8s.Create(ctx, &secret)).To(Succeed())
 		Expect(k8s.Create(ctx, &provider)).To(Succeed())
@@ -68,7 +78,7 @@ var _ = Describe("config/samples", func() {
 
 		// The sender that sends through it.
 		var sender v1alpha1.Sender
-		b, err = os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_sender_twilio.yaml"))
+		b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_sender_twilio.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(yaml.UnmarshalStrict(b, &sender)).To(Succeed())
 		err = k8s.Create(ctx, project(sender.Namespace, sender.Namespace))
@@ -81,5 +91,46 @@ var _ = Describe("config/samples", func() {
 			Expect(p).NotTo(BeNil(), reason)
 			Expect(p.Name).To(Equal(provider.Name))
 		}
+	})
+})
+
+var _ = Describe("config/samples for email", func() {
+	ctx := context.Background()
+
+	It("the smtp Provider applies as it is, refuses the placeholders, and is Ready with the relay's credentials", func() {
+		secret, provider := providerSample("messaging_v1alpha1_provider_smtp.yaml")
+
+		// A local relay stands in for the sample's: it refuses the placeholders, as a relay would.
+		relay, err := smtptest.New(smtptest.Options{Username: "switchboard", Password: "relay-password"})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(relay.Close)
+		provider.Spec.BaseURL = relay.URL()
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: provider.Namespace}}
+		err = k8s.Create(ctx, ns)
+		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
+		Expect(k8s.Create(ctx, &secret)).To(Succeed())
+		Expect(k8s.Create(ctx, &provider)).To(Succeed())
+		Eventually(providerReady(ctx, &provider), "10s").Should(haveReady(metav1.ConditionFalse, v1alpha1.ReasonCredentialsRejected))
+		Expect(update(ctx, &secret, func(s *corev1.Secret) {
+			s.StringData = map[string]string{v1alpha1.ProviderKeyUsername: "switchboard", v1alpha1.ProviderKeyPassword: "relay-password"}
+		})).To(Succeed())
+		Eventually(providerReady(ctx, &provider), "30s").Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))
+		Expect(provider.Spec.Type.Channels()).To(Equal([]v1alpha1.Channel{v1alpha1.ChannelEmail}))
+	})
+
+	It("the EmailDomain applies as it is and lists its records", func() {
+		b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_emaildomain.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var d v1alpha1.EmailDomain
+		Expect(yaml.UnmarshalStrict(b, &d)).To(Succeed())
+		err = k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.Namespace}})
+		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
+		Expect(k8s.Create(ctx, &d)).To(Succeed())
+		Eventually(func() []v1alpha1.DNSRecord {
+			_ = k8s.Get(ctx, client.ObjectKeyFromObject(&d), &d)
+			return d.Status.Records
+		}, "10s").ShouldNot(BeEmpty())
+		Expect(d.Status.State).To(Equal(v1alpha1.DomainPending))
+		Expect(d.Status.Records[0].Name).To(HaveSuffix("._domainkey.acme.example"))
 	})
 })

@@ -140,6 +140,14 @@ func newHTTPClient(o ClientOptions) *http.Client {
 	}
 }
 
+// HTTPClient is a client under the same address rules as deliveries (no private, loopback or
+// link-local address unless allowed), for other fetches of URLs API clients give, such as email
+// attachments; timeout bounds one request.
+func (o ClientOptions) HTTPClient(timeout time.Duration) *http.Client {
+	o.Timeout = timeout
+	return newHTTPClient(o)
+}
+
 // MaxURLLength bounds a webhook URL, as the CRDs do.
 const MaxURLLength = 2048
 

@@ -34,6 +34,11 @@ type Route struct {
 	// External: the transport reaches a real provider, whose sends cannot be taken back; each
 	// call is recorded before it is made (status sending), and bounded.
 	External bool
+	// FromName and DKIM are an email's display name and signing key (its From domain's);
+	// ReturnPath its envelope sender when it is not From.
+	FromName   string
+	DKIM       *transport.DKIMKey
+	ReturnPath string
 }
 
 // Dispatch retries: a provider that answers "later" (429, 5xx) or cannot be reached is tried
@@ -200,7 +205,7 @@ func (s *Service) outbound(ctx context.Context, m db.Message, r Route) (transpor
 	}
 	out := transport.Outbound{ID: m.ID, Channel: m.Channel, MessageType: m.MessageType, To: m.Recipient, From: m.Originator,
 		Text: deref(m.Body), Subject: deref(m.Subject), Attachments: attachments, AccountToken: r.AccountToken,
-		StatusCallback: r.StatusCallback}
+		StatusCallback: r.StatusCallback, FromName: r.FromName, DKIM: r.DKIM, ReturnPath: r.ReturnPath}
 	if len(m.Content) > 0 {
 		var c transport.Content
 		if err := json.Unmarshal(m.Content, &c); err != nil {
@@ -219,7 +224,7 @@ func (s *Service) outbound(ctx context.Context, m db.Message, r Route) (transpor
 		if err := json.Unmarshal(m.Options, &o); err != nil {
 			return transport.Outbound{}, fmt.Errorf("read options of message %s: %w", m.ID, err)
 		}
-		out.VoiceLanguage = o.VoiceLanguage
+		out.VoiceLanguage, out.HTMLBody, out.ReplyTo = o.VoiceLanguage, o.HTMLBody, o.ReplyTo
 	}
 	return out, nil
 }

@@ -54,6 +54,26 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
 	if in.ProviderMessageID != "" {
 		msg.ProviderMessageID = &in.ProviderMessageID
 	}
+	if in.Subject != "" {
+		msg.Subject = &in.Subject
+	}
+	if in.HTMLBody != "" || in.EmailAuth != nil {
+		opts, err := json.Marshal(Options{HTMLBody: in.HTMLBody, EmailAuth: in.EmailAuth})
+		if err != nil {
+			return db.Message{}, fmt.Errorf("encode options: %w", err)
+		}
+		msg.Options = opts
+	}
+	attachments := make([]attachment, len(in.Attachments))
+	for i, a := range in.Attachments {
+		attachments[i] = attachment{filename: a.Filename, contentType: a.ContentType, content: a.Content}
+		if a.Content == nil {
+			attachments[i].content = []byte{} // received content, never a URL to fetch
+		}
+		if a.ContentID != "" {
+			attachments[i].contentID = &a.ContentID
+		}
+	}
 
 	var again *db.Message
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -95,6 +115,9 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
 		}
 		conv, err := record(ctx, tx, thread{msg: msg, contactID: &contactID, profileName: profile, referral: referral})
 		if err != nil {
+			return err
+		}
+		if err := storeAttachments(ctx, tx, msg.ID, attachments, now); err != nil {
 			return err
 		}
 		if conv.InboundCount == 1 {
@@ -159,6 +182,9 @@ func (s *Service) inboundEvent(ctx context.Context, tx pgx.Tx, msg db.Message, i
 	}
 	if in.Referral != nil {
 		data["referral"] = in.Referral
+	}
+	if msg.Channel == string(v1alpha1.ChannelEmail) {
+		data["subject"] = msg.Subject
 	}
 	_, err := s.deliveries.Enqueue(ctx, tx, delivery.Event{Project: msg.Project, Name: string(v1alpha1.EventMessageInbound), Sender: msg.Sender,
 		From: msg.Originator, To: msg.Recipient, Transport: msg.Channel, Data: data, Mode: delivery.ModeOf(msg.TestMode)})

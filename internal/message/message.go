@@ -76,6 +76,8 @@ type Options struct {
 	// (Request.Strict).
 	FallbackChecked bool   `json:"fallbackChecked,omitempty"`
 	VoiceLanguage   string `json:"voiceLanguage,omitempty"`
+	// EmailAuth is what the checks of an inbound mail found (SPF, DKIM, DMARC).
+	EmailAuth *transport.EmailAuth `json:"emailAuth,omitempty"`
 }
 
 var languageTag = regexp.MustCompile(`^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$`)

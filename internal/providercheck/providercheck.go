@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/controller"
+	"github.com/switchboard-io/switchboard/internal/transport/smtp"
 	"github.com/switchboard-io/switchboard/internal/transport/twilio"
 )
 
@@ -16,7 +17,30 @@ import (
 // its own (each bot's token is checked with getMe when it is attached); meta and smtp are checked
 // with their transports.
 func Checks() map[v1alpha1.ProviderType]controller.CredentialCheck {
-	return map[v1alpha1.ProviderType]controller.CredentialCheck{v1alpha1.ProviderTwilio: Twilio}
+	return map[v1alpha1.ProviderType]controller.CredentialCheck{v1alpha1.ProviderTwilio: Twilio, v1alpha1.ProviderSMTP: SMTP}
+}
+
+// SMTP connects to the relay, starts TLS and logs in, without sending. A relay refusing the
+// username or password wraps controller.ErrCredentialsRejected; one that cannot be reached, or
+// whose certificate is not trusted, is reported as unreachable with the reason.
+func SMTP(ctx context.Context, p *v1alpha1.Provider, creds map[string][]byte) (string, error) {
+	cfg, err := smtp.ProviderConfig(p.Spec.BaseURL, string(creds[v1alpha1.ProviderKeyUsername]),
+		string(creds[v1alpha1.ProviderKeyPassword]), creds[v1alpha1.ProviderKeyCACert], nil)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", controller.ErrCredentialsRejected, err)
+	}
+	t, err := smtp.New(cfg)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", controller.ErrCredentialsRejected, err)
+	}
+	relay, err := t.Check(ctx)
+	if errors.Is(err, smtp.ErrInvalidCredentials) {
+		return "", fmt.Errorf("%w: %w", controller.ErrCredentialsRejected, err)
+	}
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s (as %s)", relay, creds[v1alpha1.ProviderKeyUsername]), nil
 }
 
 // Twilio fetches the account, as Twilio documents a credentials check. Refused credentials, or

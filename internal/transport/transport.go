@@ -33,6 +33,10 @@ type Outbound struct {
 	ReplyTo  string
 	Headers  map[string]string
 	DKIM     *DKIMKey
+	// ReturnPath is the envelope sender (MAIL FROM) when it is not From: an address at the
+	// domain's custom MAIL FROM domain that names the message, so its bounces come back to
+	// Switchboard and find it.
+	ReturnPath string
 	// Content is what a non-text message carries; nil for plain text.
 	Content *Content
 	// VoiceLanguage is the language a voice message is spoken in (a BCP 47 tag); empty lets the
@@ -176,4 +180,28 @@ type Inbound struct {
 	// Unsupported names what arrived when Switchboard cannot represent it (a poll, a game):
 	// it is announced as message.unsupported rather than stored as a message.
 	Unsupported string
+	// Email: the subject, the HTML body, the attachments (inline ones with their ContentID),
+	// and what the receiving server found of the mail's authentication.
+	Subject     string
+	HTMLBody    string
+	Attachments []Attachment
+	EmailAuth   *EmailAuth
+}
+
+// EmailAuth is what the checks of an inbound mail found (RFC 8601's results): spf is the SPF
+// result of the envelope sender (pass, fail, softfail, neutral, none, temperror, permerror),
+// dkim one result per signature, dmarc the result of the From domain's policy and the policy.
+type EmailAuth struct {
+	SPF         string       `json:"spf"`
+	DKIM        []DKIMResult `json:"dkim"`
+	DMARC       string       `json:"dmarc"`
+	DMARCPolicy string       `json:"dmarcPolicy,omitempty"`
+}
+
+// DKIMResult is the check of one DKIM signature.
+type DKIMResult struct {
+	Domain   string `json:"domain"`
+	Selector string `json:"selector,omitempty"`
+	Result   string `json:"result"`
+	Reason   string `json:"reason,omitempty"`
 }

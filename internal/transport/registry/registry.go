@@ -8,11 +8,11 @@ package registry
 
 import (
 	"context"
+	"crypto"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/transport"
 	"github.com/switchboard-io/switchboard/internal/transport/sandbox"
+	"github.com/switchboard-io/switchboard/internal/transport/smtp"
 	"github.com/switchboard-io/switchboard/internal/transport/telegram"
 	"github.com/switchboard-io/switchboard/internal/transport/twilio"
 )
@@ -52,9 +53,13 @@ type Registry struct {
 	TelegramKey []byte
 	// HTTP is the client of provider calls; nil is a client with a 30 s timeout.
 	HTTP *http.Client
+	// AttachmentHTTP fetches the attachments of email given by URL: URLs from API clients, so
+	// a client under the webhook deliveries' address rules (delivery.ClientOptions.HTTPClient).
+	AttachmentHTTP *http.Client
 
-	mu     sync.Mutex
-	twilio map[string]*twilio.Transport // by Provider UID, generation and Secret version
+	twilio versioned[*twilio.Transport] // by Provider UID, generation and Secret version
+	relays versioned[*smtp.Transport]   // the same
+	keys   versioned[crypto.Signer]     // DKIM keys, by Secret UID and version
 }
 
 // Route implements message.Transports.
@@ -87,7 +92,7 @@ func (r *Registry) Route(ctx context.Context, m db.Message) (message.Route, erro
 			return message.Route{}, f
 		}
 	}
-	route, err := r.transportOf(ctx, p, &snd, ch)
+	route, err := r.transportOf(ctx, p, &snd, ch, m.ID)
 	if err == nil && route.StatusCallback != "" {
 		// The callback names the message, so a report that overtakes the commit of the
 		// provider's id still finds it (the provider signs the whole URL).
@@ -96,8 +101,9 @@ func (r *Registry) Route(ctx context.Context, m db.Message) (message.Route, erro
 	return route, err
 }
 
-// transportOf builds the route through p (nil only for telegram: the public Bot API).
-func (r *Registry) transportOf(ctx context.Context, p *v1alpha1.Provider, snd *v1alpha1.Sender, ch v1alpha1.Channel) (message.Route, error) {
+// transportOf builds the route of message messageID through p (nil only for telegram: the
+// public Bot API).
+func (r *Registry) transportOf(ctx context.Context, p *v1alpha1.Provider, snd *v1alpha1.Sender, ch v1alpha1.Channel, messageID string) (message.Route, error) {
 	typ := v1alpha1.ProviderTelegram
 	if p != nil {
 		typ = p.Spec.Type
@@ -117,6 +123,8 @@ func (r *Registry) transportOf(ctx context.Context, p *v1alpha1.Provider, snd *v
 			callback = CallbackURL(r.PublicURL, "twilio", p.Namespace, p.Name, kind)
 		}
 		return message.Route{Transport: t, StatusCallback: callback, External: true}, nil
+	case v1alpha1.ProviderSMTP:
+		return r.emailRoute(ctx, p, snd, messageID)
 	case v1alpha1.ProviderTelegram:
 		token, err := r.accountToken(ctx, snd, ch)
 		if err != nil {
@@ -166,24 +174,11 @@ func (r *Registry) twilioOf(ctx context.Context, p *v1alpha1.Provider) (*twilio.
 	if err != nil {
 		return nil, err
 	}
-	key := fmt.Sprintf("%s/%d/%s", p.UID, p.Generation, secret.ResourceVersion)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if t, ok := r.twilio[key]; ok {
-		return t, nil
-	}
-	if r.twilio == nil {
-		r.twilio = map[string]*twilio.Transport{}
-	}
-	for k := range r.twilio {
-		if strings.HasPrefix(k, string(p.UID)+"/") {
-			delete(r.twilio, k) // an older version of this Provider
-		}
-	}
-	t := twilio.New(twilio.Config{BaseURL: p.Spec.BaseURL, AccountSID: string(secret.Data["accountSid"]),
-		AuthToken: string(secret.Data["authToken"]), HTTP: r.HTTP})
-	r.twilio[key] = t
-	return t, nil
+	return r.twilio.get(fmt.Sprintf("%s/%d/%s", p.UID, p.Generation, secret.ResourceVersion), string(p.UID)+"/",
+		func() (*twilio.Transport, error) {
+			return twilio.New(twilio.Config{BaseURL: p.Spec.BaseURL, AccountSID: string(secret.Data["accountSid"]),
+				AuthToken: string(secret.Data["authToken"]), HTTP: r.HTTP}), nil
+		})
 }
 
 // credentials reads a Provider's Secret; a missing one fails the message.
@@ -241,6 +236,9 @@ func (r *Registry) Available(ctx context.Context, testMode bool, snd *v1alpha1.S
 	}
 	if p != nil && (p.Spec.Type == v1alpha1.ProviderTwilio || p.Spec.Type == v1alpha1.ProviderTelegram) {
 		return nil
+	}
+	if p != nil && p.Spec.Type == v1alpha1.ProviderSMTP {
+		return r.emailAvailable(ctx, snd, strict)
 	}
 	if p != nil {
 		reason = fmt.Sprintf("Provider %s is of type %s, whose transport this installation does not run yet", p.Name, p.Spec.Type)
