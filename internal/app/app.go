@@ -38,9 +38,11 @@ import (
 	"github.com/switchboard-io/switchboard/internal/domainverify"
 	"github.com/switchboard-io/switchboard/internal/emailcheck"
 	"github.com/switchboard-io/switchboard/internal/emaildomain"
+	"github.com/switchboard-io/switchboard/internal/emailin"
 	"github.com/switchboard-io/switchboard/internal/httpapi"
 	"github.com/switchboard-io/switchboard/internal/index"
 	"github.com/switchboard-io/switchboard/internal/kubewrite"
+	"github.com/switchboard-io/switchboard/internal/mailin"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/postgres"
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
@@ -104,6 +106,10 @@ type Config struct {
 	DNSServer string
 	// Email is what the installation sets for every email domain.
 	Email domainverify.Config
+	// SMTPListener, when set, takes inbound mail (api and all roles); bound by the caller.
+	SMTPListener net.Listener
+	// SMTPMaxMessageBytes bounds an inbound mail (0: mailin's default).
+	SMTPMaxMessageBytes int64
 	// Disposable is the list of throwaway mail domains introspection flags; nil: the one
 	// Switchboard ships.
 	Disposable emailcheck.Disposable
@@ -269,7 +275,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		if cfg.Role.runs(RoleAPI) {
 			domains := emaildomain.NewService(mgr.GetClient(), mgr.GetAPIReader(), verifier(kubewrite.FieldManager))
-			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, emailChecks, checks, log); err != nil {
+			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, emailChecks, resolver, checks, log); err != nil {
 				return err
 			}
 		}
@@ -283,7 +289,7 @@ func Run(ctx context.Context, cfg Config) error {
 // listener, the request-rate limiter, the cursor key shared by replicas, and the informers it reads.
 func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Service, queue *river.Client[pgx.Tx],
 	messages *message.Service, transports *registry.Registry, domains *emaildomain.Service, emailChecks *emailcheck.Checker,
-	checks map[string]healthz.Checker,
+	resolver *dnsresolve.Resolver, checks map[string]healthz.Checker,
 	log logr.Logger) error {
 	auth := apikey.NewAuthenticator(keys, cfg.Pool, log.WithName("apikeys"))
 	if err := mgr.Add(auth); err != nil {
@@ -323,6 +329,19 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	}
 	if err := mgr.Add(server); err != nil {
 		return fmt.Errorf("add api server: %w", err)
+	}
+	if cfg.SMTPListener != nil {
+		mail, err := mailin.New(mailin.Config{Listener: cfg.SMTPListener, Hostname: cfg.Email.InboundHost,
+			MaxMessageBytes: cfg.SMTPMaxMessageBytes, Resolver: resolver,
+			Recipients: &emailin.Router{Reader: mgr.GetClient(), Pool: cfg.Pool},
+			Handler:    &emailin.Receiver{Messages: messages, Checks: emailChecks, Pool: cfg.Pool, Log: log.WithName("mail")},
+			Log:        log.WithName("smtp")})
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(mail); err != nil {
+			return fmt.Errorf("add smtp listener: %w", err)
+		}
 	}
 	return nil
 }

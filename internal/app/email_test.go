@@ -26,21 +26,27 @@ import (
 // credentials), with acme.test verified on srv, and a live key.
 func smtpProject(t *testing.T, in *instance, relay *smtptest.Server, srv *dnstest.Server, password string) (string, string) {
 	t.Helper()
-	ctx := context.Background()
 	acme := newProject(t, in, v1alpha1.ProjectSpec{})
-	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "relay", Labels: map[string]string{v1alpha1.SecretLabel: "true"}},
-		StringData: map[string]string{"username": "switchboard", "password": password}}
-	provider := &v1alpha1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "relay"},
-		Spec: v1alpha1.ProviderSpec{Type: v1alpha1.ProviderSMTP, BaseURL: relay.URL(), Default: true,
-			SecretRef: &v1alpha1.ProviderSecretRef{Name: "relay"}}}
-	for _, o := range []client.Object{creds, provider} {
-		if err := in.k8s.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	relayProvider(t, in, acme, relay, password)
 	key := newKey(t, in, acme, apikey.Live)
 	verifiedDomain(t, in, srv, key, "acme.test", false)
 	return acme, key
+}
+
+// relayProvider makes the relay peer the project's default email Provider, "relay", logging in
+// as switchboard with password.
+func relayProvider(t *testing.T, in *instance, project string, relay *smtptest.Server, password string) {
+	t.Helper()
+	creds := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: project, Name: "relay", Labels: map[string]string{v1alpha1.SecretLabel: "true"}},
+		StringData: map[string]string{"username": "switchboard", "password": password}}
+	provider := &v1alpha1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: project, Name: "relay"},
+		Spec: v1alpha1.ProviderSpec{Type: v1alpha1.ProviderSMTP, BaseURL: relay.URL(), Default: true,
+			SecretRef: &v1alpha1.ProviderSecretRef{Name: "relay"}}}
+	for _, o := range []client.Object{creds, provider} {
+		if err := in.k8s.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func providerReady(t *testing.T, in *instance, namespace, name string) *metav1.Condition {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -38,6 +39,8 @@ type instance struct {
 	k8s   client.Client
 	keys  *apikey.Service
 	count func(sql string, args ...any) int
+	// poolRow runs a query of one row on the instance's database.
+	poolRow func(sql string, args ...any) pgx.Row
 }
 
 type option func(*app.Config)
@@ -113,6 +116,7 @@ func start(t testing.TB, opts ...option) *instance {
 		pool.Close()
 	})
 	in := &instance{t: t, url: "http://" + listener.Addr().String(), k8s: k8s, keys: apikey.NewService(pool)}
+	in.poolRow = func(sql string, args ...any) pgx.Row { return pool.QueryRow(context.Background(), sql, args...) }
 	in.count = func(sql string, args ...any) int {
 		var n int
 		if err := pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {

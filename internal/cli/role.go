@@ -47,6 +47,8 @@ type roleFlags struct {
 	inboundHost       string
 	spfInclude        string
 	disposableFile    string
+	smtpListen        string
+	smtpMaxBytes      int64
 }
 
 func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) *cobra.Command {
@@ -82,6 +84,9 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 	fl.StringVar(&f.spfInclude, "email-spf-include", envOr("SWITCHBOARD_EMAIL_SPF_INCLUDE", ""),
 		"SPF domain of the SMTP relays mail goes out through, e.g. amazonses.com, asked for as include:<it> in each domain's SPF record (env SWITCHBOARD_EMAIL_SPF_INCLUDE); empty: v=spf1 mx ~all")
 	if r == app.RoleAPI || r == app.RoleAll {
+		fl.StringVar(&f.smtpListen, "smtp-listen", envOr("SWITCHBOARD_SMTP_LISTEN", ""),
+			"address the inbound SMTP listener takes mail on, e.g. :2525 (env SWITCHBOARD_SMTP_LISTEN): mail for the domains that receive, bounces and complaints; the MX records point at --email-inbound-host, which must reach it (port 25 outside). Empty: no listener")
+		fl.Int64Var(&f.smtpMaxBytes, "smtp-max-message-bytes", 25<<20, "largest inbound mail the SMTP listener takes, in bytes; larger ones are refused with 552")
 		fl.StringVar(&f.disposableFile, "email-disposable-domains", "",
 			"file of throwaway mail domains, one per line (# comments), that POST /v1/introspect/email flags as disposable_domain besides the list Switchboard ships")
 	}
@@ -117,6 +122,9 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 	}
 	if f.dispatchAttempts < 0 {
 		return &UsageError{Err: errors.New("--dispatch-attempts must be positive")}
+	}
+	if f.smtpMaxBytes < 0 {
+		return &UsageError{Err: errors.New("--smtp-max-message-bytes must be positive")}
 	}
 	if f.workerConcurrency < 0 {
 		return &UsageError{Err: errors.New("--worker-concurrency must be positive")}
@@ -162,12 +170,18 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 	if err != nil {
 		return err
 	}
-	var listener net.Listener
+	var listener, smtpListener net.Listener
 	if f.listen != "" {
 		if listener, err = listen(f.listen); err != nil {
 			return err
 		}
 		defer listener.Close()
+	}
+	if f.smtpListen != "" {
+		if smtpListener, err = listen(f.smtpListen); err != nil {
+			return err
+		}
+		defer smtpListener.Close()
 	}
 	var rdb *redis.Client
 	if f.redisURL != "" {
@@ -207,6 +221,8 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		DNSServer:               f.dnsServer,
 		Email:                   domainverify.Config{InboundHost: f.inboundHost, SPFInclude: f.spfInclude},
 		Disposable:              disposable,
+		SMTPListener:            smtpListener,
+		SMTPMaxMessageBytes:     f.smtpMaxBytes,
 		Log:                     log,
 	})
 }

@@ -36,6 +36,32 @@ type Config struct {
 // sender of mail from example.com is bounce.example.com, whose MX brings bounces back.
 const MailFromLabel = "bounce"
 
+// returnPathPrefix starts the local part of a return path.
+const returnPathPrefix = "b-"
+
+// ReturnPath is the envelope sender of message id from domain when the domain's custom MAIL
+// FROM is published: b-<id>@bounce.<domain>. Bounces come back to it, at Switchboard's
+// listener, and name the message whatever the bounce itself quotes.
+func ReturnPath(id, domain string) string {
+	return returnPathPrefix + id + "@" + MailFromLabel + "." + domain
+}
+
+// ParseReturnPath returns the message id and the domain a return path names; ok is false when
+// address is not one.
+func ParseReturnPath(address string) (id, domain string, ok bool) {
+	at := strings.LastIndexByte(address, '@')
+	if at < 0 {
+		return "", "", false
+	}
+	local, host := address[:at], strings.ToLower(address[at+1:])
+	domain, isBounce := strings.CutPrefix(host, MailFromLabel+".")
+	id, hasPrefix := strings.CutPrefix(local, returnPathPrefix)
+	if !isBounce || !hasPrefix || id == "" || domain == "" {
+		return "", "", false
+	}
+	return id, domain, true // message ids are case-sensitive: the local part is kept as written
+}
+
 // mxPriority is the preference of the MX records asked for.
 const mxPriority int32 = 10
 

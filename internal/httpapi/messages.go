@@ -28,6 +28,7 @@ type messageJSON struct {
 	ErrorCode         *string         `json:"errorCode,omitempty"`
 	ErrorMessage      *string         `json:"errorMessage,omitempty"`
 	Metadata          json.RawMessage `json:"metadata,omitempty"`
+	Email             *emailJSON      `json:"email,omitempty"`
 	CreatedAt         time.Time       `json:"createdAt"`
 	UpdatedAt         time.Time       `json:"updatedAt"`
 }
@@ -35,7 +36,7 @@ type messageJSON struct {
 func messageView(m db.Message) messageJSON {
 	return messageJSON{ID: m.ID, To: m.Recipient, From: m.Originator, Channel: m.Channel, Direction: m.Direction,
 		MessageType: m.MessageType, Status: m.Status, SenderID: m.Sender, ConversationID: m.ConversationID, Text: m.Body, Content: m.Content, ProviderMessageID: m.ProviderMessageID,
-		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, Metadata: m.Metadata, CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
+		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, Metadata: m.Metadata, Email: emailView(m), CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
 }
 
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {

@@ -27,6 +27,7 @@ type messageV2JSON struct {
 	AttemptedChannels []string          `json:"attemptedChannels"`
 	RiskHold          bool              `json:"riskHold"`
 	Metadata          map[string]string `json:"metadata,omitempty"`
+	Email             *emailJSON        `json:"email,omitempty"`
 	CreatedAt         time.Time         `json:"createdAt"`
 	UpdatedAt         time.Time         `json:"updatedAt"`
 }
@@ -39,7 +40,7 @@ type errorDetailsJSON struct {
 func messageV2View(m db.Message) messageV2JSON {
 	v := messageV2JSON{ID: m.ID, From: m.Originator, To: m.Recipient, Channel: m.Channel, Direction: m.Direction,
 		MessageType: m.MessageType, Status: m.Status, Text: m.Body, Content: m.Content, ProviderMessageID: m.ProviderMessageID,
-		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, ConversationID: m.ConversationID,
+		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, ConversationID: m.ConversationID, Email: emailView(m),
 		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
 	// The channels tried, in order: a fallback's earlier ones, then the one it is on.
 	v.AttemptedChannels = append(append([]string{}, m.AttemptedChannels...), m.Channel)

@@ -60,6 +60,18 @@ key: redis-url
 - name: SWITCHBOARD_PUBLIC_URL
   value: {{ . | quote }}
 {{- end }}
+{{- with .Values.email.dnsServer }}
+- name: SWITCHBOARD_DNS_SERVER
+  value: {{ . | quote }}
+{{- end }}
+{{- with .Values.email.inboundHost }}
+- name: SWITCHBOARD_EMAIL_INBOUND_HOST
+  value: {{ . | quote }}
+{{- end }}
+{{- with .Values.email.spfInclude }}
+- name: SWITCHBOARD_EMAIL_SPF_INCLUDE
+  value: {{ . | quote }}
+{{- end }}
 - name: DATABASE_URL
   valueFrom:
     secretKeyRef:
@@ -144,6 +156,10 @@ spec:
             {{- if .serves }}
             - name: http
               containerPort: 8080
+            {{- if $root.Values.email.smtp.enabled }}
+            - name: smtp
+              containerPort: 2525
+            {{- end }}
             {{- end }}
             - name: metrics
               containerPort: 9090
@@ -178,6 +194,16 @@ spec:
 {{- $args := list -}}
 {{- range .Values.worker.webhookAllowCidrs -}}
 {{- $args = append $args (printf "--webhook-allow-cidr=%s" .) -}}
+{{- end -}}
+{{- toYaml $args -}}
+{{- end -}}
+
+{{/* The inbound SMTP listener's flags (api and all roles), as a YAML list. */}}
+{{- define "switchboard.smtpArgs" -}}
+{{- $args := list -}}
+{{- if .Values.email.smtp.enabled -}}
+{{- $args = append $args "--smtp-listen=:2525" -}}
+{{- $args = append $args (printf "--smtp-max-message-bytes=%d" (int64 .Values.email.smtp.maxMessageBytes)) -}}
 {{- end -}}
 {{- toYaml $args -}}
 {{- end -}}

@@ -93,6 +93,53 @@ func (q *Queries) ForgetDomainAnnouncement(ctx context.Context, arg ForgetDomain
 	return err
 }
 
+const getOutboundEmail = `-- name: GetOutboundEmail :one
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts FROM messages
+WHERE project = $1 AND provider_message_id = $2 AND direction = 'outbound' AND channel = 'email'
+  AND NOT test_mode
+LIMIT 1
+`
+
+type GetOutboundEmailParams struct {
+	Project           string
+	ProviderMessageID *string
+}
+
+// The project's live email whose Message-ID is provider_message_id: the mail a bounce or a
+// complaint is about.
+func (q *Queries) GetOutboundEmail(ctx context.Context, arg GetOutboundEmailParams) (Message, error) {
+	row := q.db.QueryRow(ctx, getOutboundEmail, arg.Project, arg.ProviderMessageID)
+	var i Message
+	err := row.Scan(
+		&i.ID,
+		&i.Project,
+		&i.TestMode,
+		&i.Sender,
+		&i.Direction,
+		&i.Channel,
+		&i.MessageType,
+		&i.Status,
+		&i.Recipient,
+		&i.Originator,
+		&i.Body,
+		&i.Content,
+		&i.Subject,
+		&i.Metadata,
+		&i.ProviderMessageID,
+		&i.ErrorCode,
+		&i.ErrorMessage,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.Options,
+		&i.ConversationID,
+		&i.AttemptedChannels,
+		&i.ProviderTimestamp,
+		&i.ErrorProviderCode,
+		&i.DispatchAttempts,
+	)
+	return i, err
+}
+
 const getSuppression = `-- name: GetSuppression :one
 SELECT project, test_mode, address, reason, message_id, detail, created_at, until FROM email_suppressions
 WHERE project = $1 AND test_mode = $2 AND address = $3 AND (until IS NULL OR until > $4::timestamptz)

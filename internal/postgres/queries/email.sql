@@ -47,3 +47,11 @@ LIMIT @page_size;
 
 -- name: DeleteSuppression :execrows
 DELETE FROM email_suppressions WHERE project = @project AND test_mode = @test_mode AND address = @address;
+
+-- name: GetOutboundEmail :one
+-- The project's live email whose Message-ID is provider_message_id: the mail a bounce or a
+-- complaint is about.
+SELECT * FROM messages
+WHERE project = @project AND provider_message_id = @provider_message_id AND direction = 'outbound' AND channel = 'email'
+  AND NOT test_mode
+LIMIT 1;

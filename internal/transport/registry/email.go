@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -38,29 +37,9 @@ func (r *Registry) emailRoute(ctx context.Context, p *v1alpha1.Provider, snd *v1
 	}
 	route := message.Route{Transport: t, External: true, FromName: snd.Spec.Email.FromName, DKIM: key}
 	if d.RecordVerified(v1alpha1.PurposeMailFrom) {
-		route.ReturnPath = BounceAddress(messageID, d.Spec.Domain)
+		route.ReturnPath = domainverify.ReturnPath(messageID, d.Spec.Domain)
 	}
 	return route, nil
-}
-
-// bouncePrefix starts the local part of a bounce address.
-const bouncePrefix = "b-"
-
-// BounceAddress is the envelope sender of message id from domain: b-<id>@bounce.<domain>.
-func BounceAddress(id, domain string) string {
-	return bouncePrefix + id + "@" + domainverify.MailFromLabel + "." + domain
-}
-
-// ParseBounceAddress returns the message id and the domain a bounce address names; ok false
-// when address is not one.
-func ParseBounceAddress(address string) (id, domain string, ok bool) {
-	local, host, found := strings.Cut(strings.ToLower(address), "@")
-	domain, isBounce := strings.CutPrefix(host, domainverify.MailFromLabel+".")
-	if !found || !isBounce || !strings.HasPrefix(local, bouncePrefix) {
-		return "", "", false
-	}
-	// Message ids are case-sensitive; the local part is kept as written.
-	return address[len(bouncePrefix):strings.IndexByte(address, '@')], domain, true
 }
 
 // signingDomain returns the EmailDomain the sender's mail is signed for, or why there is none.

@@ -1,0 +1,125 @@
+// Package emailin is what Switchboard does with mail its SMTP listener (mailin) receives: which
+// addresses take mail (Router: a sender's address at a domain that receives, a catch-all, a
+// message's return path), and what a received mail becomes (Receiver): an inbound email
+// message through the receive path every channel shares, or, for a delivery report or a
+// complaint about a mail Switchboard sent, that mail's delivered or failed status and an entry
+// on the project's suppression list.
+package emailin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/domainverify"
+	"github.com/switchboard-io/switchboard/internal/mailin"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+)
+
+// Router says where mail to an address goes (mailin.Recipients).
+type Router struct {
+	// Reader reads EmailDomains and Senders of every project (the informer cache).
+	Reader client.Reader
+	Pool   *pgxpool.Pool
+}
+
+var _ mailin.Recipients = (*Router)(nil)
+
+// Lookup routes address:
+//
+//   - a return path (b-<message id>@bounce.<domain>) of a live email of a project with that
+//     domain: a bounce address of the message's project;
+//   - an address at a domain that receives (receiving on, inbound MX published): the sender
+//     whose address it is, receiving on; else the sender on the domain with catch-all on;
+//     the oldest domain when several projects have it;
+//   - anything else is unknown, refused at RCPT TO.
+func (r *Router) Lookup(ctx context.Context, address string) (mailin.Route, error) {
+	if id, domain, ok := domainverify.ParseReturnPath(address); ok {
+		return r.bounceRoute(ctx, address, id, domain)
+	}
+	domain := v1alpha1.EmailDomainOf(address)
+	var domains v1alpha1.EmailDomainList
+	if err := r.Reader.List(ctx, &domains); err != nil {
+		return mailin.Route{}, fmt.Errorf("list email domains: %w", err)
+	}
+	var receiving []v1alpha1.EmailDomain
+	for _, d := range domains.Items {
+		if d.Spec.Domain == domain && d.Receives() && d.DeletionTimestamp.IsZero() {
+			receiving = append(receiving, d)
+		}
+	}
+	for len(receiving) > 0 {
+		first := v1alpha1.DomainFor(receiving, address)
+		route, err := r.senderRoute(ctx, first.Namespace, address)
+		if err == nil || !errors.Is(err, mailin.ErrUnknownRecipient) {
+			return route, err
+		}
+		receiving = removeDomain(receiving, first)
+	}
+	return mailin.Route{}, fmt.Errorf("%w: no sender receives at %s", mailin.ErrUnknownRecipient, domain)
+}
+
+func removeDomain(items []v1alpha1.EmailDomain, d *v1alpha1.EmailDomain) []v1alpha1.EmailDomain {
+	out := items[:0:0]
+	for _, it := range items {
+		if it.UID != d.UID {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// senderRoute finds the project's sender that receives mail for address: its own address
+// first, else a catch-all on the same domain.
+func (r *Router) senderRoute(ctx context.Context, project, address string) (mailin.Route, error) {
+	var senders v1alpha1.SenderList
+	if err := r.Reader.List(ctx, &senders, client.InNamespace(project)); err != nil {
+		return mailin.Route{}, fmt.Errorf("list senders of %s: %w", project, err)
+	}
+	var domains v1alpha1.EmailDomainList
+	if err := r.Reader.List(ctx, &domains, client.InNamespace(project)); err != nil {
+		return mailin.Route{}, fmt.Errorf("list email domains of %s: %w", project, err)
+	}
+	var catchAll *v1alpha1.Sender
+	for i := range senders.Items {
+		s := &senders.Items[i]
+		if s.Spec.Email == nil || !s.DeletionTimestamp.IsZero() {
+			continue
+		}
+		receiving, all := s.EmailInEffect(domains.Items)
+		switch {
+		case !receiving:
+		case strings.EqualFold(s.Spec.Email.Address, address):
+			return mailin.Route{Project: project, Sender: s.Name, Address: address}, nil
+		case all && v1alpha1.EmailDomainOf(s.Spec.Email.Address) == v1alpha1.EmailDomainOf(address) &&
+			(catchAll == nil || s.CreationTimestamp.Before(&catchAll.CreationTimestamp)):
+			catchAll = s
+		}
+	}
+	if catchAll != nil {
+		return mailin.Route{Project: project, Sender: catchAll.Name, Address: address}, nil
+	}
+	return mailin.Route{}, fmt.Errorf("%w: %s", mailin.ErrUnknownRecipient, address)
+}
+
+// bounceRoute accepts a return path that names a live email sent from a domain of its project.
+func (r *Router) bounceRoute(ctx context.Context, address, id, domain string) (mailin.Route, error) {
+	m, err := db.New(r.Pool).GetMessageByID(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return mailin.Route{}, fmt.Errorf("%w: return path of no message", mailin.ErrUnknownRecipient)
+	}
+	if err != nil {
+		return mailin.Route{}, fmt.Errorf("read message of a return path: %w", err)
+	}
+	if m.Channel != string(v1alpha1.ChannelEmail) || m.Direction != "outbound" || m.TestMode ||
+		v1alpha1.EmailDomainOf(m.Originator) != domain {
+		return mailin.Route{}, fmt.Errorf("%w: return path of another mail", mailin.ErrUnknownRecipient)
+	}
+	return mailin.Route{Project: m.Project, Bounce: true, Address: address}, nil
+}
