@@ -54,5 +54,8 @@ live key (switchboard apikey create --environment live), a Provider and a Sender
 	fl.StringVar(&cfg.PublicURL, "public-url", "", "the address providers call back (a tunnel to this machine, say); empty: the API's own address")
 	fl.StringVar(&cfg.TelegramAPI, "telegram-api-url", "https://api.telegram.org", "the Telegram Bot API's address (a proxy or a local Bot API server)")
 	fl.IntVar(&cfg.DispatchAttempts, "dispatch-attempts", 8, "calls to a provider for one message before it fails with PROVIDER_UNAVAILABLE")
+	fl.StringVar(&cfg.DNSServer, "dns-server", "", "DNS server (host:port) email domain checks and pre-flight ask; empty: /etc/resolv.conf's")
+	fl.StringVar(&cfg.EmailInboundHost, "email-inbound-host", "", "host name the MX records of domains that receive mail point at (docs/email.md); empty: no receiving")
+	fl.StringVar(&cfg.SMTPListen, "smtp-listen", "", "address of the inbound SMTP listener, e.g. 127.0.0.1:2525 (try it with swaks); empty: none")
 	return cmd
 }

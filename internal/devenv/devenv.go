@@ -23,6 +23,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/app"
 	"github.com/switchboard-io/switchboard/internal/controlplane"
 	"github.com/switchboard-io/switchboard/internal/delivery"
+	"github.com/switchboard-io/switchboard/internal/domainverify"
 	"github.com/switchboard-io/switchboard/internal/localpg"
 	"github.com/switchboard-io/switchboard/internal/postgres"
 )
@@ -44,6 +45,12 @@ type Config struct {
 	TelegramAPI string
 	// DispatchAttempts bounds the calls to a provider for one message (0: the default).
 	DispatchAttempts int
+	// DNSServer is the DNS email checks ask (host:port); empty: /etc/resolv.conf's.
+	DNSServer string
+	// EmailInboundHost is the host name MX records name for receiving; empty: no receiving.
+	EmailInboundHost string
+	// SMTPListen is the inbound SMTP listener's address; empty: none.
+	SMTPListen string
 	// Out receives the banner once everything is ready.
 	Out io.Writer
 	Log logr.Logger
@@ -72,6 +79,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
 	cleanups = append(cleanups, func() { _ = listener.Close() })
+	var smtpListener net.Listener
+	if cfg.SMTPListen != "" {
+		if smtpListener, err = net.Listen("tcp", cfg.SMTPListen); err != nil {
+			return fmt.Errorf("listen for mail on %s: %w", cfg.SMTPListen, err)
+		}
+		cleanups = append(cleanups, func() { _ = smtpListener.Close() })
+	}
 	if err := controlplane.CheckAssets(cfg.AssetsDir); err != nil {
 		return err
 	}
@@ -154,6 +168,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			PublicURL:         publicURL,
 			TelegramAPI:       cfg.TelegramAPI,
 			DispatchAttempts:  cfg.DispatchAttempts,
+			DNSServer:         cfg.DNSServer,
+			Email:             domainverify.Config{InboundHost: cfg.EmailInboundHost},
+			SMTPListener:      smtpListener,
 			// Providers of the whole installation sit beside the default project.
 			InstallationNamespace: DefaultNamespace,
 			// A developer's receiver runs on this machine, often on plain http.

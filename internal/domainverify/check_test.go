@@ -273,3 +273,19 @@ func TestNextCheckBacksOff(t *testing.T) {
 		t.Errorf("DNS unavailable: next in %v, want 1m", got)
 	}
 }
+
+func TestReturnPath(t *testing.T) {
+	rp := ReturnPath("msg_AbC123", "acme.test")
+	if rp != "b-msg_AbC123@bounce.acme.test" {
+		t.Fatalf("ReturnPath = %q", rp)
+	}
+	id, domain, ok := ParseReturnPath("b-msg_AbC123@BOUNCE.Acme.test")
+	if !ok || id != "msg_AbC123" || domain != "acme.test" {
+		t.Fatalf("ParseReturnPath = %q %q %v", id, domain, ok)
+	}
+	for _, not := range []string{"support@acme.test", "b-@bounce.acme.test", "x-msg_1@bounce.acme.test", "b-msg_1@acme.test", "b-msg_1@bounce.", "nothing"} {
+		if _, _, ok := ParseReturnPath(not); ok {
+			t.Errorf("%q read as a return path", not)
+		}
+	}
+}
