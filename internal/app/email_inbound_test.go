@@ -173,6 +173,13 @@ receipt 42
 	waitFor(t, func() bool {
 		return in.count(`SELECT count(*) FROM messages WHERE project = $1 AND direction = 'inbound' AND recipient = 'billing@acme.test' AND sender = $2`, acme, sender) == 1
 	})
+	// Without catch-all, an unknown local part is refused at RCPT.
+	if r := in.do("PATCH", "/v1/senders/"+sender, key, strings.NewReader(`{"emailCatchAllEnabled":false}`)); r.status != 200 || r.body["emailCatchAllEnabled"] != false {
+		t.Fatalf("catch-all off = %d %v", r.status, r.body)
+	}
+	waitFor(t, func() bool {
+		return smtpCode(deliverMail(t, listener, "bob@example.com", []string{"nobody@acme.test"}, "Subject: x\n\nx\n")) == 550
+	})
 	// Unknown domains are refused at RCPT, and over-size mail at DATA: nothing is stored.
 	if err := deliverMail(t, listener, "bob@example.com", []string{"x@elsewhere.test"}, "Subject: x\n\nx\n"); smtpCode(err) != 550 {
 		t.Fatalf("an unknown domain: %v", err)
