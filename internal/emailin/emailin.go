@@ -18,6 +18,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/domainverify"
+	"github.com/switchboard-io/switchboard/internal/index"
 	"github.com/switchboard-io/switchboard/internal/mailin"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
@@ -45,7 +46,7 @@ func (r *Router) Lookup(ctx context.Context, address string) (mailin.Route, erro
 	}
 	domain := v1alpha1.EmailDomainOf(address)
 	var domains v1alpha1.EmailDomainList
-	if err := r.Reader.List(ctx, &domains); err != nil {
+	if err := r.Reader.List(ctx, &domains, client.MatchingFields{index.EmailDomainName: domain}); err != nil {
 		return mailin.Route{}, fmt.Errorf("list email domains: %w", err)
 	}
 	var receiving []v1alpha1.EmailDomain

@@ -19,6 +19,9 @@ const (
 	// SenderDefault indexes Senders that ask to be their project's default ("true"), so a send
 	// without a sender reads those alone.
 	SenderDefault = "spec.default"
+	// EmailDomainName indexes EmailDomains by spec.domain, so the SMTP listener finds the
+	// projects of a recipient's domain without reading every domain.
+	EmailDomainName = "spec.domain"
 )
 
 // Register adds every index to indexer.
@@ -43,6 +46,11 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("index senders by default: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &v1alpha1.EmailDomain{}, EmailDomainName, func(o client.Object) []string {
+		return []string{o.(*v1alpha1.EmailDomain).Spec.Domain}
+	}); err != nil {
+		return fmt.Errorf("index email domains by domain: %w", err)
 	}
 	return nil
 }
