@@ -49,6 +49,12 @@ type Outbound struct {
 	AccountToken string
 	// ReactToProviderMessageID is, for a reaction, the provider's id of the message reacted to.
 	ReactToProviderMessageID string
+	// ReplyToProviderMessageID is the provider's id of the message this one answers (WhatsApp's
+	// context): shown quoted above it.
+	ReplyToProviderMessageID string
+	// Template is, for messageType template on WhatsApp, the approved template and its
+	// parameters, resolved from the Template resource Content.TemplateID names.
+	Template *OutboundTemplate
 	// StatusCallback is the URL the provider reports this message's status changes to; empty
 	// when the provider has none or the installation has no public URL.
 	StatusCallback string
@@ -68,6 +74,30 @@ type Attachment struct {
 	// Content is the attachment itself; nil when URL names it instead.
 	Content []byte
 	URL     string
+}
+
+// OutboundTemplate is an approved WhatsApp template as a send uses it.
+type OutboundTemplate struct {
+	// Name and Language are the template's name and language code at the provider.
+	Name, Language string
+	// HeaderType is text, image, video, document or "" (no header); HeaderParams fill a text
+	// header's {{n}} in order, HeaderMediaURL is a media header's file.
+	HeaderType     string
+	HeaderParams   []string
+	HeaderMediaURL string
+	// BodyParams fill the body's {{1}}, {{2}} … in order.
+	BodyParams []string
+	// Buttons are the parameters of the buttons that take one, by the button's index: the
+	// {{1}} of a url button, the code of an otp (copy code) button.
+	Buttons []TemplateButtonParam
+}
+
+// TemplateButtonParam is the parameter of one template button.
+type TemplateButtonParam struct {
+	Index int
+	// SubType is url, copy_code or quick_reply (Meta's sub_type).
+	SubType string
+	Value   string
 }
 
 // DKIMKey signs outgoing mail of one domain (RFC 6376): the signing domain (d=), the selector
