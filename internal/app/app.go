@@ -49,6 +49,8 @@ import (
 	"github.com/switchboard-io/switchboard/internal/providercheck"
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
 	"github.com/switchboard-io/switchboard/internal/sender"
+	"github.com/switchboard-io/switchboard/internal/template"
+	"github.com/switchboard-io/switchboard/internal/templatereview"
 	"github.com/switchboard-io/switchboard/internal/transport/registry"
 	"github.com/switchboard-io/switchboard/internal/transport/sandbox"
 	"github.com/switchboard-io/switchboard/internal/worker"
@@ -209,20 +211,26 @@ func Run(ctx context.Context, cfg Config) error {
 		return &domainverify.Verifier{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), FieldManager: fieldManager,
 			Resolver: resolver, Config: cfg.Email, Pool: cfg.Pool, Deliveries: delivery.NewService(mgr.GetClient())}
 	}
+	reviewer := func(fieldManager string) *templatereview.Reviewer {
+		return &templatereview.Reviewer{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), FieldManager: fieldManager,
+			Pool: cfg.Pool, Deliveries: delivery.NewService(mgr.GetClient())}
+	}
 	if cfg.Role.runs(RoleManager) {
 		every := cfg.SenderActivityEvery
 		if every == 0 {
 			every = time.Minute
 		}
 		if err := controller.Setup(mgr, controller.Options{Activity: &controller.ActivitySource{Pool: cfg.Pool, Every: every},
-			ProviderChecks: providercheck.Checks(), EmailDomains: verifier("switchboard-manager")}); err != nil {
+			ProviderChecks: providercheck.Checks(), EmailDomains: verifier("switchboard-manager"),
+			Templates: reviewer("switchboard-manager")}); err != nil {
 			return fmt.Errorf("set up controllers: %w", err)
 		}
 	}
 	if cfg.Role.runs(RoleAPI) || cfg.Role.runs(RoleWorker) {
 		// Start the informers the API and the workers read before reporting ready, not on the
 		// first request or job.
-		for _, obj := range []client.Object{&v1alpha1.Project{}, &v1alpha1.Sender{}, &v1alpha1.Provider{}, &v1alpha1.EmailDomain{}, &corev1.Secret{}} {
+		for _, obj := range []client.Object{&v1alpha1.Project{}, &v1alpha1.Sender{}, &v1alpha1.Provider{}, &v1alpha1.EmailDomain{},
+			&v1alpha1.Template{}, &corev1.Secret{}} {
 			if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 				return fmt.Errorf("watch %T: %w", obj, err)
 			}
@@ -275,7 +283,8 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		if cfg.Role.runs(RoleAPI) {
 			domains := emaildomain.NewService(mgr.GetClient(), mgr.GetAPIReader(), verifier(kubewrite.FieldManager))
-			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, emailChecks, resolver, checks, log); err != nil {
+			templates := template.NewService(mgr.GetClient(), mgr.GetAPIReader(), reviewer(kubewrite.FieldManager))
+			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, emailChecks, resolver, checks, log); err != nil {
 				return err
 			}
 		}
@@ -288,7 +297,8 @@ func Run(ctx context.Context, cfg Config) error {
 // addAPI adds the API server and what it needs: the key authenticator with its revocation
 // listener, the request-rate limiter, the cursor key shared by replicas, and the informers it reads.
 func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Service, queue *river.Client[pgx.Tx],
-	messages *message.Service, transports *registry.Registry, domains *emaildomain.Service, emailChecks *emailcheck.Checker,
+	messages *message.Service, transports *registry.Registry, domains *emaildomain.Service, templates *template.Service,
+	emailChecks *emailcheck.Checker,
 	resolver *dnsresolve.Resolver, checks map[string]healthz.Checker,
 	log logr.Logger) error {
 	auth := apikey.NewAuthenticator(keys, cfg.Pool, log.WithName("apikeys"))
@@ -311,6 +321,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Messages:        messages,
 		Contacts:        contact.NewService(cfg.Pool),
 		EmailDomains:    domains,
+		Templates:       templates,
 		EmailChecks:     emailChecks,
 		Disposable:      cfg.Disposable,
 		Limiter:         limiter,

@@ -41,6 +41,8 @@ type instance struct {
 	count func(sql string, args ...any) int
 	// poolRow runs a query of one row on the instance's database.
 	poolRow func(sql string, args ...any) pgx.Row
+	// db is the instance's database.
+	db *pgxpool.Pool
 }
 
 type option func(*app.Config)
@@ -116,6 +118,7 @@ func start(t testing.TB, opts ...option) *instance {
 		pool.Close()
 	})
 	in := &instance{t: t, url: "http://" + listener.Addr().String(), k8s: k8s, keys: apikey.NewService(pool)}
+	in.db = pool
 	in.poolRow = func(sql string, args ...any) pgx.Row { return pool.QueryRow(context.Background(), sql, args...) }
 	in.count = func(sql string, args ...any) int {
 		var n int

@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/domainverify"
+	"github.com/switchboard-io/switchboard/internal/templatereview"
 )
 
 // Options are what the reconcilers take from the process that runs them.
@@ -21,6 +22,8 @@ type Options struct {
 	// EmailDomains makes domains' keys and records and checks DNS; nil runs no EmailDomain
 	// controller.
 	EmailDomains *domainverify.Verifier
+	// Templates moves templates through their review; nil runs no Template controller.
+	Templates *templatereview.Reviewer
 }
 
 // Setup registers every reconciler with the manager. The field indexes (index.Register) must be
@@ -37,6 +40,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if opts.EmailDomains != nil {
 		if err := (&EmailDomainReconciler{Client: mgr.GetClient(), Verifier: opts.EmailDomains}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
+	if opts.Templates != nil {
+		if err := (&TemplateReconciler{Client: mgr.GetClient(), Reviewer: opts.Templates}).SetupWithManager(mgr); err != nil {
 			return err
 		}
 	}

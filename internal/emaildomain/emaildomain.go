@@ -10,13 +10,11 @@ import (
 	"encoding/base32"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"golang.org/x/net/idna"
@@ -106,15 +104,7 @@ func (s *Service) List(ctx context.Context, project string) ([]v1alpha1.EmailDom
 	if err := s.client.List(ctx, &list, client.InNamespace(project)); err != nil {
 		return nil, fmt.Errorf("list email domains of %s: %w", project, err)
 	}
-	out := slices.DeleteFunc(list.Items, func(d v1alpha1.EmailDomain) bool { return !d.DeletionTimestamp.IsZero() })
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.Before(&b.CreationTimestamp)
-		}
-		return a.Name < b.Name
-	})
-	return out, nil
+	return kubewrite.Live(list.Items), nil
 }
 
 // Get returns the domain id of project.
@@ -149,18 +139,7 @@ func (s *Service) Verify(ctx context.Context, project, id string, strict bool) (
 // refresh runs the verifier, reading the domain again when another writer (the controller)
 // changed it meanwhile. DNS being unavailable is returned after the status is written.
 func (s *Service) refresh(ctx context.Context, d *v1alpha1.EmailDomain, o domainverify.Options) error {
-	first := true
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if !first {
-			fresh, err := s.read(ctx, s.live, d.Namespace, d.Name)
-			if err != nil {
-				return err
-			}
-			*d = *fresh
-		}
-		first = false
-		return s.verifier.Refresh(ctx, d, o)
-	})
+	return kubewrite.Retry(ctx, s.live, d, func(d *v1alpha1.EmailDomain) error { return s.verifier.Refresh(ctx, d, o) })
 }
 
 // Delete removes the domain and its generated key. A domain a sender of the project sends from
@@ -209,15 +188,7 @@ func (s *Service) senders(ctx context.Context, project, domain string) ([]string
 }
 
 func (s *Service) read(ctx context.Context, r client.Reader, project, id string) (*v1alpha1.EmailDomain, error) {
-	var d v1alpha1.EmailDomain
-	err := r.Get(ctx, client.ObjectKey{Namespace: project, Name: id}, &d)
-	if apierrors.IsNotFound(err) || (err == nil && !d.DeletionTimestamp.IsZero()) {
-		return nil, apperror.NotFoundf("No email domain %s.", id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read email domain %s: %w", id, err)
-	}
-	return &d, nil
+	return kubewrite.Read[v1alpha1.EmailDomain](ctx, r, project, id, "email domain")
 }
 
 // ID names the EmailDomain the API makes for domain: "dom-" and 16 characters of its hash, so

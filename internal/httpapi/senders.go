@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"net/http"
 	"strconv"
 	"time"
@@ -102,8 +103,14 @@ func senderView(v sender.View) senderJSON {
 
 // updatedAt is the time of the sender's latest change, from its managed fields.
 func updatedAt(snd *v1alpha1.Sender) time.Time {
-	t := snd.CreationTimestamp.Time
-	for _, f := range snd.ManagedFields {
+	return updatedAtOf(snd.CreationTimestamp.Time, snd.ManagedFields)
+}
+
+// updatedAtOf is the time of a resource's latest change of its spec: its creation, or the
+// latest write its managed fields record (status writes aside).
+func updatedAtOf(created time.Time, fields []metav1.ManagedFieldsEntry) time.Time {
+	t := created
+	for _, f := range fields {
 		if f.Time != nil && f.Time.After(t) && f.Subresource == "" {
 			t = f.Time.Time
 		}

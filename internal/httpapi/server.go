@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
 	"github.com/switchboard-io/switchboard/internal/sender"
+	"github.com/switchboard-io/switchboard/internal/template"
 )
 
 // KeyUsage records that a key was used; it must not block the request.
@@ -38,12 +39,13 @@ type Authenticator interface {
 
 // Server is the API's HTTP server.
 type Server struct {
-	auth     Authenticator
-	accounts *account.Service
-	senders  *sender.Service
-	messages *message.Service
-	contacts *contact.Service
-	domains  *emaildomain.Service
+	auth      Authenticator
+	accounts  *account.Service
+	senders   *sender.Service
+	messages  *message.Service
+	contacts  *contact.Service
+	domains   *emaildomain.Service
+	templates *template.Service
 	// emailChecks keeps the suppression list and inspects addresses; disposable is the list of
 	// throwaway domains introspection flags.
 	emailChecks *emailcheck.Checker
@@ -71,6 +73,8 @@ type Options struct {
 	Contacts *contact.Service
 	// EmailDomains manages the projects' email domains.
 	EmailDomains *emaildomain.Service
+	// Templates manages the projects' message templates.
+	Templates *template.Service
 	// EmailChecks keeps the suppression list and inspects addresses.
 	EmailChecks *emailcheck.Checker
 	// Disposable is the list of throwaway domains introspection flags; nil: the shipped list.
@@ -111,7 +115,7 @@ func New(o Options) (*Server, error) {
 	}
 	return &Server{
 		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
-		contacts: o.Contacts, domains: o.EmailDomains, emailChecks: o.EmailChecks, disposable: o.Disposable,
+		contacts: o.Contacts, domains: o.EmailDomains, templates: o.Templates, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks,
 	}, nil

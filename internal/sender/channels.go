@@ -278,6 +278,16 @@ func (s *Service) SendersAt(ctx context.Context, project, address string) ([]*v1
 	return out, nil
 }
 
+// SenderAt names the sender whose channel typ is at address (v2's from for one channel): 404
+// when there is none.
+func (s *Service) SenderAt(ctx context.Context, project, address string, typ v1alpha1.Channel) (string, error) {
+	e, err := s.entry(ctx, project, address, typ)
+	if err != nil {
+		return "", err
+	}
+	return e.Sender.Name, nil
+}
+
 // renamePath names a field of a v1 sender request by its v2 name in a 400's field errors.
 func renamePath(err error, from, to string) error {
 	e := apperror.As(err)

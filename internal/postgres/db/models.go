@@ -164,6 +164,14 @@ type SwitchboardSetting struct {
 	CreatedAt time.Time
 }
 
+type TemplateAnnouncement struct {
+	Project     string
+	TemplateUid string
+	Status      string
+	Category    string
+	ChangedAt   time.Time
+}
+
 type WebhookDelivery struct {
 	ID            string
 	Project       string
