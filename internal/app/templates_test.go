@@ -81,6 +81,19 @@ func TestTemplatesThroughTheAPIAndTheSandbox(t *testing.T) {
 		t.Fatalf("kubectl create of a duplicate: %v", err)
 	}
 
+	// Before approval, WhatsApp refuses it; SMS renders it already.
+	send := func(content string, channel string) response {
+		return in.post("/v1/messages", key, `{"to":"+15005550100","channel":"`+channel+`","messageType":"template","content":`+content+`}`)
+	}
+	full := `{"templateId":"order-update.en-us","templateVariables":{"1":"Ada","2":"#42"},"templateButtonVariables":{"0":"42"}}`
+	if r := send(full, "whatsapp"); r.status != 400 || r.body["code"] != "template_not_approved" {
+		t.Fatalf("send before approval = %d %v", r.status, r.body)
+	}
+	r = send(`{"templateId":"order-update.en-us","templateVariables":{"1":"Ada","2":"#42"}}`, "sms")
+	if m := r.body["message"].(map[string]any); r.status != 200 || m["text"] != "Order #42 ships" || m["messageType"] != "text" {
+		t.Fatalf("sms template = %d %v", r.status, r.body)
+	}
+
 	// Submitted with a test key: the sandbox reviews it; pending, then approved, each announced once.
 	r = in.post("/v1/templates/order-update.en-us/submit", key, `{"senderId":"main"}`)
 	if r.status != 200 || r.body["status"] != "pending" {
@@ -90,6 +103,25 @@ func TestTemplatesThroughTheAPIAndTheSandbox(t *testing.T) {
 	waitFor(t, func() bool { return len(templateEvents(in, acme)) == 2 })
 	if got := fmt.Sprint(templateEvents(in, acme)); got != "[draft→pending UTILITY pending→approved UTILITY]" {
 		t.Fatalf("events = %s", got)
+	}
+
+	// Approved: WhatsApp sends it, with exactly the variables it takes.
+	r = send(full, "whatsapp")
+	if r.status != 200 {
+		t.Fatalf("send = %d %v", r.status, r.body)
+	}
+	waitStatus(t, in, key, r.body["message"].(map[string]any)["id"].(string), "delivered")
+	for content, path := range map[string]string{
+		`{"templateId":"order-update.en-us","templateVariables":{"1":"Ada"},"templateButtonVariables":{"0":"42"}}`:                                               "content.templateVariables",
+		`{"templateId":"order-update.en-us","templateVariables":{"1":"Ada","2":"#42","3":"x"},"templateButtonVariables":{"0":"42"}}`:                             "content.templateVariables",
+		`{"templateId":"order-update.en-us","templateVariables":{"1":"Ada","2":"#42"}}`:                                                                          "content.templateButtonVariables",
+		`{"templateId":"order-update.en-us","templateVariables":{"1":"Ada","2":"#42"},"templateButtonVariables":{"0":"42"},"templateHeaderVariables":{"1":"x"}}`: "content.templateHeaderVariables",
+		`{"templateId":"nothing.en","templateVariables":{}}`:                                                                                                     "content.templateId",
+	} {
+		r := send(content, "whatsapp")
+		if errs := fieldErrors(r); r.status != 400 || len(errs) == 0 || errs[0].(map[string]any)["path"] != path {
+			t.Errorf("%s = %d %v, want 400 on %s", content, r.status, r.body, path)
+		}
 	}
 
 	// A name the sandbox rejects; submitted through v2 with the sender's address.

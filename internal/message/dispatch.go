@@ -124,6 +124,9 @@ func (s *Service) dispatch(ctx context.Context, id string) error {
 		m = db.Message(started)
 	}
 	out, err := s.outbound(ctx, m, route)
+	if f := transport.AsFailure(err); f != nil {
+		return s.fail(ctx, m, f)
+	}
 	if err != nil {
 		return err
 	}
@@ -212,6 +215,11 @@ func (s *Service) outbound(ctx context.Context, m db.Message, r Route) (transpor
 			return transport.Outbound{}, fmt.Errorf("read content of message %s: %w", m.ID, err)
 		}
 		out.Content = &c
+		if m.MessageType == "template" && m.Channel == string(v1alpha1.ChannelWhatsApp) {
+			if out.Template, err = s.outboundTemplate(ctx, m.Project, &c); err != nil {
+				return transport.Outbound{}, err
+			}
+		}
 		if c.ReactTo != "" {
 			target, err := q.GetMessageByID(ctx, c.ReactTo)
 			if err == nil && target.ProviderMessageID != nil {

@@ -49,6 +49,9 @@ type Carries func(channel, messageType, to string) bool
 // defaultPolicies are the lists in the order they run.
 func (s *Service) defaultPolicies(carries Carries) {
 	s.acceptPolicies = []AcceptPolicy{
+		// A template on a channel other than WhatsApp goes as its rendered text: before the
+		// channel's own limits are checked.
+		templateResolved{reader: s.reader},
 		channelCarries{carries: carries},
 		transportAvailable{transports: s.transports},
 		whatsAppWindow{windows: s, now: s.now},
