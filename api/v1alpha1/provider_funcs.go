@@ -52,7 +52,7 @@ func (t ProviderType) CredentialKeys() (required, optional []string) {
 	case ProviderTwilio:
 		return []string{ProviderKeyAccountSID, ProviderKeyAuthToken}, nil
 	case ProviderMeta:
-		return []string{ProviderKeyAccessToken}, []string{ProviderKeyAppSecret}
+		return []string{ProviderKeyAccessToken}, []string{ProviderKeyAppSecret, ProviderKeyVerifyToken}
 	case ProviderSMTP:
 		return []string{ProviderKeyUsername, ProviderKeyPassword}, []string{ProviderKeyCACert}
 	default:

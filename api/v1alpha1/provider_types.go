@@ -42,9 +42,11 @@ const (
 	ProviderKeyAccountSID = "accountSid"
 	ProviderKeyAuthToken  = "authToken"
 	// ProviderKeyAccessToken is a meta system-user access token; ProviderKeyAppSecret, optional,
-	// is the app secret that signs meta's webhooks.
+	// is the app secret that signs meta's webhooks (without it they are refused);
+	// ProviderKeyVerifyToken, optional, answers the webhook subscription's handshake.
 	ProviderKeyAccessToken = "accessToken"
 	ProviderKeyAppSecret   = "appSecret"
+	ProviderKeyVerifyToken = "verifyToken"
 	// ProviderKeyUsername and ProviderKeyPassword log in to an smtp relay; ProviderKeyCACert,
 	// optional, is the PEM bundle of the CA a relay's certificate is checked against (an
 	// internal relay with a private CA) instead of the system's roots.
@@ -58,6 +60,7 @@ const (
 // default of every project.
 // +kubebuilder:validation:XValidation:rule="self.type == 'telegram' || has(self.secretRef)",message="a twilio, meta or smtp Provider needs secretRef: the Secret holding its credentials"
 // +kubebuilder:validation:XValidation:rule="!has(self.baseURL) || !isURL(self.baseURL) || ((self.type == 'smtp') == (url(self.baseURL).getScheme() in ['smtp', 'smtps']))",message="baseURL of an smtp Provider is an smtp:// or smtps:// URL; of the other types an http:// or https:// URL"
+// +kubebuilder:validation:XValidation:rule="self.type == 'meta' || !has(self.meta)",message="meta settings are for a meta Provider"
 // +kubebuilder:validation:XValidation:rule="self.type != 'smtp' || has(self.baseURL)",message="an smtp Provider needs baseURL: the relay, as smtp://host:587 (STARTTLS) or smtps://host:465"
 type ProviderSpec struct {
 	// Type is the upstream: twilio, telegram, meta or smtp. Set at creation only.
@@ -82,6 +85,22 @@ type ProviderSpec struct {
 	// several of one type are, the oldest is.
 	// +optional
 	Default bool `json:"default,omitempty"`
+
+	// Meta holds what a meta Provider needs besides its Secret.
+	// +optional
+	Meta *MetaSettings `json:"meta,omitempty"`
+}
+
+// MetaSettings are a Meta app's public settings.
+type MetaSettings struct {
+	// AppID is the Meta app's id.
+	// +kubebuilder:validation:Pattern=`^[0-9]{1,32}$`
+	// +optional
+	AppID string `json:"appId,omitempty"`
+	// GraphAPIVersion is the Graph API version calls use, e.g. v21.0; empty: Switchboard's.
+	// +kubebuilder:validation:Pattern=`^v[0-9]+\.[0-9]+$`
+	// +optional
+	GraphAPIVersion string `json:"graphApiVersion,omitempty"`
 }
 
 // ProviderSecretRef names a Secret in the Provider's namespace.
