@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -132,5 +133,36 @@ var _ = Describe("config/samples for email", func() {
 		}, "10s").ShouldNot(BeEmpty())
 		Expect(d.Status.State).To(Equal(v1alpha1.DomainPending))
 		Expect(d.Status.Records[0].Name).To(HaveSuffix("._domainkey.acme.example"))
+	})
+})
+
+var _ = Describe("config/samples for templates", func() {
+	ctx := context.Background()
+
+	It("the Template applies as it is and the sandbox approves its submission", func() {
+		b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_template.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var t v1alpha1.Template
+		Expect(yaml.UnmarshalStrict(b, &t)).To(Succeed())
+		b, err = os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_sender.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var sender v1alpha1.Sender
+		Expect(yaml.UnmarshalStrict(b, &sender)).To(Succeed())
+		err = k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: t.Namespace}})
+		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
+		err = k8s.Create(ctx, &sender)
+		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
+		Expect(k8s.Create(ctx, &t)).To(Succeed())
+		Eventually(func() v1alpha1.TemplateState {
+			_ = k8s.Get(ctx, client.ObjectKeyFromObject(&t), &t)
+			return t.Status.State
+		}, "15s").Should(Equal(v1alpha1.TemplateApproved))
+		Expect(t.Status.Category).To(Equal(v1alpha1.CategoryUtility))
+		Expect(meta.IsStatusConditionTrue(t.Status.Conditions, v1alpha1.ConditionReady)).To(BeTrue())
+
+		// A second template of the same name and language cannot be made, whatever its name.
+		dup := t.DeepCopy()
+		dup.ObjectMeta = metav1.ObjectMeta{Namespace: t.Namespace, Name: "order-update-copy.en-us"}
+		Expect(k8s.Create(ctx, dup)).To(MatchError(ContainSubstring("name and language identify it")))
 	})
 })

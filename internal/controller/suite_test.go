@@ -31,6 +31,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/index"
 	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
 	"github.com/switchboard-io/switchboard/internal/providercheck"
+	"github.com/switchboard-io/switchboard/internal/templatereview"
 )
 
 var (
@@ -87,7 +88,10 @@ var _ = BeforeSuite(func() {
 		Resolver: dnsresolve.New(dnsServer.Addr(), time.Second), Config: domainverify.Config{InboundHost: emailInboundHost},
 		Pool: pool, Deliveries: delivery.NewService(mgr.GetClient())}
 	// The checks the binary runs: Twilio's against the twiliotest peer a test points baseURL at.
-	Expect(controller.Setup(mgr, controller.Options{ProviderChecks: providercheck.Checks(), EmailDomains: verifier})).To(Succeed())
+	reviewer := &templatereview.Reviewer{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Pool: pool,
+		Deliveries: delivery.NewService(mgr.GetClient())}
+	Expect(controller.Setup(mgr, controller.Options{ProviderChecks: providercheck.Checks(), EmailDomains: verifier,
+		Templates: reviewer})).To(Succeed())
 
 	var ctx context.Context
 	ctx, cancel = context.WithCancel(context.Background())
