@@ -196,6 +196,15 @@ func (s *Sender) ProviderName(c Channel) string {
 }
 
 // connected is the account connected on a chat channel, or nil.
+// AccountID is the provider's id of the sender's connected account on c (the WhatsApp phone
+// number id, the page or Instagram account id); "" when none is connected.
+func (s *Sender) AccountID(c Channel) string {
+	if a := s.connected(c); a != nil {
+		return a.AccountID
+	}
+	return ""
+}
+
 func (s *Sender) connected(c Channel) *ConnectedAccount {
 	switch c {
 	case ChannelWhatsApp:

@@ -19,13 +19,14 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/templatereview"
 	"github.com/switchboard-io/switchboard/internal/transport"
 	"github.com/switchboard-io/switchboard/internal/transport/telegram"
 )
 
 // maxBody bounds a callback's body: a status or an SMS is a few kilobytes, a Telegram update
-// tens of them.
-const maxBody = 1 << 20
+// tens of them, a batch of Meta's at most meta.WebhookMaxBody.
+const maxBody = 4 << 20
 
 // Handler serves /callbacks/.
 type Handler struct {
@@ -43,6 +44,8 @@ type Handler struct {
 	TelegramKey []byte
 	// Bots reaches the Bot API as a sender's bot (to answer a button press); nil answers none.
 	Bots Bots
+	// Templates applies providers' template verdicts; nil ignores them.
+	Templates *templatereview.Reviewer
 	Log  logr.Logger
 
 	mux *http.ServeMux
@@ -61,6 +64,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		mux.HandleFunc("POST /callbacks/twilio/{namespace}/{provider}/calls", h.twilioStatus(true))
 		mux.HandleFunc("POST /callbacks/twilio/{namespace}/{provider}/inbound", h.twilioInbound)
 		mux.HandleFunc("POST /callbacks/telegram/{namespace}/{sender}/updates", h.telegramUpdate)
+		mux.HandleFunc("GET /callbacks/meta/{namespace}/{provider}", h.metaHandshake)
+		mux.HandleFunc("POST /callbacks/meta/{namespace}/{provider}", h.metaWebhook)
 		h.mux = mux
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBody)

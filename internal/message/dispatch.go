@@ -39,6 +39,9 @@ type Route struct {
 	FromName   string
 	DKIM       *transport.DKIMKey
 	ReturnPath string
+	// AccountID, when set, is the sending account the provider knows the sender's channel by
+	// (a WhatsApp phone number id, a page id): the transport's From instead of the address.
+	AccountID string
 }
 
 // Dispatch retries: a provider that answers "later" (429, 5xx) or cannot be reached is tried
@@ -209,6 +212,9 @@ func (s *Service) outbound(ctx context.Context, m db.Message, r Route) (transpor
 	out := transport.Outbound{ID: m.ID, Channel: m.Channel, MessageType: m.MessageType, To: m.Recipient, From: m.Originator,
 		Text: deref(m.Body), Subject: deref(m.Subject), Attachments: attachments, AccountToken: r.AccountToken,
 		StatusCallback: r.StatusCallback, FromName: r.FromName, DKIM: r.DKIM, ReturnPath: r.ReturnPath}
+	if r.AccountID != "" {
+		out.From = r.AccountID
+	}
 	if len(m.Content) > 0 {
 		var c transport.Content
 		if err := json.Unmarshal(m.Content, &c); err != nil {

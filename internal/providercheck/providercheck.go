@@ -9,6 +9,8 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/controller"
+	"github.com/switchboard-io/switchboard/internal/transport/meta"
+	"github.com/switchboard-io/switchboard/internal/transport/registry"
 	"github.com/switchboard-io/switchboard/internal/transport/smtp"
 	"github.com/switchboard-io/switchboard/internal/transport/twilio"
 )
@@ -17,7 +19,18 @@ import (
 // its own (each bot's token is checked with getMe when it is attached); meta and smtp are checked
 // with their transports.
 func Checks() map[v1alpha1.ProviderType]controller.CredentialCheck {
-	return map[v1alpha1.ProviderType]controller.CredentialCheck{v1alpha1.ProviderTwilio: Twilio, v1alpha1.ProviderSMTP: SMTP}
+	return map[v1alpha1.ProviderType]controller.CredentialCheck{v1alpha1.ProviderTwilio: Twilio, v1alpha1.ProviderSMTP: SMTP,
+		v1alpha1.ProviderMeta: Meta}
+}
+
+// Meta asks the Graph API who the system-user token is (GET /me): an expired or revoked token
+// wraps controller.ErrCredentialsRejected, with Meta's reason.
+func Meta(ctx context.Context, p *v1alpha1.Provider, creds map[string][]byte) (string, error) {
+	who, err := meta.New(registry.MetaConfig(p, creds, nil)).CheckToken(ctx)
+	if errors.Is(err, meta.ErrInvalidToken) {
+		return "", fmt.Errorf("%w: %w", controller.ErrCredentialsRejected, err)
+	}
+	return who, err
 }
 
 // SMTP connects to the relay, starts TLS and logs in, without sending. A relay refusing the

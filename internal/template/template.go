@@ -48,6 +48,9 @@ type Input struct {
 	CodeExpirationMinutes                *int
 }
 
+// Reviewer is the reviewer the service submits through.
+func (s *Service) Reviewer() *templatereview.Reviewer { return s.reviewer }
+
 // Create makes a template, a draft; a second one of the same name and language is 409.
 func (s *Service) Create(ctx context.Context, project string, in Input) (*v1alpha1.Template, error) {
 	spec, errs := specOf(in)

@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/transport"
+	metatransport "github.com/switchboard-io/switchboard/internal/transport/meta"
 	"github.com/switchboard-io/switchboard/internal/transport/sandbox"
 	"github.com/switchboard-io/switchboard/internal/transport/smtp"
 	"github.com/switchboard-io/switchboard/internal/transport/telegram"
@@ -59,6 +60,7 @@ type Registry struct {
 
 	twilio versioned[*twilio.Transport] // by Provider UID, generation and Secret version
 	relays versioned[*smtp.Transport]   // the same
+	metas  versioned[*metatransport.Transport]   // the same
 	keys   versioned[crypto.Signer]     // DKIM keys, by Secret UID and version
 }
 
@@ -125,6 +127,8 @@ func (r *Registry) transportOf(ctx context.Context, p *v1alpha1.Provider, snd *v
 		return message.Route{Transport: t, StatusCallback: callback, External: true}, nil
 	case v1alpha1.ProviderSMTP:
 		return r.emailRoute(ctx, p, snd, messageID)
+	case v1alpha1.ProviderMeta:
+		return r.metaRoute(ctx, p, snd, ch)
 	case v1alpha1.ProviderTelegram:
 		token, err := r.accountToken(ctx, snd, ch)
 		if err != nil {
@@ -234,7 +238,7 @@ func (r *Registry) Available(ctx context.Context, testMode bool, snd *v1alpha1.S
 	if p == nil && ch == v1alpha1.ChannelTelegram {
 		return nil
 	}
-	if p != nil && (p.Spec.Type == v1alpha1.ProviderTwilio || p.Spec.Type == v1alpha1.ProviderTelegram) {
+	if p != nil && (p.Spec.Type == v1alpha1.ProviderTwilio || p.Spec.Type == v1alpha1.ProviderTelegram || p.Spec.Type == v1alpha1.ProviderMeta) {
 		return nil
 	}
 	if p != nil && p.Spec.Type == v1alpha1.ProviderSMTP {
@@ -254,11 +258,18 @@ func (r *Registry) Available(ctx context.Context, testMode bool, snd *v1alpha1.S
 }
 
 // Carries says whether channel can carry messageType to the recipient (message.Carries):
-// Telegram has no templates; an MMS goes only where the destination takes one.
+// Telegram has no templates; Instagram and Messenger carry what Meta's Send API does; an MMS
+// goes only where the destination takes one.
 func Carries(channel, messageType, to string) bool {
 	switch v1alpha1.Channel(channel) {
 	case v1alpha1.ChannelTelegram:
 		return telegram.Supports(messageType)
+	case v1alpha1.ChannelInstagram:
+		return metatransport.InstagramCarries(messageType)
+	case v1alpha1.ChannelMessenger:
+		return metatransport.MessengerCarries(messageType)
+	case v1alpha1.ChannelWhatsApp:
+		return metatransport.WhatsAppCarries(messageType)
 	case v1alpha1.ChannelSMS, v1alpha1.ChannelSMSOneway:
 		if messageType != "text" && messageType != "template" {
 			return twilio.MMSAllowed(to)

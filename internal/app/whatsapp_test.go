@@ -1,0 +1,148 @@
+package app_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/transport/meta/metatest"
+)
+
+const (
+	waPhoneID = "109876543210987"
+	waDisplay = "+1 500-555-0010"
+	waNumber  = "+15005550010"
+	wabaID    = "200000000000001"
+)
+
+// metaProject is a project whose default meta Provider is the Graph API peer, with a sender
+// whose WhatsApp is the peer's number, and a live key.
+func metaProject(t *testing.T, in *instance, peer *metatest.Server, token string) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	peer.AddPhoneNumber(waPhoneID, waDisplay, wabaID)
+	acme := newProject(t, in, v1alpha1.ProjectSpec{})
+	for _, o := range []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "meta", Labels: map[string]string{v1alpha1.SecretLabel: "true"}},
+			StringData: map[string]string{"accessToken": token, "appSecret": metatest.AppSecret, "verifyToken": "let-me-in"}},
+		&v1alpha1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "meta"}, Spec: v1alpha1.ProviderSpec{
+			Type: v1alpha1.ProviderMeta, BaseURL: peer.URL, Default: true, SecretRef: &v1alpha1.ProviderSecretRef{Name: "meta"},
+			Meta: &v1alpha1.MetaSettings{AppID: metatest.AppID}}},
+		&v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "wa"}, Spec: v1alpha1.SenderSpec{
+			DisplayName: "Acme WhatsApp", Default: true, WhatsApp: &v1alpha1.ConnectedAccount{AccountID: waPhoneID,
+				DisplayPhoneNumber: waDisplay, BusinessAccountID: wabaID, Active: true}}},
+	} {
+		if err := in.k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return acme, newKey(t, in, acme, apikey.Live)
+}
+
+func TestLiveWhatsAppThroughMeta(t *testing.T) {
+	peer := metatest.NewServer(t, metatest.Options{})
+	in := start(t, publicAtListener)
+	acme, key := metaProject(t, in, peer, metatest.Token)
+	if c := providerReady(t, in, acme, "meta"); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Provider Ready = %+v", c)
+	}
+	hook := in.url + "/callbacks/meta/" + acme + "/meta"
+	ctx := context.Background()
+
+	// Meta's subscription handshake, with the Secret's verify token.
+	resp, err := http.Get(hook + "?hub.mode=subscribe&hub.verify_token=let-me-in&hub.challenge=1158201444")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(body) != "1158201444" {
+		t.Fatalf("handshake = %d %q", resp.StatusCode, body)
+	}
+	if resp, _ := http.Get(hook + "?hub.mode=subscribe&hub.verify_token=wrong&hub.challenge=1"); resp.StatusCode != 403 {
+		t.Fatalf("handshake with a wrong token = %d", resp.StatusCode)
+	}
+
+	// The contact writes first (opening the window): a signed webhook.
+	in1 := metatest.HookTextMessage(waPhoneID, waDisplay, "15551230001", "wamid.in1", "Hello!")
+	if code, err := metatest.WebhookPost(ctx, hook, []byte(metatest.AppSecret), in1); err != nil || code != 200 {
+		t.Fatalf("inbound webhook = %d %v", code, err)
+	}
+	waitFor(t, func() bool {
+		return in.count(`SELECT count(*) FROM messages WHERE project = $1 AND direction = 'inbound' AND body = 'Hello!' AND originator = '+15551230001'`, acme) == 1
+	})
+	// A forged one changes nothing; one for a number no sender has is ignored.
+	if code, _ := metatest.WebhookPost(ctx, hook, []byte("not-the-secret"), metatest.HookTextMessage(waPhoneID, waDisplay, "15551230001", "wamid.in2", "forged")); code != 403 {
+		t.Fatalf("forged webhook = %d", code)
+	}
+	if code, _ := metatest.WebhookPost(ctx, hook, []byte(metatest.AppSecret), metatest.HookTextMessage("999", "+1 999", "15551230001", "wamid.in3", "elsewhere")); code != 200 {
+		t.Fatalf("webhook for an unknown number = %d", code)
+	}
+	if n := in.count(`SELECT count(*) FROM messages WHERE project = $1 AND direction = 'inbound'`, acme); n != 1 {
+		t.Fatalf("%d inbound messages, want 1", n)
+	}
+
+	// A live text inside the window goes to the Cloud API; Meta's statuses move it on.
+	r := in.post("/v1/messages", key, `{"to":"+15551230001","channel":"whatsapp","text":"Hi! See https://acme.example"}`)
+	if r.status != 200 {
+		t.Fatalf("send = %d %v", r.status, r.body)
+	}
+	id := r.body["message"].(map[string]any)["id"].(string)
+	m := waitStatus(t, in, key, id, "sent")
+	got, err := peer.Wait(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].PhoneNumberID != waPhoneID || got[0].To != "15551230001" || got[0].Type != "text" || got[0].ID != m["providerMessageId"] ||
+		got[0].Body["text"].(map[string]any)["preview_url"] != true {
+		t.Fatalf("the Cloud API got %+v; message %v", got[0], m)
+	}
+	for _, status := range []string{"delivered", "read"} {
+		if code, err := metatest.WebhookPost(ctx, hook, []byte(metatest.AppSecret),
+			metatest.HookStatus(waPhoneID, waDisplay, got[0].ID, "15551230001", status, 0)); err != nil || code != 200 {
+			t.Fatalf("%s status = %d %v", status, code, err)
+		}
+		waitStatus(t, in, key, id, status)
+	}
+
+	// An interactive list.
+	r = in.post("/v1/messages", key, `{"to":"+15551230001","channel":"whatsapp","messageType":"list","text":"Pick a slot",`+
+		`"content":{"listButton":"Slots","sections":[{"title":"Today","rows":[{"id":"t9","title":"9:00"},{"id":"t10","title":"10:00"}]}]}}`)
+	if r.status != 200 {
+		t.Fatalf("list = %d %v", r.status, r.body)
+	}
+	waitStatus(t, in, key, r.body["message"].(map[string]any)["id"].(string), "sent")
+	got, _ = peer.Wait(ctx, 2)
+	if got[1].Type != "interactive" || got[1].Body["interactive"].(map[string]any)["type"] != "list" {
+		t.Fatalf("list body = %v", got[1].Body)
+	}
+
+	// Meta refusing for good: the message fails with the mapped code and Meta's own.
+	peer.FailNext(1, 400, 131026, 0, "Message Undeliverable")
+	r = in.post("/v1/messages", key, `{"to":"+15551230001","channel":"whatsapp","text":"x","fallbackEnabled":false}`)
+	m = waitStatus(t, in, key, r.body["message"].(map[string]any)["id"].(string), "failed")
+	if m["errorCode"] != "WHATSAPP_UNDELIVERABLE" || m["errorDetails"].(map[string]any)["providerCode"] != "131026" {
+		t.Fatalf("refused message = %v", m)
+	}
+	if strings.Contains(in.get("/v1/messages/"+id, key).body["message"].(map[string]any)["status"].(string), "failed") {
+		t.Fatal("the delivered message changed")
+	}
+}
+
+func TestMetaProviderExpiredToken(t *testing.T) {
+	peer := metatest.NewServer(t, metatest.Options{})
+	in := start(t)
+	acme, _ := metaProject(t, in, peer, metatest.ExpiredToken)
+	c := providerReady(t, in, acme, "meta")
+	if c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonCredentialsRejected || strings.Contains(c.Message, metatest.ExpiredToken) {
+		t.Fatalf("Ready = %+v", c)
+	}
+}

@@ -1,0 +1,197 @@
+package callback
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/transport/meta"
+)
+
+// metaCallbacks are the webhook of a Meta app: WhatsApp business accounts, pages and Instagram
+// accounts all post to it. The GET is the subscription handshake (answered with the Secret's
+// verifyToken); every POST is verified against X-Hub-Signature-256 with the app secret before
+// it is read.
+
+// metaHandshake answers Meta's subscription check with its challenge.
+func (h *Handler) metaHandshake(w http.ResponseWriter, r *http.Request) {
+	_, creds, ok := h.metaProvider(w, r)
+	if !ok {
+		return
+	}
+	challenge, err := meta.VerifyHandshake(r.URL.Query(), string(creds[v1alpha1.ProviderKeyVerifyToken]))
+	if err != nil {
+		refuse(w, http.StatusForbidden, "bad handshake")
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain")
+	_, _ = io.WriteString(w, challenge)
+}
+
+// metaWebhook takes what Meta posts: message statuses, inbound messages, template verdicts.
+func (h *Handler) metaWebhook(w http.ResponseWriter, r *http.Request) {
+	p, creds, ok := h.metaProvider(w, r)
+	if !ok {
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, meta.WebhookMaxBody+1))
+	if err != nil {
+		h.internalError(w, err, "meta")
+		return
+	}
+	if len(body) > meta.WebhookMaxBody {
+		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	switch err := meta.VerifySignature(creds[v1alpha1.ProviderKeyAppSecret], body, r.Header.Get(meta.WebhookSignatureHeader)); {
+	case errors.Is(err, meta.ErrWebhookUnsigned):
+		refuse(w, http.StatusUnauthorized, "missing "+meta.WebhookSignatureHeader)
+		return
+	case err != nil:
+		refuse(w, http.StatusForbidden, "bad "+meta.WebhookSignatureHeader)
+		return
+	}
+	events, err := meta.ParseWebhook(body)
+	if err != nil {
+		http.Error(w, "not a webhook Switchboard reads", http.StatusBadRequest)
+		return
+	}
+	if err := h.metaEvents(r, p, events); err != nil {
+		h.internalError(w, err, "meta")
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// metaProvider reads the meta Provider the URL names, answering 404 itself when there is none.
+func (h *Handler) metaProvider(w http.ResponseWriter, r *http.Request) (*v1alpha1.Provider, map[string][]byte, bool) {
+	p, creds, err := h.provider(r.Context(), r.PathValue("namespace"), r.PathValue("provider"), v1alpha1.ProviderMeta)
+	if apierrors.IsNotFound(err) {
+		refuse(w, http.StatusNotFound, "no such provider")
+		return nil, nil, false
+	}
+	if err != nil {
+		h.internalError(w, err, "meta")
+		return nil, nil, false
+	}
+	return p, creds, true
+}
+
+// metaEvents applies a verified webhook: each status to its message, each message to the
+// sender whose account it reached (an account no sender has is logged once and ignored), each
+// template verdict to its Template.
+func (h *Handler) metaEvents(r *http.Request, p *v1alpha1.Provider, events *meta.Events) error {
+	ctx := r.Context()
+	provider := p.Namespace + "/" + p.Name
+	for _, s := range events.Statuses {
+		if s.ProviderMessageID == "" {
+			continue // a read watermark of Messenger: reads are reported per message elsewhere
+		}
+		if err := h.applyStatus(ctx, r, s.StatusUpdate, provider); err != nil {
+			return err
+		}
+	}
+	for _, m := range events.Messages {
+		snd, err := h.accountSender(ctx, p, v1alpha1.Channel(m.Channel), m.AccountID)
+		if err != nil {
+			return err
+		}
+		if snd == nil {
+			h.logUnknownAccount(provider, m.Channel, m.AccountID)
+			continue
+		}
+		in := message.Inbound{Project: snd.Namespace, Sender: snd.Name, Inbound: m.Inbound}
+		if m.Unsupported != "" {
+			err = h.Messages.ReceiveUnsupported(ctx, in)
+		} else {
+			_, err = h.Messages.Receive(ctx, in)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, t := range events.Templates {
+		if err := h.templateUpdate(ctx, p, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// accountSender finds the sender whose channel ch is the account: in the Provider's project,
+// or in any project for an installation Provider; the oldest when several claim it.
+func (h *Handler) accountSender(ctx context.Context, p *v1alpha1.Provider, ch v1alpha1.Channel, account string) (*v1alpha1.Sender, error) {
+	var list v1alpha1.SenderList
+	var opts []client.ListOption
+	if p.Namespace != h.InstallationNamespace {
+		opts = append(opts, client.InNamespace(p.Namespace))
+	}
+	if err := h.Reader.List(ctx, &list, opts...); err != nil {
+		return nil, err
+	}
+	var found *v1alpha1.Sender
+	for i := range list.Items {
+		s := &list.Items[i]
+		if !s.DeletionTimestamp.IsZero() || s.Spec.Transport == v1alpha1.TransportSandbox || s.AccountID(ch) != account {
+			continue
+		}
+		if found == nil || s.CreationTimestamp.Before(&found.CreationTimestamp) {
+			found = s
+		}
+	}
+	return found, nil
+}
+
+// templateUpdate applies a template verdict or recategorisation to the Template submitted to
+// that business account under that id (or name and language).
+func (h *Handler) templateUpdate(ctx context.Context, p *v1alpha1.Provider, u meta.TemplateUpdate) error {
+	if h.Templates == nil {
+		return nil
+	}
+	var list v1alpha1.TemplateList
+	var opts []client.ListOption
+	if p.Namespace != h.InstallationNamespace {
+		opts = append(opts, client.InNamespace(p.Namespace))
+	}
+	if err := h.Reader.List(ctx, &list, opts...); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		t := &list.Items[i]
+		if t.Status.BusinessAccount != u.WABAID || t.Status.Sandbox {
+			continue
+		}
+		if t.Status.ProviderID != u.TemplateID && (t.Spec.Name != u.Name || t.Spec.Language != u.Language) {
+			continue
+		}
+		err := h.Templates.ProviderUpdate(ctx, t, u.Event, u.Reason, u.Category)
+		if apierrors.IsConflict(err) {
+			// The controller wrote it a moment ago: read it again and apply once more.
+			if err := h.Live.Get(ctx, client.ObjectKeyFromObject(t), t); err != nil {
+				return err
+			}
+			err = h.Templates.ProviderUpdate(ctx, t, u.Event, u.Reason, u.Category)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// unknownAccounts remembers the accounts already logged, so a busy account no sender has logs
+// one line, not one per message.
+var unknownAccounts sync.Map
+
+func (h *Handler) logUnknownAccount(provider, channel, account string) {
+	if _, seen := unknownAccounts.LoadOrStore(provider+"/"+channel+"/"+account, true); !seen {
+		h.Log.Info("webhook for an account no sender has; ignored", "provider", provider, "channel", channel, "account", account)
+	}
+}

@@ -1,0 +1,55 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/transport"
+	metatransport "github.com/switchboard-io/switchboard/internal/transport/meta"
+)
+
+// metaRoute is the route of a WhatsApp, Instagram or Messenger message through the meta
+// Provider p: its Graph API, the sender's connected account (its phone number id, page id) as
+// the sending account, and the account's own token when the Sender names one (else the
+// Provider's system-user token).
+func (r *Registry) metaRoute(ctx context.Context, p *v1alpha1.Provider, snd *v1alpha1.Sender, ch v1alpha1.Channel) (message.Route, error) {
+	t, err := r.MetaOf(ctx, p)
+	if err != nil {
+		return message.Route{}, err
+	}
+	account := snd.AccountID(ch)
+	if account == "" {
+		return message.Route{}, &transport.Failure{Code: ErrProviderNotReady, Message: fmt.Sprintf("Sender %s has no connected %s account.", snd.Name, ch)}
+	}
+	route := message.Route{Transport: t, External: true, AccountID: account}
+	if snd.Credentials(ch) != nil {
+		if route.AccountToken, err = r.accountToken(ctx, snd, ch); err != nil {
+			return message.Route{}, err
+		}
+	}
+	return route, nil
+}
+
+// MetaOf is the Graph API client of a meta Provider, built once per version of it and its Secret.
+func (r *Registry) MetaOf(ctx context.Context, p *v1alpha1.Provider) (*metatransport.Transport, error) {
+	secret, err := r.credentials(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return r.metas.get(fmt.Sprintf("%s/%d/%s", p.UID, p.Generation, secret.ResourceVersion), string(p.UID)+"/",
+		func() (*metatransport.Transport, error) {
+			return metatransport.New(MetaConfig(p, secret.Data, r.HTTP)), nil
+		})
+}
+
+// MetaConfig is the Graph API configuration of a meta Provider and its credentials.
+func MetaConfig(p *v1alpha1.Provider, creds map[string][]byte, hc *http.Client) metatransport.Config {
+	cfg := metatransport.Config{BaseURL: p.Spec.BaseURL, AccessToken: string(creds[v1alpha1.ProviderKeyAccessToken]), HTTP: hc}
+	if p.Spec.Meta != nil {
+		cfg.Version = p.Spec.Meta.GraphAPIVersion
+	}
+	return cfg
+}
