@@ -333,7 +333,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Callbacks: &callback.Handler{Messages: messages, Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), PublicURL: cfg.PublicURL,
 			InstallationNamespace: cfg.InstallationNamespace, TelegramKey: transports.TelegramKey, Bots: transports,
 			Templates: templates.Reviewer(),
-			Log: log.WithName("callbacks")},
+			Log:       log.WithName("callbacks")},
 		Log: log.WithName("api"),
 	})
 	if err != nil {

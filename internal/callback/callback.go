@@ -46,7 +46,7 @@ type Handler struct {
 	Bots Bots
 	// Templates applies providers' template verdicts; nil ignores them.
 	Templates *templatereview.Reviewer
-	Log  logr.Logger
+	Log       logr.Logger
 
 	mux *http.ServeMux
 }

@@ -58,10 +58,10 @@ type Registry struct {
 	// a client under the webhook deliveries' address rules (delivery.ClientOptions.HTTPClient).
 	AttachmentHTTP *http.Client
 
-	twilio versioned[*twilio.Transport] // by Provider UID, generation and Secret version
-	relays versioned[*smtp.Transport]   // the same
-	metas  versioned[*metatransport.Transport]   // the same
-	keys   versioned[crypto.Signer]     // DKIM keys, by Secret UID and version
+	twilio versioned[*twilio.Transport]        // by Provider UID, generation and Secret version
+	relays versioned[*smtp.Transport]          // the same
+	metas  versioned[*metatransport.Transport] // the same
+	keys   versioned[crypto.Signer]            // DKIM keys, by Secret UID and version
 }
 
 // Route implements message.Transports.
