@@ -211,9 +211,12 @@ func Run(ctx context.Context, cfg Config) error {
 		return &domainverify.Verifier{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), FieldManager: fieldManager,
 			Resolver: resolver, Config: cfg.Email, Pool: cfg.Pool, Deliveries: delivery.NewService(mgr.GetClient())}
 	}
+	// Templates are submitted to WhatsApp through the meta Provider of the sender's channel,
+	// which the transport registry resolves (it reads only the informer cache).
+	accounts := &registry.Registry{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}
 	reviewer := func(fieldManager string) *templatereview.Reviewer {
 		return &templatereview.Reviewer{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), FieldManager: fieldManager,
-			Pool: cfg.Pool, Deliveries: delivery.NewService(mgr.GetClient())}
+			Account: accounts, Pool: cfg.Pool, Deliveries: delivery.NewService(mgr.GetClient())}
 	}
 	if cfg.Role.runs(RoleManager) {
 		every := cfg.SenderActivityEvery

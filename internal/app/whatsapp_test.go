@@ -135,6 +135,49 @@ func TestLiveWhatsAppThroughMeta(t *testing.T) {
 	if strings.Contains(in.get("/v1/messages/"+id, key).body["message"].(map[string]any)["status"].(string), "failed") {
 		t.Fatal("the delivered message changed")
 	}
+
+	// A template: submitted to the business account, approved and recategorised by Meta's
+	// webhooks (one event each), then sent outside the window to a new contact.
+	if r := in.post("/v1/templates", key, `{"name":"welcome","language":"en","body":"Welcome {{1}}!","variables":["Ada"]}`); r.status != 201 {
+		t.Fatalf("create template = %d %v", r.status, r.body)
+	}
+	if r := in.post("/v1/templates/welcome.en/submit", key, `{"senderId":"wa"}`); r.status != 200 || r.body["status"] != "pending" {
+		t.Fatalf("submit = %d %v", r.status, r.body)
+	}
+	submitted := peer.Templates(wabaID)
+	if len(submitted) != 1 || submitted[0].Name != "welcome" {
+		t.Fatalf("the business account has %+v", submitted)
+	}
+	if r := in.post("/v1/messages", key, `{"to":"+15551230002","channel":"whatsapp","messageType":"template","content":{"templateId":"welcome.en","templateVariables":{"1":"Bo"}}}`); r.status != 400 {
+		t.Fatalf("template send before approval = %d %v", r.status, r.body)
+	}
+	post := func(p metatest.Payload) {
+		t.Helper()
+		if code, err := metatest.WebhookPost(ctx, hook, []byte(metatest.AppSecret), p); err != nil || code != 200 {
+			t.Fatalf("template webhook = %d %v", code, err)
+		}
+	}
+	// Meta approves it, then says so.
+	peer.SetTemplateStatus(wabaID, "welcome", "en", "APPROVED", "UTILITY")
+	post(metatest.HookTemplateStatus(wabaID, submitted[0].ID, "welcome", "en", "APPROVED", ""))
+	waitFor(t, func() bool { return in.get("/v1/templates/welcome.en", key).body["status"] == "approved" })
+	post(metatest.HookTemplateCategory(wabaID, submitted[0].ID, "welcome", "en", "UTILITY", "MARKETING"))
+	waitFor(t, func() bool { return in.get("/v1/templates/welcome.en", key).body["category"] == "MARKETING" })
+	if n := in.count(`SELECT count(*) FROM webhook_deliveries WHERE project = $1 AND event = 'template.status_changed'`, acme); n != 0 {
+		t.Fatalf("%d template events without a subscriber", n)
+	}
+	peer.Window("15551230002", false)
+	r = in.post("/v1/messages", key, `{"to":"+15551230002","channel":"whatsapp","messageType":"template","content":{"templateId":"welcome.en","templateVariables":{"1":"Bo"}}}`)
+	if r.status != 200 {
+		t.Fatalf("template send = %d %v", r.status, r.body)
+	}
+	waitStatus(t, in, key, r.body["message"].(map[string]any)["id"].(string), "sent")
+	got, _ = peer.Wait(ctx, 3)
+	last := got[len(got)-1]
+	tmpl, _ := last.Body["template"].(map[string]any)
+	if last.Type != "template" || tmpl["name"] != "welcome" || tmpl["language"].(map[string]any)["code"] != "en" {
+		t.Fatalf("template body = %v", last.Body)
+	}
 }
 
 func TestMetaProviderExpiredToken(t *testing.T) {

@@ -1,0 +1,70 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/templatereview"
+	metatransport "github.com/switchboard-io/switchboard/internal/transport/meta"
+)
+
+var _ templatereview.Account = (*Registry)(nil)
+
+// SubmitTemplate implements templatereview.Account: the template goes to the WhatsApp business
+// account of the sender, through the meta Provider its WhatsApp channel uses (with the
+// account's own token when the Sender names one).
+func (r *Registry) SubmitTemplate(ctx context.Context, snd *v1alpha1.Sender, t *v1alpha1.Template) (templatereview.Submitted, error) {
+	p, reason, err := r.provider(ctx, snd, v1alpha1.ChannelWhatsApp)
+	if err != nil {
+		return templatereview.Submitted{}, err
+	}
+	if p == nil || p.Spec.Type != v1alpha1.ProviderMeta {
+		if p != nil {
+			reason = fmt.Sprintf("Provider %s is of type %s", p.Name, p.Spec.Type)
+		}
+		return templatereview.Submitted{}, fmt.Errorf("%w: %s", templatereview.ErrNoAccount, reason)
+	}
+	client, err := r.MetaOf(ctx, p)
+	if err != nil {
+		return templatereview.Submitted{}, err
+	}
+	token := ""
+	if snd.Credentials(v1alpha1.ChannelWhatsApp) != nil {
+		if token, err = r.accountToken(ctx, snd, v1alpha1.ChannelWhatsApp); err != nil {
+			return templatereview.Submitted{}, err
+		}
+	}
+	id, status, category, err := client.CreateTemplate(ctx, token, snd.Spec.WhatsApp.BusinessAccountID, TemplateDef(t))
+	if err != nil {
+		return templatereview.Submitted{}, err
+	}
+	return templatereview.Submitted{ID: id, Status: status, Category: category}, nil
+}
+
+// TemplateDef is a Template as Meta's message_templates endpoint takes it: the body's sample
+// values as its examples, a text header's {{1}} sample the first of them.
+func TemplateDef(t *v1alpha1.Template) metatransport.TemplateDef {
+	spec := t.Spec
+	d := metatransport.TemplateDef{Name: spec.Name, Language: spec.Language, Category: string(spec.Category), Body: spec.Body,
+		BodyExamples: spec.Variables, Footer: spec.Footer, AddSecurityRecommendation: spec.AddSecurityRecommendation}
+	if spec.CodeExpirationMinutes != nil {
+		d.CodeExpirationMinutes = int(*spec.CodeExpirationMinutes)
+	}
+	if h := spec.Header; h != nil {
+		d.HeaderType = h.Type
+		if h.Type == "text" {
+			d.HeaderText = h.Content
+			if len(spec.Variables) > 0 {
+				d.HeaderExample = spec.Variables[0]
+			}
+		} else {
+			d.HeaderExample = h.Content
+		}
+	}
+	for _, b := range spec.Buttons {
+		d.Buttons = append(d.Buttons, metatransport.TemplateButton{Type: string(b.Type), Text: b.Text, URL: b.URL, Example: b.Example,
+			PhoneNumber: b.PhoneNumber, OTPType: b.OTPType, PackageName: b.PackageName, SignatureHash: b.SignatureHash})
+	}
+	return d
+}
