@@ -260,6 +260,7 @@ func Run(ctx context.Context, cfg Config) error {
 		messages := message.NewService(cfg.Pool, mgr.GetClient(), delivery.NewService(mgr.GetClient()), queue, transports, registry.Carries)
 		emailChecks := &emailcheck.Checker{Pool: cfg.Pool, Resolver: resolver}
 		messages.SetEmailPreflight(emailChecks)
+		messages.SetReceipts(transports)
 		if cfg.DispatchAttempts > 0 {
 			messages.SetDispatchAttempts(cfg.DispatchAttempts)
 		}

@@ -61,7 +61,8 @@ func TestInboundMessagesAndConversations(t *testing.T) {
 	if n := in.count("SELECT count(*) FROM messages"); n != 0 {
 		t.Fatalf("a refused send stored %d messages", n)
 	}
-	tpl := in.post("/v1/messages", key, `{"to":"+15005550100","messageType":"template","content":{"templateId":"tpl_1"}}`)
+	tplID := approvedTemplate(t, in, key)
+	tpl := in.post("/v1/messages", key, `{"to":"+15005550100","messageType":"template","content":{"templateId":"`+tplID+`","templateVariables":{"1":"Ada"}}}`)
 	if tpl.status != 200 {
 		t.Fatalf("template outside the window = %d %v", tpl.status, tpl.body)
 	}

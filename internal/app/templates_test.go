@@ -33,6 +33,26 @@ func templateEvents(in *instance, project string) []string {
 	return out
 }
 
+// approvedTemplate makes the template "greeting" in en ("Hi {{1}}", Telegram "Hey {{1}}!") in
+// key's project and has the sandbox approve it (key is a test key); it returns its id.
+func approvedTemplate(t *testing.T, in *instance, key string) string {
+	t.Helper()
+	r := in.post("/v1/templates", key, `{"name":"greeting","language":"en","body":"Hi {{1}}","variables":["Ada"],"telegramBody":"Hey {{1}}!"}`)
+	if r.status != 201 {
+		t.Fatalf("create template = %d %v", r.status, r.body)
+	}
+	id := r.body["id"].(string)
+	var sender string
+	for _, s := range in.get("/v1/senders", key).body["items"].([]any) {
+		sender = s.(map[string]any)["id"].(string)
+	}
+	if r := in.post("/v1/templates/"+id+"/submit", key, `{"senderId":"`+sender+`"}`); r.status != 200 {
+		t.Fatalf("submit template = %d %v", r.status, r.body)
+	}
+	waitFor(t, func() bool { return in.get("/v1/templates/"+id, key).body["status"] == "approved" })
+	return id
+}
+
 func TestTemplatesThroughTheAPIAndTheSandbox(t *testing.T) {
 	in := start(t)
 	acme, key := sendingProject(t, in, nil, apikey.Test)

@@ -79,6 +79,20 @@ func TestLiveWhatsAppThroughMeta(t *testing.T) {
 	waitFor(t, func() bool {
 		return in.count(`SELECT count(*) FROM messages WHERE project = $1 AND direction = 'inbound' AND body = 'Hello!' AND originator = '+15551230001'`, acme) == 1
 	})
+	// Answering it: the Cloud API marks it read and shows the typing indicator.
+	var inboundID string
+	if err := in.poolRow(`SELECT id FROM messages WHERE project = $1 AND direction = 'inbound'`, acme).Scan(&inboundID); err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest("POST", in.url+"/v1/messages/"+inboundID+"/typing", nil)
+	req.Header.Set("Authorization", key)
+	if r := in.doRequest(req); r.status != 200 || r.body["success"] != true {
+		t.Fatalf("typing = %d %v", r.status, r.body)
+	}
+	if reads := peer.Reads(); len(reads) != 1 || reads[0].MessageID != "wamid.in1" || !reads[0].Typing {
+		t.Fatalf("reads = %+v", reads)
+	}
+
 	// A forged one changes nothing; one for a number no sender has is ignored.
 	if code, _ := metatest.WebhookPost(ctx, hook, []byte("not-the-secret"), metatest.HookTextMessage(waPhoneID, waDisplay, "15551230001", "wamid.in2", "forged")); code != 403 {
 		t.Fatalf("forged webhook = %d", code)

@@ -80,6 +80,15 @@ func (s *Service) ReadConversation(ctx context.Context, key apikey.Key, id strin
 	return c, nil
 }
 
+// Receipts tells a provider that a contact's message was read, with a typing indicator
+// (the transport registry: WhatsApp's Cloud API; nothing for the sandbox).
+type Receipts interface {
+	Typing(ctx context.Context, m db.Message) error
+}
+
+// SetReceipts makes Typing tell the provider too.
+func (s *Service) SetReceipts(r Receipts) { s.receipts = r }
+
 // Typing marks an inbound WhatsApp message read and shows the contact a typing indicator, which
 // ends when a reply is sent or after TypingLifetime.
 func (s *Service) Typing(ctx context.Context, key apikey.Key, senderID, id string) error {
@@ -93,6 +102,13 @@ func (s *Service) Typing(ctx context.Context, key apikey.Key, senderID, id strin
 	}
 	if senderID != "" && senderID != m.Sender {
 		return apperror.InvalidFields(apperror.FieldError{Path: "Service-Sender", Message: "the message was received by sender " + m.Sender})
+	}
+	if s.receipts != nil {
+		// The contact sees it first: the provider is told before anything is recorded.
+		if err := s.receipts.Typing(ctx, m); err != nil {
+			e := apperror.New(apperror.Unavailable, "provider_unavailable", "The provider did not take the typing indicator; try again.")
+			return errors.Join(e, err)
+		}
 	}
 	now := s.now().UTC()
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {

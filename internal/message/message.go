@@ -116,6 +116,8 @@ type Service struct {
 	dispatchAttempts int
 
 	groups acceptGroups
+	// receipts tells providers about reads and typing; nil: no provider is told.
+	receipts Receipts
 
 	acceptPolicies   []AcceptPolicy
 	dispatchPolicies []DispatchPolicy

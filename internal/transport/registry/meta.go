@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net/http"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/transport"
 	metatransport "github.com/switchboard-io/switchboard/internal/transport/meta"
 )
@@ -52,4 +55,35 @@ func MetaConfig(p *v1alpha1.Provider, creds map[string][]byte, hc *http.Client) 
 		cfg.Version = p.Spec.Meta.GraphAPIVersion
 	}
 	return cfg
+}
+
+// Typing implements message.Receipts: a live WhatsApp message received through a meta
+// Provider is marked read at the Cloud API, with the typing indicator; test traffic and
+// sandbox senders tell nobody.
+func (r *Registry) Typing(ctx context.Context, m db.Message) error {
+	if m.TestMode || m.ProviderMessageID == nil {
+		return nil
+	}
+	var snd v1alpha1.Sender
+	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: m.Project, Name: m.Sender}, &snd); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if snd.Spec.Transport == v1alpha1.TransportSandbox {
+		return nil
+	}
+	p, _, err := r.provider(ctx, &snd, v1alpha1.ChannelWhatsApp)
+	if err != nil || p == nil || p.Spec.Type != v1alpha1.ProviderMeta {
+		return err
+	}
+	t, err := r.MetaOf(ctx, p)
+	if err != nil {
+		return err
+	}
+	token := ""
+	if snd.Credentials(v1alpha1.ChannelWhatsApp) != nil {
+		if token, err = r.accountToken(ctx, &snd, v1alpha1.ChannelWhatsApp); err != nil {
+			return err
+		}
+	}
+	return t.MarkRead(ctx, token, snd.AccountID(v1alpha1.ChannelWhatsApp), *m.ProviderMessageID, true)
 }
