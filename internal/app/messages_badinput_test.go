@@ -145,7 +145,7 @@ func TestSendBadInput(t *testing.T) {
 	in := start(t, fastSandbox, rcv.trusted())
 	// sendingProject returns with the webhook's secret in place: a valid send records its
 	// message.queued delivery, so "no webhook delivery" below is something a bad send could break.
-	_, key := sendingProject(t, in, rcv, apikey.Test)
+	acme, key := sendingProject(t, in, rcv, apikey.Test)
 	for _, gen := range []string{"v1", "v2"} {
 		for _, c := range badSends() {
 			r := in.post("/"+gen+"/messages", key, c.body)
@@ -173,7 +173,9 @@ func TestSendBadInput(t *testing.T) {
 		"attachment":       "SELECT count(*) FROM message_attachments",
 		"idempotency key":  "SELECT count(*) FROM message_idempotency_keys",
 		"dispatch job":     "SELECT count(*) FROM river_job WHERE kind = 'message.dispatch'",
-		"webhook delivery": "SELECT count(*) FROM webhook_deliveries",
+		// The project's own: the controllers of this instance also reconcile the email domains
+		// and templates of other tests on the shared API server, and record their events here.
+		"webhook delivery": "SELECT count(*) FROM webhook_deliveries WHERE project = '" + acme + "'",
 	}
 	for what, sql := range tables {
 		if n := in.count(sql); n != 0 {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/transport/meta/metatest"
 	"github.com/switchboard-io/switchboard/internal/transport/smtp/smtptest"
 	"github.com/switchboard-io/switchboard/internal/transport/twilio/twiliotest"
 )
@@ -164,5 +165,37 @@ var _ = Describe("config/samples for templates", func() {
 		dup := t.DeepCopy()
 		dup.ObjectMeta = metav1.ObjectMeta{Namespace: t.Namespace, Name: "order-update-copy.en-us"}
 		Expect(k8s.Create(ctx, dup)).To(MatchError(ContainSubstring("name and language identify it")))
+	})
+})
+
+var _ = Describe("config/samples for WhatsApp", func() {
+	ctx := context.Background()
+
+	It("the meta Provider refuses the placeholder token, is Ready with a real one, and the WhatsApp sender sends through it", func() {
+		secret, provider := providerSample("messaging_v1alpha1_provider_meta.yaml")
+		// A loopback Graph API stands in for Meta: it refuses the placeholders, as Meta would.
+		graph := metatest.NewServer(GinkgoTB(), metatest.Options{})
+		provider.Spec.BaseURL = graph.URL
+		err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: provider.Namespace}})
+		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
+		err = k8s.Create(ctx, project(provider.Namespace, provider.Namespace))
+		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
+		Expect(k8s.Create(ctx, &secret)).To(Succeed())
+		Expect(k8s.Create(ctx, &provider)).To(Succeed())
+		Eventually(providerReady(ctx, &provider), "10s").Should(haveReady(metav1.ConditionFalse, v1alpha1.ReasonCredentialsRejected))
+		Expect(update(ctx, &secret, func(s *corev1.Secret) {
+			s.StringData = map[string]string{v1alpha1.ProviderKeyAccessToken: metatest.Token, v1alpha1.ProviderKeyAppSecret: metatest.AppSecret}
+		})).To(Succeed())
+		Eventually(providerReady(ctx, &provider), "30s").Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))
+
+		b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_sender_whatsapp.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var sender v1alpha1.Sender
+		Expect(yaml.UnmarshalStrict(b, &sender)).To(Succeed())
+		Expect(k8s.Create(ctx, &sender)).To(Succeed())
+		Eventually(readyCondition(ctx, &sender)).Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))
+		Expect(sender.Status.Channels).To(Equal([]v1alpha1.Channel{v1alpha1.ChannelWhatsApp}))
+		p, reason := v1alpha1.ResolveProvider(v1alpha1.ChannelWhatsApp, sender.ProviderName(v1alpha1.ChannelWhatsApp), []v1alpha1.Provider{provider}, nil)
+		Expect(p).NotTo(BeNil(), reason)
 	})
 })
