@@ -169,10 +169,10 @@ func TestSendBadInput(t *testing.T) {
 	// Nothing of any refused send exists: no message, attachment, idempotency key, dispatch job,
 	// webhook delivery or conversation (Switchboard has no balance yet: nothing is charged).
 	tables := map[string]string{
-		"message":          "SELECT count(*) FROM messages",
-		"attachment":       "SELECT count(*) FROM message_attachments",
-		"idempotency key":  "SELECT count(*) FROM message_idempotency_keys",
-		"dispatch job":     "SELECT count(*) FROM river_job WHERE kind = 'message.dispatch'",
+		"message":         "SELECT count(*) FROM messages",
+		"attachment":      "SELECT count(*) FROM message_attachments",
+		"idempotency key": "SELECT count(*) FROM message_idempotency_keys",
+		"dispatch job":    "SELECT count(*) FROM river_job WHERE kind = 'message.dispatch'",
 		// The project's own: the controllers of this instance also reconcile the email domains
 		// and templates of other tests on the shared API server, and record their events here.
 		"webhook delivery": "SELECT count(*) FROM webhook_deliveries WHERE project = '" + acme + "'",
