@@ -318,9 +318,10 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		return err
 	}
 	server, err := httpapi.New(httpapi.Options{
-		Auth:            auth,
-		Accounts:        account.NewService(mgr.GetClient(), mgr.GetAPIReader(), keys),
-		Senders:         sender.NewService(mgr.GetClient(), mgr.GetAPIReader(), transports).WithURLPolicy(cfg.Delivery.Client.URLPolicy()),
+		Auth:     auth,
+		Accounts: account.NewService(mgr.GetClient(), mgr.GetAPIReader(), keys),
+		Senders: sender.NewService(mgr.GetClient(), mgr.GetAPIReader(), transports).WithURLPolicy(cfg.Delivery.Client.URLPolicy()).
+			WithProfiles(transports),
 		ProjectWebhooks: projectwebhook.NewService(mgr.GetClient(), mgr.GetAPIReader()).WithURLPolicy(cfg.Delivery.Client.URLPolicy()),
 		Messages:        messages,
 		Contacts:        contact.NewService(cfg.Pool),

@@ -93,6 +93,18 @@ func TestLiveWhatsAppThroughMeta(t *testing.T) {
 		t.Fatalf("reads = %+v", reads)
 	}
 
+	// The business profile is WhatsApp's: read and written through the Graph API.
+	r := in.do("PATCH", "/v1/senders/wa/profile", key, strings.NewReader(`{"about":"Shoes since 1999","websites":["https://acme.example"]}`))
+	if r.status != 200 {
+		t.Fatalf("profile update = %d %v", r.status, r.body)
+	}
+	if got := peer.Profile(waPhoneID); got["about"] != "Shoes since 1999" {
+		t.Fatalf("the Graph API has the profile %v", got)
+	}
+	if r := in.get("/v1/senders/wa/profile", key); r.status != 200 || r.body["profile"].(map[string]any)["about"] != "Shoes since 1999" {
+		t.Fatalf("profile = %d %v", r.status, r.body)
+	}
+
 	// A forged one changes nothing; one for a number no sender has is ignored.
 	if code, _ := metatest.WebhookPost(ctx, hook, []byte("not-the-secret"), metatest.HookTextMessage(waPhoneID, waDisplay, "15551230001", "wamid.in2", "forged")); code != 403 {
 		t.Fatalf("forged webhook = %d", code)
@@ -105,7 +117,7 @@ func TestLiveWhatsAppThroughMeta(t *testing.T) {
 	}
 
 	// A live text inside the window goes to the Cloud API; Meta's statuses move it on.
-	r := in.post("/v1/messages", key, `{"to":"+15551230001","channel":"whatsapp","text":"Hi! See https://acme.example"}`)
+	r = in.post("/v1/messages", key, `{"to":"+15551230001","channel":"whatsapp","text":"Hi! See https://acme.example"}`)
 	if r.status != 200 {
 		t.Fatalf("send = %d %v", r.status, r.body)
 	}

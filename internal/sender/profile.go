@@ -2,6 +2,7 @@ package sender
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -27,6 +28,26 @@ type ProfileInput struct {
 	Vertical    *string   `json:"vertical"`
 }
 
+// Profiles reads and writes a sender's WhatsApp business profile at its provider (the
+// transport registry: the Graph API); ok is false when the sender's WhatsApp has no provider
+// that keeps one (the sandbox), and the resource's copy is the profile.
+type Profiles interface {
+	ReadProfile(ctx context.Context, snd *v1alpha1.Sender) (p v1alpha1.BusinessProfile, ok bool, err error)
+	WriteProfile(ctx context.Context, snd *v1alpha1.Sender, p v1alpha1.BusinessProfile) (ok bool, err error)
+}
+
+// WithProfiles makes s read and write profiles at the provider, and returns s.
+func (s *Service) WithProfiles(p Profiles) *Service {
+	s.profiles = p
+	return s
+}
+
+// providerError is the answer when the provider would not read or write the profile.
+func providerError(err error) error {
+	e := apperror.New(apperror.Unavailable, "provider_unavailable", "WhatsApp did not take the business profile request; try again.")
+	return errors.Join(e, err)
+}
+
 func noBusinessAccount() error {
 	return apperror.InvalidFields(apperror.FieldError{Path: "", Message: "this sender has no connected WhatsApp business account; connect one (an invitation) first"})
 }
@@ -39,6 +60,15 @@ func (s *Service) Profile(ctx context.Context, project, id string) (v1alpha1.Bus
 	}
 	if snd.Spec.WhatsApp == nil {
 		return v1alpha1.BusinessProfile{}, noBusinessAccount()
+	}
+	if s.profiles != nil {
+		p, ok, err := s.profiles.ReadProfile(ctx, snd)
+		if err != nil {
+			return v1alpha1.BusinessProfile{}, providerError(err)
+		}
+		if ok {
+			return p, nil
+		}
 	}
 	if p := snd.Spec.WhatsApp.Profile; p != nil {
 		return *p, nil
@@ -103,6 +133,12 @@ func (s *Service) UpdateProfile(ctx context.Context, project, id string, in Prof
 		set(&p.Vertical, in.Vertical)
 		if in.Websites != nil {
 			p.Websites = *in.Websites
+		}
+		if s.profiles != nil {
+			// WhatsApp shows it: written there first; the resource keeps the copy.
+			if _, err := s.profiles.WriteProfile(ctx, snd, *p); err != nil {
+				return providerError(err)
+			}
 		}
 		snd.Spec.WhatsApp.Profile = p
 		if err := s.write(ctx, snd); err != nil {

@@ -25,11 +25,12 @@ import (
 
 // Service manages Senders.
 type Service struct {
-	client client.Client // reads from the informer cache, writes to the API server
-	live   client.Reader // reads from the API server, for read-modify-write
-	scheme *runtime.Scheme
-	bots   Bots
-	urls   delivery.URLPolicy
+	client   client.Client // reads from the informer cache, writes to the API server
+	live     client.Reader // reads from the API server, for read-modify-write
+	scheme   *runtime.Scheme
+	bots     Bots
+	urls     delivery.URLPolicy
+	profiles Profiles
 }
 
 // NewService returns a Service; live reads bypass the cache where a change builds on the latest;

@@ -68,22 +68,56 @@ func (r *Registry) Typing(ctx context.Context, m db.Message) error {
 	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: m.Project, Name: m.Sender}, &snd); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if snd.Spec.Transport == v1alpha1.TransportSandbox {
-		return nil
-	}
-	p, _, err := r.provider(ctx, &snd, v1alpha1.ChannelWhatsApp)
-	if err != nil || p == nil || p.Spec.Type != v1alpha1.ProviderMeta {
+	t, token, err := r.whatsAppAccount(ctx, &snd)
+	if t == nil || err != nil {
 		return err
+	}
+	return t.MarkRead(ctx, token, snd.AccountID(v1alpha1.ChannelWhatsApp), *m.ProviderMessageID, true)
+}
+
+// whatsAppAccount is the Graph API client and token of the sender's WhatsApp, when it goes
+// through a meta Provider; nil for the sandbox and for senders with no Provider for it.
+func (r *Registry) whatsAppAccount(ctx context.Context, snd *v1alpha1.Sender) (*metatransport.Transport, string, error) {
+	if snd.Spec.Transport == v1alpha1.TransportSandbox || snd.AccountID(v1alpha1.ChannelWhatsApp) == "" {
+		return nil, "", nil
+	}
+	p, _, err := r.provider(ctx, snd, v1alpha1.ChannelWhatsApp)
+	if err != nil || p == nil || p.Spec.Type != v1alpha1.ProviderMeta {
+		return nil, "", err
 	}
 	t, err := r.MetaOf(ctx, p)
 	if err != nil {
-		return err
+		return nil, "", err
 	}
 	token := ""
 	if snd.Credentials(v1alpha1.ChannelWhatsApp) != nil {
-		if token, err = r.accountToken(ctx, &snd, v1alpha1.ChannelWhatsApp); err != nil {
-			return err
+		if token, err = r.accountToken(ctx, snd, v1alpha1.ChannelWhatsApp); err != nil {
+			return nil, "", err
 		}
 	}
-	return t.MarkRead(ctx, token, snd.AccountID(v1alpha1.ChannelWhatsApp), *m.ProviderMessageID, true)
+	return t, token, nil
+}
+
+// ReadProfile implements sender.Profiles: the business profile as the Graph API has it.
+func (r *Registry) ReadProfile(ctx context.Context, snd *v1alpha1.Sender) (v1alpha1.BusinessProfile, bool, error) {
+	t, token, err := r.whatsAppAccount(ctx, snd)
+	if t == nil || err != nil {
+		return v1alpha1.BusinessProfile{}, false, err
+	}
+	p, err := t.GetProfile(ctx, token, snd.AccountID(v1alpha1.ChannelWhatsApp))
+	if err != nil {
+		return v1alpha1.BusinessProfile{}, false, err
+	}
+	return v1alpha1.BusinessProfile{About: p.About, Address: p.Address, Description: p.Description, Email: p.Email,
+		Websites: p.Websites, Vertical: p.Vertical, ProfilePictureURL: p.ProfilePictureURL}, true, nil
+}
+
+// WriteProfile implements sender.Profiles: the profile written through the Graph API.
+func (r *Registry) WriteProfile(ctx context.Context, snd *v1alpha1.Sender, p v1alpha1.BusinessProfile) (bool, error) {
+	t, token, err := r.whatsAppAccount(ctx, snd)
+	if t == nil || err != nil {
+		return false, err
+	}
+	return true, t.UpdateProfile(ctx, token, snd.AccountID(v1alpha1.ChannelWhatsApp), metatransport.Profile{About: p.About,
+		Address: p.Address, Description: p.Description, Email: p.Email, Websites: p.Websites, Vertical: p.Vertical})
 }
