@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/transport/meta"
 	"github.com/switchboard-io/switchboard/internal/transport/meta/metatest"
 )
 
@@ -203,6 +204,26 @@ func TestLiveWhatsAppThroughMeta(t *testing.T) {
 	tmpl, _ := last.Body["template"].(map[string]any)
 	if last.Type != "template" || tmpl["name"] != "welcome" || tmpl["language"].(map[string]any)["code"] != "en" {
 		t.Fatalf("template body = %v", last.Body)
+	}
+
+	// A template made in WhatsApp Manager, and Meta's category of "welcome" changed back: a
+	// sync imports the one and updates the other.
+	graph := meta.New(meta.Config{BaseURL: peer.URL, AccessToken: metatest.Token})
+	if _, _, _, err := graph.CreateTemplate(ctx, "", wabaID, meta.TemplateDef{Name: "shipping_notice", Language: "en",
+		Category: "UTILITY", Body: "Your parcel {{1}} is on its way", BodyExamples: []string{"#7"}}); err != nil {
+		t.Fatal(err)
+	}
+	peer.SetTemplateStatus(wabaID, "shipping_notice", "en", "APPROVED", "UTILITY")
+	r = in.post("/v1/templates/sync", key, `{}`)
+	if r.status != 200 || r.body["accountsSynced"] != 1.0 || r.body["imported"] != 1.0 || r.body["updated"] != 1.0 || len(r.body["errors"].([]any)) != 0 {
+		t.Fatalf("sync = %d %v", r.status, r.body)
+	}
+	waitFor(t, func() bool {
+		r := in.get("/v1/templates/shipping-notice.en", key)
+		return r.status == 200 && r.body["status"] == "approved" && r.body["body"] == "Your parcel {{1}} is on its way"
+	})
+	if r := in.post("/v1/templates/sync", key, `{"senderId":"nobody"}`); r.status != 400 {
+		t.Fatalf("sync of no sender = %d %v", r.status, r.body)
 	}
 }
 

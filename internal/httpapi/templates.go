@@ -211,3 +211,20 @@ func (s *Server) submitTemplate(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, templateView(t))
 }
+
+func (s *Server) syncTemplates(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		SenderID *string `json:"senderId"`
+	}
+	if err := decodeJSON(r, &req, true); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	key := keyFrom(r.Context())
+	res, err := s.templates.Sync(r.Context(), key.Project, req.SenderID, key.TestMode())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}

@@ -38,9 +38,17 @@ type Submitted struct {
 	ID, Status, Category, Namespace string
 }
 
-// Account submits templates to the WhatsApp business account of a sender (the Meta transport).
+// Listed is a template of a WhatsApp business account: Meta's id and verdict, and its content.
+type Listed struct {
+	ID, Status, Category, Reason string
+	Spec                         v1alpha1.TemplateSpec
+}
+
+// Account submits templates to the WhatsApp business account of a sender, and lists those it
+// has (the Meta transport).
 type Account interface {
 	SubmitTemplate(ctx context.Context, snd *v1alpha1.Sender, t *v1alpha1.Template) (Submitted, error)
+	ListTemplates(ctx context.Context, snd *v1alpha1.Sender) ([]Listed, error)
 }
 
 // ErrNoAccount: the sender has no WhatsApp business account to submit to.
@@ -117,6 +125,22 @@ func (r *Reviewer) Advance(ctx context.Context, t *v1alpha1.Template) (time.Dura
 		st.Category = v1alpha1.CategoryUtility
 	}
 	return 0, r.write(ctx, before, t)
+}
+
+// Link records that t is the account's template id of sender (found by a sync), and applies its
+// verdict.
+func (r *Reviewer) Link(ctx context.Context, t *v1alpha1.Template, snd *v1alpha1.Sender, l Listed) error {
+	before := t.DeepCopy()
+	st := &t.Status
+	st.ProviderID, st.TemplateName, st.Sender, st.Sandbox = l.ID, t.Spec.Name, snd.Name, false
+	st.BusinessAccount = snd.Spec.WhatsApp.BusinessAccountID
+	applyProviderStatus(st, l.Status, l.Reason)
+	if l.Category != "" {
+		st.Category = v1alpha1.TemplateCategory(strings.ToUpper(l.Category))
+	}
+	now := metav1.NewTime(r.now())
+	st.LastSyncedAt = &now
+	return r.write(ctx, before, t)
 }
 
 // ProviderUpdate applies what the provider said of t (a webhook, a sync): its status, the

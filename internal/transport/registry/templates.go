@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/templatereview"
@@ -67,4 +68,63 @@ func TemplateDef(t *v1alpha1.Template) metatransport.TemplateDef {
 			PhoneNumber: b.PhoneNumber, OTPType: b.OTPType, PackageName: b.PackageName, SignatureHash: b.SignatureHash})
 	}
 	return d
+}
+
+// ListTemplates implements templatereview.Account: the templates of the sender's WhatsApp
+// business account, as Switchboard's specs and Meta's verdicts.
+func (r *Registry) ListTemplates(ctx context.Context, snd *v1alpha1.Sender) ([]templatereview.Listed, error) {
+	t, token, err := r.whatsAppAccount(ctx, snd)
+	if err != nil {
+		return nil, err
+	}
+	if t == nil || snd.Spec.WhatsApp == nil || snd.Spec.WhatsApp.BusinessAccountID == "" {
+		return nil, fmt.Errorf("%w: its WhatsApp goes through no meta Provider", templatereview.ErrNoAccount)
+	}
+	infos, err := t.ListTemplates(ctx, token, snd.Spec.WhatsApp.BusinessAccountID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]templatereview.Listed, 0, len(infos))
+	for _, info := range infos {
+		out = append(out, templatereview.Listed{ID: info.ID, Status: info.Status, Category: info.Category,
+			Reason: info.RejectedReason, Spec: specOf(info)})
+	}
+	return out, nil
+}
+
+// specOf reads a listed template's components back into a spec.
+func specOf(info metatransport.TemplateInfo) v1alpha1.TemplateSpec {
+	spec := v1alpha1.TemplateSpec{Name: info.Name, Language: info.Language, Category: v1alpha1.TemplateCategory(info.Category)}
+	for _, c := range info.Components {
+		switch c.Type {
+		case "HEADER":
+			h := &v1alpha1.TemplateHeader{Type: strings.ToLower(c.Format)}
+			if h.Type == "text" {
+				h.Content = c.Text
+			}
+			spec.Header = h
+		case "BODY":
+			spec.Body = c.Text
+			spec.AddSecurityRecommendation = c.AddSecurityRecommendation
+		case "FOOTER":
+			spec.Footer = c.Text
+			if c.CodeExpirationMinutes > 0 {
+				m := int32(c.CodeExpirationMinutes)
+				spec.CodeExpirationMinutes = &m
+			}
+		case "BUTTONS":
+			for _, b := range c.Buttons {
+				typ := map[string]v1alpha1.TemplateButtonType{"QUICK_REPLY": v1alpha1.ButtonQuickReply, "URL": v1alpha1.ButtonURL,
+					"PHONE_NUMBER": v1alpha1.ButtonPhone, "OTP": v1alpha1.ButtonOTP}[b.Type]
+				if typ == "" {
+					continue // a kind Switchboard does not model (a flow, a catalog)
+				}
+				spec.Buttons = append(spec.Buttons, v1alpha1.TemplateButton{Type: typ, Text: b.Text, URL: b.URL, PhoneNumber: b.PhoneNumber})
+			}
+		}
+	}
+	if spec.Body == "" {
+		spec.Body = "(" + info.Name + ")" // an authentication template's body is Meta's own
+	}
+	return spec
 }
