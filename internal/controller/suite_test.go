@@ -99,6 +99,10 @@ var _ = BeforeSuite(func() {
 		defer GinkgoRecover()
 		Expect(mgr.Start(ctx)).To(Succeed())
 	}()
+	// Specs start once the controllers watch, and a busy machine (make test runs packages side
+	// by side) gets seconds rather than the default second to reconcile.
+	Expect(mgr.GetCache().WaitForCacheSync(ctx)).To(BeTrue())
+	SetDefaultEventuallyTimeout(10 * time.Second)
 })
 
 var _ = AfterSuite(func() {
