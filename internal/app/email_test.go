@@ -3,7 +3,6 @@ package app_test
 import (
 	"bytes"
 	"context"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -136,11 +135,7 @@ func TestLiveEmailThroughTheRelay(t *testing.T) {
 	}
 	waitFor(t, func() bool { return in.get("/v1/senders/rogue", key).status == 200 })
 	before := in.count(`SELECT count(*) FROM messages WHERE project = $1`, acme)
-	req, _ := http.NewRequest("POST", in.url+"/v1/messages", strings.NewReader(`{"to":"ada@example.com","subject":"Hi","text":"Hello"}`))
-	req.Header.Set("Authorization", key)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Service-Sender", "rogue")
-	if r := in.doRequest(req); r.status != 400 || r.body["code"] != "email_domain_not_verified" {
+	if r := sendAs(in, key, "rogue", `{"to":"ada@example.com","subject":"Hi","text":"Hello"}`); r.status != 400 || r.body["code"] != "email_domain_not_verified" {
 		t.Fatalf("v1 send from an unverified domain = %d %v", r.status, r.body)
 	}
 	if r := in.post("/v2/messages", key, `{"from":"x@unverified.test","to":"ada@example.com","subject":"Hi","text":"Hello"}`); r.status != 409 || r.body["code"] != "no_channel" {

@@ -2,10 +2,12 @@ package app_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -235,4 +237,89 @@ func TestMetaProviderExpiredToken(t *testing.T) {
 	if c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonCredentialsRejected || strings.Contains(c.Message, metatest.ExpiredToken) {
 		t.Fatalf("Ready = %+v", c)
 	}
+}
+
+// sendAs sends body (POST /v1/messages) from sender, named in the Service-Sender header.
+func sendAs(in *instance, key, sender, body string) response {
+	in.t.Helper()
+	req, _ := http.NewRequest("POST", in.url+"/v1/messages", strings.NewReader(body))
+	req.Header.Set("Authorization", key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Service-Sender", sender)
+	return in.doRequest(req)
+}
+
+func TestLiveMessengerAndInstagramThroughMeta(t *testing.T) {
+	const (
+		pageID = "300000000000001"
+		igID   = "17841400000000001"
+		psid   = "6100000000000001"
+		igsid  = "6200000000000002"
+	)
+	peer := metatest.NewServer(t, metatest.Options{})
+	peer.AddPage(pageID, "Acme")
+	peer.AddPage(igID, "acme.shop")
+	in := start(t, publicAtListener)
+	acme, key := metaProject(t, in, peer, metatest.Token)
+	ctx := context.Background()
+	if err := in.k8s.Create(ctx, &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "social"}, Spec: v1alpha1.SenderSpec{
+		DisplayName: "Acme social",
+		Messenger:   &v1alpha1.ConnectedAccount{AccountID: pageID, DisplayName: "Acme", Active: true},
+		Instagram:   &v1alpha1.ConnectedAccount{AccountID: igID, DisplayName: "acme.shop", Active: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return in.get("/v1/senders/social", key).status == 200 })
+	hook := in.url + "/callbacks/meta/" + acme + "/meta"
+	post := func(p metatest.Payload) {
+		t.Helper()
+		if code, err := metatest.WebhookPost(ctx, hook, []byte(metatest.AppSecret), p); err != nil || code != 200 {
+			t.Fatalf("webhook = %d %v", code, err)
+		}
+	}
+
+	for _, c := range []struct {
+		channel, account, user string
+		inbound                metatest.Payload
+	}{
+		{"messenger", pageID, psid, metatest.HookMessengerText(pageID, psid, "m_in1", "Do you ship to Spain?")},
+		{"instagram", igID, igsid, metatest.HookInstagramText(igID, igsid, "ig_in1", "Love the new shoes")},
+	} {
+		// The person writes; the reply goes through the Send API from the same account.
+		post(c.inbound)
+		waitFor(t, func() bool {
+			return in.count(`SELECT count(*) FROM messages WHERE project = $1 AND direction = 'inbound' AND channel = $2 AND originator = $3 AND sender = 'social'`,
+				acme, c.channel, c.user) == 1
+		})
+		r := sendAs(in, key, "social", `{"to":"`+c.user+`","channel":"`+c.channel+`","text":"Yes, we do!"}`)
+		if r.status != 200 {
+			t.Fatalf("%s reply = %d %v", c.channel, r.status, r.body)
+		}
+		m := waitStatus(t, in, key, r.body["message"].(map[string]any)["id"].(string), "sent")
+		var sent *metatest.Message
+		for _, msg := range peer.Messages() {
+			if msg.PageID == c.account && msg.To == c.user {
+				sent = &msg
+			}
+		}
+		if sent == nil || sent.ID != m["providerMessageId"] || sent.Body["messaging_type"] != "RESPONSE" {
+			t.Fatalf("%s: the Send API got %+v; message %v", c.channel, sent, m)
+		}
+		// A type the channel does not carry is refused at accept, naming the channel.
+		r = sendAs(in, key, "social", `{"to":"`+c.user+`","channel":"`+c.channel+`","messageType":"location","content":{"latitude":1,"longitude":2}}`)
+		if r.status != 400 || !strings.Contains(fmt.Sprint(fieldErrors(r)), c.channel) {
+			t.Fatalf("%s location = %d %v", c.channel, r.status, r.body)
+		}
+	}
+
+	// Messenger's delivery receipt names the message.
+	mids := []string{}
+	for _, msg := range peer.Messages() {
+		if msg.PageID == pageID {
+			mids = append(mids, msg.ID)
+		}
+	}
+	post(metatest.HookMessengerDelivery(pageID, psid, time.Now().UnixMilli(), mids...))
+	waitFor(t, func() bool {
+		return in.count(`SELECT count(*) FROM messages WHERE project = $1 AND channel = 'messenger' AND direction = 'outbound' AND status = 'delivered'`, acme) == 1
+	})
 }
