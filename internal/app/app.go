@@ -261,6 +261,7 @@ func Run(ctx context.Context, cfg Config) error {
 		emailChecks := &emailcheck.Checker{Pool: cfg.Pool, Resolver: resolver}
 		messages.SetEmailPreflight(emailChecks)
 		messages.SetReceipts(transports)
+		messages.SetMediaBase(cfg.PublicURL)
 		if cfg.DispatchAttempts > 0 {
 			messages.SetDispatchAttempts(cfg.DispatchAttempts)
 		}
@@ -337,8 +338,8 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		ReadyChecks:     checks,
 		Callbacks: &callback.Handler{Messages: messages, Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), PublicURL: cfg.PublicURL,
 			InstallationNamespace: cfg.InstallationNamespace, TelegramKey: transports.TelegramKey, Bots: transports,
-			Templates: templates.Reviewer(),
-			Log:       log.WithName("callbacks")},
+			Templates: templates.Reviewer(), Media: transports,
+			Log: log.WithName("callbacks")},
 		Log: log.WithName("api"),
 	})
 	if err != nil {

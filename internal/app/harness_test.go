@@ -294,6 +294,12 @@ func checkOpenAPI(t testing.TB, req *http.Request, resp *http.Response, raw []by
 // operation finds the path template and operation of method and path.
 func (d *openAPIDoc) operation(method, path string) (string, map[string]any) {
 	paths, _ := d.doc["paths"].(map[string]any)
+	// A literal path wins over a template that also matches it (/v1/templates/sync over
+	// /v1/templates/{templateId}), as it does in the server's router.
+	if item, ok := paths[path].(map[string]any); ok {
+		op, _ := item[strings.ToLower(method)].(map[string]any)
+		return path, op
+	}
 	for template, item := range paths {
 		re := "^" + regexp.MustCompile(`\{[^}]+\}`).ReplaceAllString(regexp.QuoteMeta(template), `[^/]+`) + "$"
 		re = strings.ReplaceAll(re, `\[^/]+`, `[^/]+`)

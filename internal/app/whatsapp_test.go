@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/transport"
 	"github.com/switchboard-io/switchboard/internal/transport/meta"
 	"github.com/switchboard-io/switchboard/internal/transport/meta/metatest"
 )
@@ -82,9 +83,37 @@ func TestLiveWhatsAppThroughMeta(t *testing.T) {
 	waitFor(t, func() bool {
 		return in.count(`SELECT count(*) FROM messages WHERE project = $1 AND direction = 'inbound' AND body = 'Hello!' AND originator = '+15551230001'`, acme) == 1
 	})
+	// An image from another contact, who came from an ad: the file is kept, so mediaUrl works
+	// after Meta's link expires, and the referral is stored with the first message.
+	photo := []byte("\xff\xd8\xff\xe0 a jpeg")
+	peer.AddMedia("1013859600285441", "image/jpeg", photo)
+	post0 := func(p metatest.Payload) {
+		t.Helper()
+		if code, err := metatest.WebhookPost(ctx, hook, []byte(metatest.AppSecret), p); err != nil || code != 200 {
+			t.Fatalf("webhook = %d %v", code, err)
+		}
+	}
+	post0(metatest.HookMediaMessage(waPhoneID, waDisplay, "15551230009", "wamid.img1", "image", "1013859600285441", "image/jpeg", "My shoes",
+		metatest.HookReferral(transport.Referral{SourceType: "ad", SourceID: "ad-42", SourceURL: "https://fb.me/ad42", Headline: "Spring sale", CtwaClid: "clid-1"})))
+	var imageID string
+	waitFor(t, func() bool {
+		return in.poolRow(`SELECT id FROM messages WHERE project = $1 AND provider_message_id = 'wamid.img1'`, acme).Scan(&imageID) == nil
+	})
+	img := in.get("/v1/messages/"+imageID, key).body["message"].(map[string]any)
+	content := img["content"].(map[string]any)
+	if img["messageType"] != "image" || img["text"] != "My shoes" || content["mediaUrl"] != in.url+"/v1/messages/"+imageID+"/media" ||
+		content["referral"].(map[string]any)["ctwaClid"] != "clid-1" {
+		t.Fatalf("image message = %v", img)
+	}
+	mreq, _ := http.NewRequest("GET", content["mediaUrl"].(string), nil)
+	mreq.Header.Set("Authorization", key)
+	if r := in.doRequest(mreq); r.status != 200 || string(r.raw) != string(photo) || r.header.Get("Content-Type") != "image/jpeg" {
+		t.Fatalf("media = %d %q %s", r.status, r.raw, r.header.Get("Content-Type"))
+	}
+
 	// Answering it: the Cloud API marks it read and shows the typing indicator.
 	var inboundID string
-	if err := in.poolRow(`SELECT id FROM messages WHERE project = $1 AND direction = 'inbound'`, acme).Scan(&inboundID); err != nil {
+	if err := in.poolRow(`SELECT id FROM messages WHERE project = $1 AND provider_message_id = 'wamid.in1'`, acme).Scan(&inboundID); err != nil {
 		t.Fatal(err)
 	}
 	req, _ := http.NewRequest("POST", in.url+"/v1/messages/"+inboundID+"/typing", nil)
@@ -115,8 +144,8 @@ func TestLiveWhatsAppThroughMeta(t *testing.T) {
 	if code, _ := metatest.WebhookPost(ctx, hook, []byte(metatest.AppSecret), metatest.HookTextMessage("999", "+1 999", "15551230001", "wamid.in3", "elsewhere")); code != 200 {
 		t.Fatalf("webhook for an unknown number = %d", code)
 	}
-	if n := in.count(`SELECT count(*) FROM messages WHERE project = $1 AND direction = 'inbound'`, acme); n != 1 {
-		t.Fatalf("%d inbound messages, want 1", n)
+	if n := in.count(`SELECT count(*) FROM messages WHERE project = $1 AND direction = 'inbound'`, acme); n != 2 {
+		t.Fatalf("%d inbound messages, want 2", n)
 	}
 
 	// A live text inside the window goes to the Cloud API; Meta's statuses move it on.

@@ -46,9 +46,16 @@ type Handler struct {
 	Bots Bots
 	// Templates applies providers' template verdicts; nil ignores them.
 	Templates *templatereview.Reviewer
-	Log       logr.Logger
+	// Media fetches the files contacts send (WhatsApp's media ids); nil keeps only the ids.
+	Media Media
+	Log   logr.Logger
 
 	mux *http.ServeMux
+}
+
+// Media reads a file a contact sent to a sender's account (the transport registry).
+type Media interface {
+	FetchMedia(ctx context.Context, snd *v1alpha1.Sender, mediaID string) ([]byte, string, error)
 }
 
 // Bots is the Bot API a sender's bot uses (the transport registry).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"sync"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/transport"
 	"github.com/switchboard-io/switchboard/internal/transport/meta"
 )
 
@@ -108,6 +110,9 @@ func (h *Handler) metaEvents(r *http.Request, p *v1alpha1.Provider, events *meta
 			continue
 		}
 		in := message.Inbound{Project: snd.Namespace, Sender: snd.Name, Inbound: m.Inbound}
+		if m.MediaID != "" && h.Media != nil {
+			h.keepMedia(ctx, snd, &in, m)
+		}
 		if m.Unsupported != "" {
 			err = h.Messages.ReceiveUnsupported(ctx, in)
 		} else {
@@ -123,6 +128,27 @@ func (h *Handler) metaEvents(r *http.Request, p *v1alpha1.Provider, events *meta
 		}
 	}
 	return nil
+}
+
+// keepMedia stores a copy of the file a contact sent with its message, so it can be fetched
+// after Meta's link expires. A file that cannot be fetched is logged and the message kept
+// without it: losing the message would be worse, and Meta would post the whole batch again.
+func (h *Handler) keepMedia(ctx context.Context, snd *v1alpha1.Sender, in *message.Inbound, m meta.HookMessage) {
+	data, mimeType, err := h.Media.FetchMedia(ctx, snd, m.MediaID)
+	if err != nil {
+		h.Log.Error(err, "could not keep a file a contact sent", "sender", snd.Namespace+"/"+snd.Name, "mediaId", m.MediaID)
+		return
+	}
+	if mimeType == "" {
+		mimeType = m.MediaMime
+	}
+	name := m.MediaID
+	if in.Content != nil && in.Content.Filename != "" {
+		name = in.Content.Filename
+	} else if exts, _ := mime.ExtensionsByType(mimeType); len(exts) > 0 {
+		name += exts[0]
+	}
+	in.Attachments = []transport.Attachment{{Filename: name, ContentType: mimeType, Content: data}}
 }
 
 // accountSender finds the sender whose channel ch is the account: in the Provider's project,

@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"mime"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
@@ -40,4 +42,22 @@ func (s *Server) listMessageAttachments(w http.ResponseWriter, r *http.Request) 
 		items[i] = attachmentView(a)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+}
+
+// messageMedia serves the file a message carries: a WhatsApp image or document received,
+// kept when it arrived, which content.mediaUrl names.
+func (s *Server) messageMedia(w http.ResponseWriter, r *http.Request) {
+	name, contentType, data, err := s.messages.Media(r.Context(), keyFrom(r.Context()), r.PathValue("messageId"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if contentType == "" {
+		contentType = "application/octet-stream"
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": name}))
+	w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+	_, _ = w.Write(data)
 }

@@ -53,6 +53,7 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/v1/messages", access: permission, permission: apikey.PermissionMessagesRead, handle: s.listMessages},
 		{method: "GET", path: "/v1/messages/{messageId}", access: permission, permission: apikey.PermissionMessagesRead, handle: s.getMessage},
 		{method: "GET", path: "/v1/messages/{messageId}/attachments", access: permission, permission: apikey.PermissionMessagesRead, handle: s.listMessageAttachments},
+		{method: "GET", path: "/v1/messages/{messageId}/media", access: permission, permission: apikey.PermissionMessagesRead, handle: s.messageMedia},
 		{method: "POST", path: "/v2/messages", access: permission, permission: apikey.PermissionMessagesSend, maxBody: sendMaxBody, handle: s.sendMessageV2},
 		{method: "GET", path: "/v2/messages", access: permission, permission: apikey.PermissionMessagesRead, handle: s.listMessagesV2},
 		{method: "GET", path: "/v2/messages/{messageId}", access: permission, permission: apikey.PermissionMessagesRead, handle: s.getMessageV2},

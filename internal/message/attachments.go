@@ -2,6 +2,7 @@ package message
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"mime"
 	"net/url"
@@ -224,3 +225,24 @@ func (s *Service) Attachments(ctx context.Context, key apikey.Key, id string) ([
 	}
 	return rows, nil
 }
+
+// Media returns the file message id carries (a WhatsApp image received, kept when it arrived):
+// its name, type and bytes; 404 when it carries none.
+func (s *Service) Media(ctx context.Context, key apikey.Key, id string) (filename, contentType string, data []byte, err error) {
+	if _, err := s.Get(ctx, key, id); err != nil {
+		return "", "", nil, err
+	}
+	row, err := db.New(s.pool).MessageMedia(ctx, id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", "", nil, apperror.NotFoundf("Message %s carries no file.", id)
+	}
+	if err != nil {
+		return "", "", nil, fmt.Errorf("read the file of message %s: %w", id, err)
+	}
+	return row.Filename, deref(row.ContentType), row.Content, nil
+}
+
+// SetMediaBase makes received media point at the installation (publicURL): an inbound message
+// whose file was kept shows content.mediaUrl <publicURL>/v1/messages/<id>/media, which works
+// after the provider's own link expires.
+func (s *Service) SetMediaBase(publicURL string) { s.mediaBase = strings.TrimRight(publicURL, "/") }

@@ -41,6 +41,10 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
 		content = *in.Content
 	}
 	content.Referral = in.Referral
+	if len(in.Attachments) > 0 && content.MediaID != "" && s.mediaBase != "" {
+		// The provider's link expires: the kept copy is the one to fetch.
+		content.MediaURL = s.mediaBase + "/v1/messages/" + id + "/media"
+	}
 	var profile *string
 	if in.ProfileName != "" {
 		profile = &in.ProfileName

@@ -118,6 +118,8 @@ type Service struct {
 	groups acceptGroups
 	// receipts tells providers about reads and typing; nil: no provider is told.
 	receipts Receipts
+	// mediaBase is the installation's public URL, for the mediaUrl of kept media.
+	mediaBase string
 
 	acceptPolicies   []AcceptPolicy
 	dispatchPolicies []DispatchPolicy

@@ -112,3 +112,25 @@ func (q *Queries) MessageAttachmentsToSend(ctx context.Context, messageID string
 	}
 	return items, nil
 }
+
+const messageMedia = `-- name: MessageMedia :one
+SELECT filename, content_type, content
+FROM message_attachments
+WHERE message_id = $1 AND content IS NOT NULL
+ORDER BY position
+LIMIT 1
+`
+
+type MessageMediaRow struct {
+	Filename    string
+	ContentType *string
+	Content     []byte
+}
+
+// The file a message carries (its first attachment): what GET /v1/messages/{id}/media serves.
+func (q *Queries) MessageMedia(ctx context.Context, messageID string) (MessageMediaRow, error) {
+	row := q.db.QueryRow(ctx, messageMedia, messageID)
+	var i MessageMediaRow
+	err := row.Scan(&i.Filename, &i.ContentType, &i.Content)
+	return i, err
+}

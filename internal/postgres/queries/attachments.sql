@@ -16,3 +16,11 @@ SELECT filename, content_type, content_id, content, path
 FROM message_attachments
 WHERE message_id = @message_id
 ORDER BY position;
+
+-- name: MessageMedia :one
+-- The file a message carries (its first attachment): what GET /v1/messages/{id}/media serves.
+SELECT filename, content_type, content
+FROM message_attachments
+WHERE message_id = @message_id AND content IS NOT NULL
+ORDER BY position
+LIMIT 1;

@@ -121,3 +121,16 @@ func (r *Registry) WriteProfile(ctx context.Context, snd *v1alpha1.Sender, p v1a
 	return true, t.UpdateProfile(ctx, token, snd.AccountID(v1alpha1.ChannelWhatsApp), metatransport.Profile{About: p.About,
 		Address: p.Address, Description: p.Description, Email: p.Email, Websites: p.Websites, Vertical: p.Vertical})
 }
+
+// FetchMedia reads a file a contact sent to the sender's WhatsApp, through the Graph API
+// (callback.Media), before Meta's link to it expires.
+func (r *Registry) FetchMedia(ctx context.Context, snd *v1alpha1.Sender, mediaID string) ([]byte, string, error) {
+	t, token, err := r.whatsAppAccount(ctx, snd)
+	if err != nil {
+		return nil, "", err
+	}
+	if t == nil {
+		return nil, "", fmt.Errorf("sender %s has no WhatsApp through a meta Provider", snd.Name)
+	}
+	return t.DownloadMedia(ctx, token, mediaID)
+}
