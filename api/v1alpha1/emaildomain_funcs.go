@@ -27,10 +27,14 @@ func EmailDomainOf(address string) string {
 	return strings.TrimSuffix(strings.ToLower(address[at+1:]), ".")
 }
 
-// DomainFor returns, among the EmailDomains of a namespace, the one for the domain of address:
-// the oldest (then first by name) when kubectl made several; nil when there is none.
+// DomainFor returns, among the EmailDomains of a namespace, the one for the domain of address.
 func DomainFor(items []EmailDomain, address string) *EmailDomain {
-	domain := EmailDomainOf(address)
+	return FirstDomainNamed(items, EmailDomainOf(address))
+}
+
+// FirstDomainNamed returns, among the EmailDomains of a namespace, the one for domain: the
+// oldest (then first by name) when kubectl made several; nil when there is none.
+func FirstDomainNamed(items []EmailDomain, domain string) *EmailDomain {
 	var first *EmailDomain
 	for i := range items {
 		d := &items[i]

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +52,8 @@ type Handler struct {
 	Log   logr.Logger
 
 	mux *http.ServeMux
+	// unknownAccounts are the provider accounts already logged as having no sender.
+	unknownAccounts sync.Map
 }
 
 // Media reads a file a contact sent to a sender's account (the transport registry).
@@ -101,6 +104,34 @@ func (h *Handler) provider(ctx context.Context, namespace, name string, typ v1al
 		return nil, nil, fmt.Errorf("read the credentials of provider %s: %w", name, err)
 	}
 	return &p, s.Data, nil
+}
+
+// scope lists what a Provider serves: its project, or every project for an installation Provider.
+func (h *Handler) scope(p *v1alpha1.Provider) []client.ListOption {
+	if p.Namespace == h.InstallationNamespace {
+		return nil
+	}
+	return []client.ListOption{client.InNamespace(p.Namespace)}
+}
+
+// senderWhere finds the live (not sandboxed) sender for which match holds among those p
+// serves; the oldest wins when several do.
+func (h *Handler) senderWhere(ctx context.Context, p *v1alpha1.Provider, match func(*v1alpha1.Sender) bool) (*v1alpha1.Sender, error) {
+	var list v1alpha1.SenderList
+	if err := h.Reader.List(ctx, &list, h.scope(p)...); err != nil {
+		return nil, err
+	}
+	var found *v1alpha1.Sender
+	for i := range list.Items {
+		s := &list.Items[i]
+		if !s.DeletionTimestamp.IsZero() || s.Spec.Transport == v1alpha1.TransportSandbox || !match(s) {
+			continue
+		}
+		if found == nil || s.CreationTimestamp.Before(&found.CreationTimestamp) {
+			found = s
+		}
+	}
+	return found, nil
 }
 
 // publicURL is the address the provider called: the public URL's origin and the request's

@@ -6,7 +6,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -151,28 +150,9 @@ func (h *Handler) keepMedia(ctx context.Context, snd *v1alpha1.Sender, in *messa
 	in.Attachments = []transport.Attachment{{Filename: name, ContentType: mimeType, Content: data}}
 }
 
-// accountSender finds the sender whose channel ch is the account: in the Provider's project,
-// or in any project for an installation Provider; the oldest when several claim it.
+// accountSender finds the sender whose channel ch is the account (senderWhere).
 func (h *Handler) accountSender(ctx context.Context, p *v1alpha1.Provider, ch v1alpha1.Channel, account string) (*v1alpha1.Sender, error) {
-	var list v1alpha1.SenderList
-	var opts []client.ListOption
-	if p.Namespace != h.InstallationNamespace {
-		opts = append(opts, client.InNamespace(p.Namespace))
-	}
-	if err := h.Reader.List(ctx, &list, opts...); err != nil {
-		return nil, err
-	}
-	var found *v1alpha1.Sender
-	for i := range list.Items {
-		s := &list.Items[i]
-		if !s.DeletionTimestamp.IsZero() || s.Spec.Transport == v1alpha1.TransportSandbox || s.AccountID(ch) != account {
-			continue
-		}
-		if found == nil || s.CreationTimestamp.Before(&found.CreationTimestamp) {
-			found = s
-		}
-	}
-	return found, nil
+	return h.senderWhere(ctx, p, func(s *v1alpha1.Sender) bool { return s.AccountID(ch) == account })
 }
 
 // templateUpdate applies a template verdict or recategorisation to the Template submitted to
@@ -182,11 +162,7 @@ func (h *Handler) templateUpdate(ctx context.Context, p *v1alpha1.Provider, u me
 		return nil
 	}
 	var list v1alpha1.TemplateList
-	var opts []client.ListOption
-	if p.Namespace != h.InstallationNamespace {
-		opts = append(opts, client.InNamespace(p.Namespace))
-	}
-	if err := h.Reader.List(ctx, &list, opts...); err != nil {
+	if err := h.Reader.List(ctx, &list, h.scope(p)...); err != nil {
 		return err
 	}
 	for i := range list.Items {
@@ -212,12 +188,10 @@ func (h *Handler) templateUpdate(ctx context.Context, p *v1alpha1.Provider, u me
 	return nil
 }
 
-// unknownAccounts remembers the accounts already logged, so a busy account no sender has logs
+// logUnknownAccount logs an account no sender has once (unknownAccounts), so a busy one logs
 // one line, not one per message.
-var unknownAccounts sync.Map
-
 func (h *Handler) logUnknownAccount(provider, channel, account string) {
-	if _, seen := unknownAccounts.LoadOrStore(provider+"/"+channel+"/"+account, true); !seen {
+	if _, seen := h.unknownAccounts.LoadOrStore(provider+"/"+channel+"/"+account, true); !seen {
 		h.Log.Info("webhook for an account no sender has; ignored", "provider", provider, "channel", channel, "account", account)
 	}
 }

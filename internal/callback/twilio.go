@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/message"
@@ -96,29 +95,11 @@ func (h *Handler) twilioInbound(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(twilio.EmptyTwiML))
 }
 
-// senderAt finds the sender that receives SMS at number: in the Provider's project, or, for an
-// installation Provider, in any project. The oldest wins when several claim it.
+// senderAt finds the sender that receives SMS at number (senderWhere).
 func (h *Handler) senderAt(r *http.Request, p *v1alpha1.Provider, number string) (*v1alpha1.Sender, error) {
-	var list v1alpha1.SenderList
-	opts := []client.ListOption{}
-	if p.Namespace != h.InstallationNamespace {
-		opts = append(opts, client.InNamespace(p.Namespace))
-	}
-	if err := h.Reader.List(r.Context(), &list, opts...); err != nil {
-		return nil, err
-	}
-	var found *v1alpha1.Sender
-	for i := range list.Items {
-		s := &list.Items[i]
-		if !s.DeletionTimestamp.IsZero() || s.Spec.Transport == v1alpha1.TransportSandbox ||
-			s.Address(v1alpha1.ChannelSMS) != number || !containsChannel(s.SendableChannels(), v1alpha1.ChannelSMS) {
-			continue
-		}
-		if found == nil || s.CreationTimestamp.Before(&found.CreationTimestamp) {
-			found = s
-		}
-	}
-	return found, nil
+	return h.senderWhere(r.Context(), p, func(s *v1alpha1.Sender) bool {
+		return s.Address(v1alpha1.ChannelSMS) == number && containsChannel(s.SendableChannels(), v1alpha1.ChannelSMS)
+	})
 }
 
 func containsChannel(list []v1alpha1.Channel, c v1alpha1.Channel) bool {

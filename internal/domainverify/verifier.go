@@ -171,7 +171,7 @@ func (v *Verifier) Duplicate(ctx context.Context, d *v1alpha1.EmailDomain) (*v1a
 	if err := v.Client.List(ctx, &list, client.InNamespace(d.Namespace)); err != nil {
 		return nil, fmt.Errorf("list email domains of %s: %w", d.Namespace, err)
 	}
-	first := v1alpha1.DomainFor(list.Items, "@"+d.Spec.Domain)
+	first := v1alpha1.FirstDomainNamed(list.Items, d.Spec.Domain)
 	if first == nil || first.UID == d.UID || first.Name == d.Name {
 		return nil, nil
 	}

@@ -144,7 +144,7 @@ func (c *Checker) Suppressed(ctx context.Context, project string, testMode bool,
 
 // Suppress puts address on the project's list for reason; a soft bounce keeps it off for
 // SoftBounceFor, and never replaces a stronger reason already there.
-func (c *Checker) Suppress(ctx context.Context, q db.DBTX, project string, testMode bool, address, reason, messageID, detail string) error {
+func (c *Checker) Suppress(ctx context.Context, project string, testMode bool, address, reason, messageID, detail string) error {
 	now := c.now()
 	var until *time.Time
 	if reason == ReasonSoftBounce {
@@ -158,7 +158,7 @@ func (c *Checker) Suppress(ctx context.Context, q db.DBTX, project string, testM
 	if len(detail) > 1000 {
 		detail = detail[:1000]
 	}
-	if err := db.New(q).Suppress(ctx, db.SuppressParams{Project: project, TestMode: testMode, Address: Key(address),
+	if err := db.New(c.Pool).Suppress(ctx, db.SuppressParams{Project: project, TestMode: testMode, Address: Key(address),
 		Reason: reason, MessageID: msg, Detail: detail, CreatedAt: now, Until: until}); err != nil {
 		return fmt.Errorf("suppress an address: %w", err)
 	}

@@ -83,7 +83,7 @@ func TestPreflightAndSuppression(t *testing.T) {
 	check(false, "Ana <ana@mx.test>", CodeInvalidRecipient)
 
 	// A hard bounce keeps the address off in its mode only, whatever the case it is written in.
-	if err := c.Suppress(ctx, c.Pool, "acme", false, "Ana@MX.test", ReasonHardBounce, "msg_1", "550 5.1.1 no such user"); err != nil {
+	if err := c.Suppress(ctx, "acme", false, "Ana@MX.test", ReasonHardBounce, "msg_1", "550 5.1.1 no such user"); err != nil {
 		t.Fatal(err)
 	}
 	check(false, "ana@mx.test", CodeRecipientSuppressed)
@@ -93,13 +93,13 @@ func TestPreflightAndSuppression(t *testing.T) {
 		t.Fatalf("entry = %+v, %v", e, err)
 	}
 	// A later soft bounce does not weaken it; a complaint replaces it.
-	if err := c.Suppress(ctx, c.Pool, "acme", false, "ana@mx.test", ReasonSoftBounce, "msg_2", "452 mailbox full"); err != nil {
+	if err := c.Suppress(ctx, "acme", false, "ana@mx.test", ReasonSoftBounce, "msg_2", "452 mailbox full"); err != nil {
 		t.Fatal(err)
 	}
 	if e, _ := c.Suppressed(ctx, "acme", false, "ana@mx.test"); e.Reason != ReasonHardBounce {
 		t.Fatalf("a soft bounce replaced a hard one: %+v", e)
 	}
-	if err := c.Suppress(ctx, c.Pool, "acme", false, "ana@mx.test", ReasonComplaint, "msg_3", "abuse"); err != nil {
+	if err := c.Suppress(ctx, "acme", false, "ana@mx.test", ReasonComplaint, "msg_3", "abuse"); err != nil {
 		t.Fatal(err)
 	}
 	if e, _ := c.Suppressed(ctx, "acme", false, "ana@mx.test"); e.Reason != ReasonComplaint {
@@ -107,7 +107,7 @@ func TestPreflightAndSuppression(t *testing.T) {
 	}
 
 	// A soft bounce lapses after a day.
-	if err := c.Suppress(ctx, c.Pool, "acme", false, "bo@mx.test", ReasonSoftBounce, "", "mailbox full"); err != nil {
+	if err := c.Suppress(ctx, "acme", false, "bo@mx.test", ReasonSoftBounce, "", "mailbox full"); err != nil {
 		t.Fatal(err)
 	}
 	check(false, "bo@mx.test", CodeRecipientSuppressed)
@@ -117,7 +117,7 @@ func TestPreflightAndSuppression(t *testing.T) {
 
 	// The list pages newest first; removal lets mail go again.
 	for i := range 5 {
-		if err := c.Suppress(ctx, c.Pool, "acme", false, "u"+string(rune('a'+i))+"@mx.test", ReasonManual, "", ""); err != nil {
+		if err := c.Suppress(ctx, "acme", false, "u"+string(rune('a'+i))+"@mx.test", ReasonManual, "", ""); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -157,7 +157,7 @@ func TestInspect(t *testing.T) {
 	srv.Set("mx.test", dns.TypeMX, "10 in.mx.test.")
 	srv.Set("a-only.test", dns.TypeA, "192.0.2.10")
 	srv.Set("mailinator.com", dns.TypeMX, "10 mail.mailinator.com.")
-	if err := c.Suppress(ctx, c.Pool, "acme", false, "gone@mx.test", ReasonHardBounce, "", ""); err != nil {
+	if err := c.Suppress(ctx, "acme", false, "gone@mx.test", ReasonHardBounce, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	cases := map[string]string{

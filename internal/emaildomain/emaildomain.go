@@ -95,7 +95,7 @@ func (s *Service) find(ctx context.Context, project, name string) (*v1alpha1.Ema
 	if err := s.live.List(ctx, &list, client.InNamespace(project)); err != nil {
 		return nil, fmt.Errorf("list email domains of %s: %w", project, err)
 	}
-	return v1alpha1.DomainFor(list.Items, "@"+name), nil
+	return v1alpha1.FirstDomainNamed(list.Items, name), nil
 }
 
 // List returns the project's domains, oldest first.

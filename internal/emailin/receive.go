@@ -150,7 +150,7 @@ func (h *Receiver) apply(ctx context.Context, sent db.Message, r *mailreport.Rep
 		if r.FeedbackType != "" {
 			detail = "complaint (" + r.FeedbackType + ")"
 		}
-		return h.Checks.Suppress(ctx, h.Pool, sent.Project, sent.TestMode, sent.Recipient, emailcheck.ReasonComplaint, sent.ID, detail)
+		return h.Checks.Suppress(ctx, sent.Project, sent.TestMode, sent.Recipient, emailcheck.ReasonComplaint, sent.ID, detail)
 	case mailreport.KindBounce:
 		for _, rcpt := range r.PermanentFailures() {
 			if !sameAddress(rcpt, sent.Recipient) {
@@ -161,7 +161,7 @@ func (h *Receiver) apply(ctx context.Context, sent db.Message, r *mailreport.Rep
 				code, reason = CodeSoftBounced, emailcheck.ReasonSoftBounce
 			}
 			detail := strings.TrimSpace(rcpt.Status + " " + rcpt.DiagnosticCode)
-			if err := h.Checks.Suppress(ctx, h.Pool, sent.Project, sent.TestMode, sent.Recipient, reason, sent.ID, detail); err != nil {
+			if err := h.Checks.Suppress(ctx, sent.Project, sent.TestMode, sent.Recipient, reason, sent.ID, detail); err != nil {
 				return err
 			}
 			_, err := h.Messages.ApplyStatus(ctx, message.StatusChange{MessageID: sent.ID, Status: transport.StatusFailed,

@@ -114,7 +114,7 @@ func (s *Server) addSuppression(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := keyFrom(r.Context())
-	if err := s.emailChecks.Suppress(r.Context(), s.emailChecks.Pool, key.Project, key.TestMode(), normalized, reason, "", detail); err != nil {
+	if err := s.emailChecks.Suppress(r.Context(), key.Project, key.TestMode(), normalized, reason, "", detail); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -332,15 +332,7 @@ func (s *Service) getLive(ctx context.Context, project, id string) (*v1alpha1.Se
 }
 
 func (s *Service) read(ctx context.Context, r client.Reader, project, id string) (*v1alpha1.Sender, error) {
-	var snd v1alpha1.Sender
-	err := r.Get(ctx, client.ObjectKey{Namespace: project, Name: id}, &snd)
-	if apierrors.IsNotFound(err) || (err == nil && !snd.DeletionTimestamp.IsZero()) {
-		return nil, apperror.NotFoundf("No sender %s.", id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read sender %s: %w", id, err)
-	}
-	return &snd, nil
+	return kubewrite.Read[v1alpha1.Sender](ctx, r, project, id, "sender")
 }
 
 func (s *Service) view(ctx context.Context, snd *v1alpha1.Sender) (View, error) {
