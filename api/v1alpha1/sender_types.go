@@ -325,6 +325,42 @@ type SenderStatus struct {
 	// Activity is the sender's traffic, from Postgres, refreshed by the controller.
 	// +optional
 	Activity *SenderActivity `json:"activity,omitempty"`
+
+	// WhatsApp is what the provider reports of the sender's WhatsApp number and its business
+	// account, read by the controller through a meta Provider (absent on the sandbox).
+	// +optional
+	WhatsApp *WhatsAppStatus `json:"whatsApp,omitempty"`
+}
+
+// WhatsAppStatus is what Meta reports of a WhatsApp number and its business account.
+type WhatsAppStatus struct {
+	// PhoneNumberID is the number these figures were read for.
+	PhoneNumberID string `json:"phoneNumberId"`
+	// DisplayPhoneNumber and VerifiedName are the number and name contacts see.
+	// +optional
+	DisplayPhoneNumber string `json:"displayPhoneNumber,omitempty"`
+	// +optional
+	VerifiedName string `json:"verifiedName,omitempty"`
+	// QualityRating is Meta's rating of the number: GREEN, YELLOW, RED or UNKNOWN.
+	// +optional
+	QualityRating string `json:"qualityRating,omitempty"`
+	// CanSendTemplates says template messages (which Meta bills) can go out: the business
+	// account has a payment method and Meta does not block it.
+	CanSendTemplates bool `json:"canSendTemplates"`
+	// PaymentMethodStatus is "active" once the business account has a payment method, "missing"
+	// before.
+	// +optional
+	PaymentMethodStatus string `json:"paymentMethodStatus,omitempty"`
+	// SetupStatus is "complete" once the number is connected, its code verified and its display
+	// name approved; otherwise what is pending ("pending_verification", "pending_name_review",
+	// "disconnected"…).
+	// +optional
+	SetupStatus string `json:"setupStatus,omitempty"`
+	// CheckedAt is when Meta was last asked; Error what went wrong then, if anything (the
+	// figures are then those of the last good read).
+	CheckedAt metav1.Time `json:"checkedAt"`
+	// +optional
+	Error string `json:"error,omitempty"`
 }
 
 // SenderActivity summarises what lives in Postgres for a sender.

@@ -117,6 +117,9 @@ type Config struct {
 	Disposable emailcheck.Disposable
 	// SenderActivityEvery is how often Sender status reads its traffic from Postgres (a minute).
 	SenderActivityEvery time.Duration
+	// WhatsAppStatusEvery is how often Sender status reads what Meta reports of a WhatsApp
+	// number and its payment (an hour).
+	WhatsAppStatusEvery time.Duration
 	Log                 logr.Logger
 	// SkipControllerNameValidation lets one test binary run several managers; controller names
 	// must otherwise be unique per process, as they name the controllers' metrics.
@@ -225,7 +228,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		if err := controller.Setup(mgr, controller.Options{Activity: &controller.ActivitySource{Pool: cfg.Pool, Every: every},
 			ProviderChecks: providercheck.Checks(), EmailDomains: verifier("switchboard-manager"),
-			Templates: reviewer("switchboard-manager")}); err != nil {
+			Templates: reviewer("switchboard-manager"), WhatsApp: accounts, WhatsAppEvery: cfg.WhatsAppStatusEvery}); err != nil {
 			return fmt.Errorf("set up controllers: %w", err)
 		}
 	}
@@ -322,7 +325,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Auth:     auth,
 		Accounts: account.NewService(mgr.GetClient(), mgr.GetAPIReader(), keys),
 		Senders: sender.NewService(mgr.GetClient(), mgr.GetAPIReader(), transports).WithURLPolicy(cfg.Delivery.Client.URLPolicy()).
-			WithProfiles(transports),
+			WithProfiles(transports).WithPictures(transports, transports.AttachmentHTTP),
 		ProjectWebhooks: projectwebhook.NewService(mgr.GetClient(), mgr.GetAPIReader()).WithURLPolicy(cfg.Delivery.Client.URLPolicy()),
 		Messages:        messages,
 		Contacts:        contact.NewService(cfg.Pool),

@@ -336,6 +336,17 @@ func fieldErrors(r response) []any {
 	return errs
 }
 
+// fieldPaths are the paths of the field errors of a 400, in order.
+func fieldPaths(r response) []string {
+	var paths []string
+	for _, e := range fieldErrors(r) {
+		m, _ := e.(map[string]any)
+		p, _ := m["path"].(string)
+		paths = append(paths, p)
+	}
+	return paths
+}
+
 // logFor logs through the test, and not at all under a benchmark, whose output is its figures.
 func logFor(t testing.TB) logr.Logger {
 	if tt, ok := t.(*testing.T); ok {

@@ -212,7 +212,7 @@ func TestSenderBadInputChangesNothing(t *testing.T) {
 }
 
 func TestWhatsAppBusinessProfile(t *testing.T) {
-	in := start(t)
+	in := start(t, deliveringTo(nil))
 	ctx := context.Background()
 	acme := newProject(t, in, v1alpha1.ProjectSpec{})
 	rival := newProject(t, in, v1alpha1.ProjectSpec{})
@@ -266,8 +266,25 @@ func TestWhatsAppBusinessProfile(t *testing.T) {
 	if r := in.get("/v1/senders/"+plain+"/profile", key); r.status != 400 {
 		t.Errorf("GET profile without a business account = %d", r.status)
 	}
+	pictures := pictureServer(t)
+	for name, c := range map[string]struct{ path, body, key string }{
+		"no business account": {"/v1/senders/" + plain + "/profile/picture", `{"imageUrl":"` + pictures.URL + `/logo.png","mimeType":"image/png"}`, key},
+		"another project":     {"/v1/senders/wa/profile/picture", `{"imageUrl":"` + pictures.URL + `/logo.png","mimeType":"image/png"}`, rivalKey},
+		"too small":           {"/v1/senders/wa/profile/picture", `{"imageUrl":"` + pictures.URL + `/tiny.png","mimeType":"image/png"}`, key},
+		"no fields":           {"/v1/senders/wa/profile/picture", `{}`, key},
+	} {
+		if r := in.do("POST", c.path, c.key, strings.NewReader(c.body)); r.status != 400 && r.status != 404 {
+			t.Errorf("picture, %s: %d %v", name, r.status, r.body)
+		}
+	}
 	var after v1alpha1.Sender
 	if err := in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: "wa"}, &after); err != nil || after.Generation != before.Generation {
 		t.Errorf("bad profile updates changed the sender (generation %d → %d)", before.Generation, after.Generation)
+	}
+
+	// On the sandbox the profile keeps the URL of the picture it was given.
+	r = in.do("POST", "/v1/senders/wa/profile/picture", key, strings.NewReader(`{"imageUrl":"`+pictures.URL+`/logo.png","mimeType":"image/png"}`))
+	if p, _ := r.body["profile"].(map[string]any); r.status != 200 || p["profilePictureUrl"] != pictures.URL+"/logo.png" || p["about"] != "We answer fast" {
+		t.Fatalf("picture on the sandbox = %d %v", r.status, r.body)
 	}
 }

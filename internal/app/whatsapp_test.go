@@ -1,10 +1,14 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"image"
+	"image/png"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +19,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/app"
 	"github.com/switchboard-io/switchboard/internal/transport"
 	"github.com/switchboard-io/switchboard/internal/transport/meta"
 	"github.com/switchboard-io/switchboard/internal/transport/meta/metatest"
@@ -53,11 +58,27 @@ func metaProject(t *testing.T, in *instance, peer *metatest.Server, token string
 
 func TestLiveWhatsAppThroughMeta(t *testing.T) {
 	peer := metatest.NewServer(t, metatest.Options{})
-	in := start(t, publicAtListener)
+	in := start(t, publicAtListener, deliveringTo(nil), func(c *app.Config) { c.WhatsAppStatusEvery = 100 * time.Millisecond })
 	acme, key := metaProject(t, in, peer, metatest.Token)
 	if c := providerReady(t, in, acme, "meta"); c.Status != metav1.ConditionTrue {
 		t.Fatalf("Provider Ready = %+v", c)
 	}
+
+	// Sender.whatsapp shows what the Graph API reports of the number and its payment.
+	paymentStatus := func() map[string]any {
+		wa, _ := in.get("/v1/senders/wa", key).body["whatsapp"].(map[string]any)
+		p, _ := wa["paymentStatus"].(map[string]any)
+		return p
+	}
+	waitFor(t, func() bool { // an account without a payment method
+		p := paymentStatus()
+		return p != nil && p["canSendTemplates"] == false && p["methodStatus"] == "missing" && p["setupStatus"] == "complete"
+	})
+	peer.SetFunding(wabaID, "2233445566")
+	waitFor(t, func() bool { // once a payment method is set
+		p := paymentStatus()
+		return p != nil && p["canSendTemplates"] == true && p["methodStatus"] == "active"
+	})
 	hook := in.url + "/callbacks/meta/" + acme + "/meta"
 	ctx := context.Background()
 
@@ -135,6 +156,33 @@ func TestLiveWhatsAppThroughMeta(t *testing.T) {
 	}
 	if r := in.get("/v1/senders/wa/profile", key); r.status != 200 || r.body["profile"].(map[string]any)["about"] != "Shoes since 1999" {
 		t.Fatalf("profile = %d %v", r.status, r.body)
+	}
+
+	// The profile picture: fetched from the URL given, uploaded through the Resumable Upload API
+	// and shown at Meta's URL of it. What is not a picture WhatsApp takes changes nothing.
+	pictures := pictureServer(t)
+	for _, c := range []struct{ body, path string }{
+		{`{"imageUrl":"` + pictures.URL + `/logo.png","mimeType":"image/jpeg"}`, "mimeType"},
+		{`{"imageUrl":"` + pictures.URL + `/tiny.png","mimeType":"image/png"}`, "imageUrl"},
+		{`{"imageUrl":"` + pictures.URL + `/missing.png","mimeType":"image/png"}`, "imageUrl"},
+		{`{"imageUrl":"` + pictures.URL + `/text.png","mimeType":"image/png"}`, "imageUrl"},
+		{`{"imageUrl":"ftp://example.com/a.png","mimeType":"image/gif"}`, "imageUrl mimeType"},
+	} {
+		r := in.do("POST", "/v1/senders/wa/profile/picture", key, strings.NewReader(c.body))
+		if got := strings.Join(fieldPaths(r), " "); r.status != 400 || got != c.path {
+			t.Fatalf("picture %s = %d %v, want 400 on %s", c.body, r.status, r.body, c.path)
+		}
+	}
+	if _, ok := peer.Profile(waPhoneID)["profile_picture_url"]; ok {
+		t.Fatal("a refused picture reached the Graph API")
+	}
+	r = in.do("POST", "/v1/senders/wa/profile/picture", key, strings.NewReader(`{"imageUrl":"`+pictures.URL+`/logo.png","mimeType":"image/png"}`))
+	pic, _ := r.body["profile"].(map[string]any)["profilePictureUrl"].(string)
+	if r.status != 200 || r.body["success"] != true || pic == "" {
+		t.Fatalf("picture = %d %v", r.status, r.body)
+	}
+	if data, mimeType, ok := peer.Picture(pic); !ok || mimeType != "image/png" || !bytes.Equal(data, testPNG(t, 200)) {
+		t.Fatalf("the Graph API shows %d bytes (%s, %v) at %s", len(data), mimeType, ok, pic)
 	}
 
 	// A forged one changes nothing; one for a number no sender has is ignored.
@@ -261,11 +309,38 @@ func TestLiveWhatsAppThroughMeta(t *testing.T) {
 func TestMetaProviderExpiredToken(t *testing.T) {
 	peer := metatest.NewServer(t, metatest.Options{})
 	in := start(t)
-	acme, _ := metaProject(t, in, peer, metatest.ExpiredToken)
+	acme, key := metaProject(t, in, peer, metatest.ExpiredToken)
 	c := providerReady(t, in, acme, "meta")
 	if c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonCredentialsRejected || strings.Contains(c.Message, metatest.ExpiredToken) {
 		t.Fatalf("Ready = %+v", c)
 	}
+	// A send (within the window the contact's message opened) fails with the documented code,
+	// and nothing reached WhatsApp.
+	hook := in.url + "/callbacks/meta/" + acme + "/meta"
+	if code, err := metatest.WebhookPost(context.Background(), hook, []byte(metatest.AppSecret),
+		metatest.HookTextMessage(waPhoneID, waDisplay, "15551230001", "wamid.hi", "Hi")); code != 200 {
+		t.Fatalf("inbound webhook = %d %v", code, err)
+	}
+	waitFor(t, func() bool {
+		return in.count(`SELECT count(*) FROM messages WHERE project = $1 AND direction = 'inbound'`, acme) == 1
+	})
+	r := in.post("/v1/messages", key, `{"to":"+15551230001","channel":"whatsapp","text":"Hello"}`)
+	if r.status != 200 {
+		t.Fatalf("send = %d %v", r.status, r.body)
+	}
+	m := waitStatus(t, in, key, r.body["message"].(map[string]any)["id"].(string), "failed")
+	if m["errorCode"] != "PROVIDER_NOT_READY" || strings.Contains(fmt.Sprint(m["errorMessage"]), metatest.ExpiredToken) {
+		t.Fatalf("failed send = %v", m)
+	}
+	if len(peer.Messages()) != 0 {
+		t.Fatalf("the peer accepted %+v", peer.Messages())
+	}
+	// The sender's status says the number could not be read, without the token.
+	waitFor(t, func() bool {
+		var snd v1alpha1.Sender
+		_ = in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: "wa"}, &snd)
+		return snd.Status.WhatsApp != nil && snd.Status.WhatsApp.Error != "" && !strings.Contains(snd.Status.WhatsApp.Error, metatest.ExpiredToken)
+	})
 }
 
 // sendAs sends body (POST /v1/messages) from sender, named in the Service-Sender header.
@@ -351,4 +426,34 @@ func TestLiveMessengerAndInstagramThroughMeta(t *testing.T) {
 	waitFor(t, func() bool {
 		return in.count(`SELECT count(*) FROM messages WHERE project = $1 AND channel = 'messenger' AND direction = 'outbound' AND status = 'delivered'`, acme) == 1
 	})
+}
+
+// testPNG is a side×side PNG image.
+func testPNG(t *testing.T, side int) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, side, side))
+	for i := range img.Pix {
+		img.Pix[i] = byte(i)
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// pictureServer serves /logo.png (200×200), /tiny.png (16×16) and /text.png (not an image).
+func pictureServer(t *testing.T) *httptest.Server {
+	files := map[string][]byte{"/logo.png": testPNG(t, 200), "/tiny.png": testPNG(t, 16), "/text.png": []byte("hello")}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "image/png")
+		_, _ = w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }

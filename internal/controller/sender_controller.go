@@ -2,13 +2,12 @@ package controller
 
 import (
 	"context"
-	"time"
-
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
-
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -26,7 +25,20 @@ type SenderReconciler struct {
 	// Activity, when set, puts the sender's traffic from Postgres in its status, refreshed every
 	// Activity.Every.
 	Activity *ActivitySource
+	// WhatsApp, when set, puts what the provider reports of the sender's WhatsApp number in its
+	// status, refreshed every WhatsAppEvery (a minute after a failed read).
+	WhatsApp      WhatsAppReader
+	WhatsAppEvery time.Duration
 }
+
+// WhatsAppReader reads what a provider reports of a sender's WhatsApp number: nil when the
+// sender's WhatsApp goes through no provider that reports it (the sandbox).
+type WhatsAppReader interface {
+	WhatsAppStatus(ctx context.Context, snd *v1alpha1.Sender) (*v1alpha1.WhatsAppStatus, error)
+}
+
+// whatsAppRetry is how soon a failed read of a WhatsApp number is tried again.
+const whatsAppRetry = time.Minute
 
 // +kubebuilder:rbac:groups=messaging.switchboard.io,resources=senders,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=messaging.switchboard.io,resources=senders/status,verbs=get;update;patch
@@ -84,10 +96,56 @@ func (r *SenderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		sender.Status.Activity = activity
 		result.RequeueAfter = r.Activity.Every
 	}
+	if wait := r.refreshWhatsApp(ctx, &sender, time.Now()); wait > 0 && (result.RequeueAfter == 0 || wait < result.RequeueAfter) {
+		result.RequeueAfter = wait
+	}
 	if err := patchStatus(ctx, r.Client, before, &sender, func(s *v1alpha1.Sender) any { return s.Status }); err != nil {
 		return ctrl.Result{}, fmt.Errorf("patch status of sender %s: %w", req, err)
 	}
 	return result, nil
+}
+
+// refreshWhatsApp reads the sender's WhatsApp number from its provider when the status has not
+// been read for it yet or is due, and returns how long until the next read (0: none).
+func (r *SenderReconciler) refreshWhatsApp(ctx context.Context, snd *v1alpha1.Sender, now time.Time) time.Duration {
+	if r.WhatsApp == nil || snd.Spec.WhatsApp == nil || snd.Spec.WhatsApp.AccountID == "" {
+		snd.Status.WhatsApp = nil
+		return 0
+	}
+	every := r.WhatsAppEvery
+	if every <= 0 {
+		every = time.Hour
+	}
+	prev := snd.Status.WhatsApp
+	if prev != nil && prev.PhoneNumberID == snd.Spec.WhatsApp.AccountID {
+		due := prev.CheckedAt.Add(every)
+		if prev.Error != "" {
+			due = prev.CheckedAt.Add(whatsAppRetry)
+		}
+		if now.Before(due) {
+			return due.Sub(now)
+		}
+	} else {
+		prev = nil
+	}
+	st, err := r.WhatsApp.WhatsAppStatus(ctx, snd)
+	switch {
+	case err != nil:
+		// The figures of the last good read stay; what went wrong is said beside them.
+		failed := &v1alpha1.WhatsAppStatus{PhoneNumberID: snd.Spec.WhatsApp.AccountID}
+		if prev != nil {
+			failed = prev.DeepCopy()
+		}
+		failed.CheckedAt, failed.Error = metav1.NewTime(now), err.Error()
+		snd.Status.WhatsApp = failed
+		return whatsAppRetry
+	case st == nil:
+		snd.Status.WhatsApp = nil
+		return 0
+	}
+	st.CheckedAt = metav1.NewTime(now)
+	snd.Status.WhatsApp = st
+	return every
 }
 
 // senderReadiness is the chain of checks of a Sender: its namespace has a ready project, and its

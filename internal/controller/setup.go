@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,6 +26,10 @@ type Options struct {
 	EmailDomains *domainverify.Verifier
 	// Templates moves templates through their review; nil runs no Template controller.
 	Templates *templatereview.Reviewer
+	// WhatsApp, when not nil, reads what the provider reports of senders' WhatsApp numbers into
+	// their status, every WhatsAppEvery (an hour when zero).
+	WhatsApp      WhatsAppReader
+	WhatsAppEvery time.Duration
 }
 
 // Setup registers every reconciler with the manager. The field indexes (index.Register) must be
@@ -32,7 +38,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&ProjectReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return err
 	}
-	if err := (&SenderReconciler{Client: mgr.GetClient(), Activity: opts.Activity}).SetupWithManager(mgr); err != nil {
+	if err := (&SenderReconciler{Client: mgr.GetClient(), Activity: opts.Activity, WhatsApp: opts.WhatsApp,
+		WhatsAppEvery: opts.WhatsAppEvery}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&WebhookReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {

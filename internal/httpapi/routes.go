@@ -98,6 +98,7 @@ func (s *Server) routes() []route {
 		{method: "DELETE", path: "/v1/senders/{senderId}/telegram", access: permission, permission: apikey.PermissionAll, handle: s.detachTelegram},
 		{method: "GET", path: "/v1/senders/{senderId}/profile", access: anyKey, handle: s.getSenderProfile},
 		{method: "PATCH", path: "/v1/senders/{senderId}/profile", access: permission, permission: apikey.PermissionAll, handle: s.updateSenderProfile},
+		{method: "POST", path: "/v1/senders/{senderId}/profile/picture", access: permission, permission: apikey.PermissionAll, handle: s.updateSenderPicture},
 		{method: "POST", path: "/v1/senders/{senderId}/channels/{channel}/activate", access: permission, permission: apikey.PermissionAll, handle: s.activateSenderChannel},
 
 		{method: "POST", path: "/v1/invitations/webhook", access: permission, permission: apikey.PermissionAll, handle: s.putProjectWebhook(v1alpha1.WebhookKindInvitations)},

@@ -71,8 +71,16 @@ type webhookJSON struct {
 }
 
 type whatsappJSON struct {
-	DisplayPhoneNumber string `json:"displayPhoneNumber,omitempty"`
-	PhoneNumberID      string `json:"phoneNumberId"`
+	DisplayPhoneNumber string             `json:"displayPhoneNumber,omitempty"`
+	PhoneNumberID      string             `json:"phoneNumberId"`
+	PaymentStatus      *paymentStatusJSON `json:"paymentStatus,omitempty"`
+}
+
+// paymentStatusJSON is what the provider last reported of the business account's payment.
+type paymentStatusJSON struct {
+	CanSendTemplates bool   `json:"canSendTemplates"`
+	MethodStatus     string `json:"methodStatus,omitempty"`
+	SetupStatus      string `json:"setupStatus,omitempty"`
 }
 
 func senderView(v sender.View) senderJSON {
@@ -93,6 +101,14 @@ func senderView(v sender.View) senderJSON {
 	}
 	if wa := snd.Spec.WhatsApp; wa != nil {
 		out.WhatsApp = &whatsappJSON{DisplayPhoneNumber: wa.DisplayPhoneNumber, PhoneNumberID: wa.AccountID}
+		// What the provider reports, once the controller has read it for this number.
+		if st := snd.Status.WhatsApp; st != nil && st.PhoneNumberID == wa.AccountID && !st.CheckedAt.IsZero() && st.SetupStatus != "" {
+			if out.WhatsApp.DisplayPhoneNumber == "" {
+				out.WhatsApp.DisplayPhoneNumber = st.DisplayPhoneNumber
+			}
+			out.WhatsApp.PaymentStatus = &paymentStatusJSON{CanSendTemplates: st.CanSendTemplates,
+				MethodStatus: st.PaymentMethodStatus, SetupStatus: st.SetupStatus}
+		}
 	}
 	if snd.Spec.Email != nil {
 		out.EmailAddress = snd.Spec.Email.Address
@@ -247,6 +263,20 @@ func (s *Server) updateSenderProfile(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, err := s.senders.UpdateProfile(r.Context(), keyFrom(r.Context()).Project, r.PathValue("senderId"), in)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "profile": profileView(p)})
+}
+
+func (s *Server) updateSenderPicture(w http.ResponseWriter, r *http.Request) {
+	var in sender.PictureInput
+	if err := decodeJSON(r, &in, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p, err := s.senders.UpdateProfilePicture(r.Context(), keyFrom(r.Context()).Project, r.PathValue("senderId"), in)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

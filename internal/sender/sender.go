@@ -6,6 +6,7 @@ package sender
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"sort"
 
@@ -31,6 +32,8 @@ type Service struct {
 	bots     Bots
 	urls     delivery.URLPolicy
 	profiles Profiles
+	pictures Pictures
+	fetch    *http.Client // fetches profile pictures
 }
 
 // NewService returns a Service; live reads bypass the cache where a change builds on the latest;

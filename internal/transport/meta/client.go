@@ -40,6 +40,11 @@ type request struct {
 	raw         []byte
 	contentType string
 	token       string
+	// oauth sends the token as "Authorization: OAuth <token>", as the Resumable Upload API's
+	// upload step wants it, instead of Bearer.
+	oauth bool
+	// header are more request headers (the upload's file_offset).
+	header http.Header
 	// secrets are what an error must never repeat besides the token: the text, parameters.
 	secrets []string
 }
@@ -69,6 +74,11 @@ func (t *Transport) call(ctx context.Context, r request, out any) error {
 	u := *t.base
 	u.Path = strings.TrimRight(u.Path, "/") + "/" + t.cfg.Version + "/" + strings.Join(r.path, "/")
 	u.RawQuery = r.query.Encode()
+	return t.send(ctx, r, u, out)
+}
+
+// send makes the request r to u; see call.
+func (t *Transport) send(ctx context.Context, r request, u url.URL, out any) error {
 	var body io.Reader
 	contentType := r.contentType
 	switch {
@@ -87,6 +97,12 @@ func (t *Transport) call(ctx context.Context, r request, out any) error {
 	}
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
+	}
+	for k, v := range r.header {
+		req.Header[k] = v
+	}
+	if r.oauth {
+		req.Header.Set("Authorization", "OAuth "+r.token)
 	}
 	raw, err := t.exchange(ctx, req, r.op, r.token, maxAnswer, r.secrets)
 	if err != nil {
@@ -114,10 +130,13 @@ func (t *Transport) callForSuccess(ctx context.Context, r request) error {
 	return nil
 }
 
-// exchange sends req with the token and returns the body of a 2xx answer, at most maxBytes
-// (more is an error). Any other answer is classified (classify).
+// exchange sends req with the token (as Bearer, unless req carries its own Authorization) and
+// returns the body of a 2xx answer, at most maxBytes (more is an error). Any other answer is
+// classified (classify).
 func (t *Transport) exchange(ctx context.Context, req *http.Request, op, token string, maxBytes int64, secrets []string) ([]byte, error) {
-	req.Header.Set("Authorization", "Bearer "+token)
+	if req.Header.Get("Authorization") == "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := t.hc.Do(req)
 	if err != nil {

@@ -53,6 +53,9 @@ type Config struct {
 	Version string
 	// AccessToken is the system user's token, used where a call names no other.
 	AccessToken string
+	// AppID is the Meta app's id: files uploaded through the Resumable Upload API (a profile
+	// picture) belong to it.
+	AppID string
 	// HTTP is the client requests go through; nil means one with a 30 s timeout.
 	HTTP *http.Client
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 )
 
 // Profile is a WhatsApp business profile, in Meta's field names.
@@ -92,6 +93,24 @@ type HealthStatus struct {
 			PossibleSolution string `json:"possible_solution"`
 		} `json:"errors"`
 	} `json:"entities"`
+}
+
+// SetupStatus sums up how far the number's setup is: "complete" once it is connected, its code
+// verified and its display name approved; else the first step pending: the number's status
+// ("pending", "disconnected", "flagged"…, lower case), "pending_verification", or the name's
+// review ("pending_name_review", "name_declined").
+func (p PhoneNumber) SetupStatus() string {
+	switch {
+	case p.Status != "" && p.Status != "CONNECTED":
+		return strings.ToLower(p.Status)
+	case p.CodeVerificationStatus != "" && p.CodeVerificationStatus != "VERIFIED":
+		return "pending_verification"
+	case p.NameStatus == "DECLINED" || p.NameStatus == "NON_EXISTS":
+		return "name_declined"
+	case p.NameStatus != "" && p.NameStatus != "APPROVED" && p.NameStatus != "AVAILABLE_WITHOUT_REVIEW":
+		return "pending_name_review"
+	}
+	return "complete"
 }
 
 const phoneNumberFields = "id,display_phone_number,verified_name,quality_rating,code_verification_status,name_status,status,platform_type,throughput,health_status"

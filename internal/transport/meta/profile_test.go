@@ -62,3 +62,38 @@ func TestPhoneNumberAndPayment(t *testing.T) {
 		t.Fatalf("PaymentStatus with a payment method = %+v, %v", pay, err)
 	}
 }
+
+func TestProfilePicture(t *testing.T) {
+	t.Parallel()
+	peer, tr := graphPeer(t, metatest.Options{})
+	ctx := context.Background()
+	png := []byte("\x89PNG\r\n\x1a\n a picture")
+	handle, err := tr.UploadFile(ctx, "", "logo.png", "image/png", png)
+	if err != nil || handle == "" {
+		t.Fatalf("UploadFile = %q, %v", handle, err)
+	}
+	if err := tr.SetProfilePicture(ctx, "", graphPhoneID, handle); err != nil {
+		t.Fatalf("SetProfilePicture: %v", err)
+	}
+	p, err := tr.GetProfile(ctx, "", graphPhoneID)
+	if err != nil || p.ProfilePictureURL == "" {
+		t.Fatalf("GetProfile after the picture = %+v, %v", p, err)
+	}
+	if data, mimeType, ok := peer.Picture(p.ProfilePictureURL); !ok || string(data) != string(png) || mimeType != "image/png" {
+		t.Fatalf("the peer shows %q (%s, %v) at %s", data, mimeType, ok, p.ProfilePictureURL)
+	}
+
+	// A handle Meta did not give, a type the upload API refuses, and no app id are refused.
+	err = tr.SetProfilePicture(ctx, "", graphPhoneID, "4::forged")
+	if f := transport.AsFailure(err); f == nil || f.ProviderCode != "100" {
+		t.Fatalf("SetProfilePicture with a forged handle: %v", err)
+	}
+	if _, err := tr.UploadFile(ctx, "", "a.gif", "image/gif", []byte("GIF89a")); transport.AsFailure(err) == nil {
+		t.Fatalf("UploadFile of a GIF: %v", err)
+	}
+	noApp := meta.New(meta.Config{BaseURL: peer.URL, AccessToken: metatest.Token})
+	if _, err := noApp.UploadFile(ctx, "", "logo.png", "image/png", png); transport.AsFailure(err) == nil ||
+		!strings.Contains(err.Error(), "app id") {
+		t.Fatalf("UploadFile without an app id: %v", err)
+	}
+}

@@ -30,7 +30,7 @@ func graphPeer(t *testing.T, opts metatest.Options) (*metatest.Server, *meta.Tra
 	peer.AddPhoneNumber(graphPhoneID, graphDisplay, graphWABA)
 	peer.AddPage(graphPage, "Acme")
 	peer.AddMedia(graphMediaID, "image/jpeg", []byte("jpeg"))
-	return peer, meta.New(meta.Config{BaseURL: peer.URL, AccessToken: metatest.Token})
+	return peer, meta.New(meta.Config{BaseURL: peer.URL, AccessToken: metatest.Token, AppID: metatest.AppID})
 }
 
 // sendOK sends m and returns what the peer accepted of it.

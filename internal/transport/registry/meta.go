@@ -52,7 +52,7 @@ func (r *Registry) MetaOf(ctx context.Context, p *v1alpha1.Provider) (*metatrans
 func MetaConfig(p *v1alpha1.Provider, creds map[string][]byte, hc *http.Client) metatransport.Config {
 	cfg := metatransport.Config{BaseURL: p.Spec.BaseURL, AccessToken: string(creds[v1alpha1.ProviderKeyAccessToken]), HTTP: hc}
 	if p.Spec.Meta != nil {
-		cfg.Version = p.Spec.Meta.GraphAPIVersion
+		cfg.Version, cfg.AppID = p.Spec.Meta.GraphAPIVersion, p.Spec.Meta.AppID
 	}
 	return cfg
 }
@@ -120,6 +120,52 @@ func (r *Registry) WriteProfile(ctx context.Context, snd *v1alpha1.Sender, p v1a
 	}
 	return true, t.UpdateProfile(ctx, token, snd.AccountID(v1alpha1.ChannelWhatsApp), metatransport.Profile{About: p.About,
 		Address: p.Address, Description: p.Description, Email: p.Email, Websites: p.Websites, Vertical: p.Vertical})
+}
+
+// WriteProfilePicture implements sender.Pictures: the image is uploaded through the Resumable
+// Upload API of the Provider's app and set as the number's profile picture.
+func (r *Registry) WriteProfilePicture(ctx context.Context, snd *v1alpha1.Sender, image []byte, mimeType string) (bool, error) {
+	t, token, err := r.whatsAppAccount(ctx, snd)
+	if t == nil || err != nil {
+		return false, err
+	}
+	name := "profile.jpg"
+	if mimeType == "image/png" {
+		name = "profile.png"
+	}
+	handle, err := t.UploadFile(ctx, token, name, mimeType, image)
+	if err != nil {
+		return true, err
+	}
+	return true, t.SetProfilePicture(ctx, token, snd.AccountID(v1alpha1.ChannelWhatsApp), handle)
+}
+
+// WhatsAppStatus implements controller.WhatsAppReader: what the Graph API says of the sender's
+// number (GET /{phone-number-id}) and of its business account's payment (GET /{waba-id}); nil
+// when the sender's WhatsApp does not go through a meta Provider.
+func (r *Registry) WhatsAppStatus(ctx context.Context, snd *v1alpha1.Sender) (*v1alpha1.WhatsAppStatus, error) {
+	t, token, err := r.whatsAppAccount(ctx, snd)
+	if t == nil || err != nil {
+		return nil, err
+	}
+	phone, err := t.PhoneNumber(ctx, token, snd.AccountID(v1alpha1.ChannelWhatsApp))
+	if err != nil {
+		return nil, err
+	}
+	st := &v1alpha1.WhatsAppStatus{PhoneNumberID: snd.AccountID(v1alpha1.ChannelWhatsApp), DisplayPhoneNumber: phone.DisplayPhoneNumber,
+		VerifiedName: phone.VerifiedName, QualityRating: phone.QualityRating, SetupStatus: phone.SetupStatus()}
+	if waba := snd.Spec.WhatsApp.BusinessAccountID; waba != "" {
+		pay, err := t.PaymentStatus(ctx, token, waba)
+		if err != nil {
+			return nil, err
+		}
+		st.CanSendTemplates = pay.CanSendTemplates()
+		st.PaymentMethodStatus = "missing"
+		if pay.MethodSet() {
+			st.PaymentMethodStatus = "active"
+		}
+	}
+	return st, nil
 }
 
 // FetchMedia reads a file a contact sent to the sender's WhatsApp, through the Graph API

@@ -99,8 +99,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // bearer is the request's access token: the Authorization header, else access_token.
 func bearer(r *http.Request) string {
-	if h := r.Header.Get("Authorization"); len(h) > 7 && strings.EqualFold(h[:7], "Bearer ") {
-		return strings.TrimSpace(h[7:])
+	h := r.Header.Get("Authorization")
+	for _, scheme := range []string{"Bearer ", "OAuth "} {
+		if len(h) > len(scheme) && strings.EqualFold(h[:len(scheme)], scheme) {
+			return strings.TrimSpace(h[len(scheme):])
+		}
 	}
 	return r.URL.Query().Get("access_token")
 }
@@ -114,6 +117,10 @@ func (s *Server) knownToken(token string) bool {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == attachmentsPath {
 		s.download(w, r)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, picturesPath) {
+		s.picture(w, r)
 		return
 	}
 	token := bearer(r)
@@ -153,6 +160,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, token, id, edge s
 	phone, page := s.phones[id], s.pages[id]
 	_, isWABA := s.wabas[id]
 	_, isMedia := s.media[id]
+	_, isSession := s.sessions[id]
 	s.mu.Unlock()
 	method := r.Method
 	switch {
@@ -179,6 +187,12 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, token, id, edge s
 		writeJSON(w, http.StatusOK, pick(s.wabaNode(id), r.URL.Query().Get("fields"), "id,name,timezone_id,message_template_namespace"))
 	case isWABA && edge == "message_templates":
 		return s.templates(w, r, id)
+	case id == AppID && edge == "uploads" && method == http.MethodPost:
+		return s.startUpload(w, r)
+	case isSession && edge == "" && method == http.MethodPost:
+		return s.uploadPart(w, r, id)
+	case isSession && edge == "" && method == http.MethodGet:
+		s.uploadOffset(w, id)
 	case isMedia && edge == "" && method == http.MethodGet:
 		s.mediaNode(w, id)
 	case isMedia && edge == "" && method == http.MethodDelete:
@@ -733,6 +747,12 @@ func (s *Server) updateProfile(w http.ResponseWriter, r *http.Request, phoneID s
 			if k == "vertical" && !slices.Contains(verticals, sv) {
 				return badParam("Param vertical must be one of {%s}.", strings.Join(verticals, ", "))
 			}
+		case "profile_picture_handle":
+			url, e := s.setPicture(sv)
+			if e != nil {
+				return e
+			}
+			k, v = "profile_picture_url", url
 		case "websites":
 			sites, _ := v.([]any)
 			if sites == nil || len(sites) > 2 {

@@ -1,5 +1,6 @@
 // Package metatest runs a local Graph API for tests, on 127.0.0.1: the parts of Meta's API the
-// meta transport calls, as Meta's reference documents them (graph.go). It knows one system-user
+// meta transport calls, as Meta's reference documents them (graph.go; the Resumable Upload API
+// and profile pictures in uploads.go). It knows one system-user
 // token (Token; ExpiredToken is refused with error 190), the phone numbers, WhatsApp Business
 // Accounts and Pages a test adds, their business profiles, templates and media; it validates
 // message bodies the way Meta does for the fields Switchboard sends (error 100 with
@@ -145,7 +146,10 @@ type Server struct {
 	wabas    map[string]*waba
 	profiles map[string]map[string]any
 	media    map[string]media
-	shut     map[string]bool // recipients whose window is closed
+	sessions map[string]*uploadSession // Resumable Upload API sessions, by id
+	handles  map[string]media          // uploaded files, by handle
+	pictures map[string]media          // profile pictures, by path
+	shut     map[string]bool           // recipients whose window is closed
 	fail     failure
 	messages []Message
 	reads    []Read
@@ -163,7 +167,8 @@ func New(opts Options) (*Server, error) {
 		Token: Token, ExpiredToken: ExpiredToken, AppID: AppID, AppSecret: AppSecret,
 		opts: opts, tokens: map[string]bool{Token: true}, phones: map[string]*PhoneNumber{},
 		pages: map[string]string{}, wabas: map[string]*waba{}, profiles: map[string]map[string]any{},
-		media: map[string]media{}, shut: map[string]bool{}, changed: make(chan struct{}),
+		media: map[string]media{}, sessions: map[string]*uploadSession{}, handles: map[string]media{},
+		pictures: map[string]media{}, shut: map[string]bool{}, changed: make(chan struct{}),
 	}
 	for _, tok := range opts.Tokens {
 		s.tokens[tok] = true

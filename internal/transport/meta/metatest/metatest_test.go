@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -360,5 +361,62 @@ func TestMediaDownloadNeedsTheToken(t *testing.T) {
 	}
 	if status, _ := get(strings.Replace(link, "hash=", "hash=x", 1), metatest.Token); status != 404 {
 		t.Fatalf("download with a forged hash: %d", status)
+	}
+}
+
+// TestResumableUpload: a session takes its bytes in parts from the offset it reports, the
+// upload step wants the OAuth scheme, and the handle becomes a profile picture served at its URL.
+func TestResumableUpload(t *testing.T) {
+	t.Parallel()
+	s := newPeer(t, metatest.Options{})
+	status, _, answer := call(t, s, http.MethodPost, "/v21.0/"+metatest.AppID+"/uploads?file_length=10&file_type=image/png", metatest.Token, nil)
+	session, _ := answer["id"].(string)
+	if status != http.StatusOK || !strings.HasPrefix(session, "upload:") || !strings.Contains(session, "?sig=") {
+		t.Fatalf("start = %d %v", status, answer)
+	}
+	part := func(scheme string, offset int, data string) (int, map[string]any) {
+		req, _ := http.NewRequest(http.MethodPost, s.URL+"/v21.0/"+session, strings.NewReader(data))
+		req.Header.Set("Authorization", scheme+" "+metatest.Token)
+		req.Header.Set("file_offset", strconv.Itoa(offset))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	if status, _ := part("Bearer", 0, "01234"); status != http.StatusBadRequest {
+		t.Fatalf("an upload step with Bearer = %d, want 400", status)
+	}
+	if status, out := part("OAuth", 0, "01234"); status != http.StatusOK || out["file_offset"] != float64(5) {
+		t.Fatalf("first part = %d %v", status, out)
+	}
+	if status, out := part("OAuth", 3, "56789"); status != http.StatusBadRequest {
+		t.Fatalf("a part at the wrong offset = %d %v", status, out)
+	}
+	_, _, answer = call(t, s, http.MethodGet, "/v21.0/"+strings.SplitN(session, "?", 2)[0], metatest.Token, nil)
+	if answer["file_offset"] != float64(5) {
+		t.Fatalf("resume offset = %v", answer)
+	}
+	status, out := part("OAuth", 5, "56789")
+	handle, _ := out["h"].(string)
+	if status != http.StatusOK || handle == "" {
+		t.Fatalf("last part = %d %v", status, out)
+	}
+	status, _, answer = call(t, s, http.MethodPost, "/v21.0/"+phoneID+"/whatsapp_business_profile", metatest.Token,
+		map[string]any{"messaging_product": "whatsapp", "profile_picture_handle": handle})
+	if status != http.StatusOK {
+		t.Fatalf("set picture = %d %v", status, answer)
+	}
+	pic, _ := s.Profile(phoneID)["profile_picture_url"].(string)
+	resp, err := http.Get(pic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); string(b) != "0123456789" || resp.Header.Get("Content-Type") != "image/png" {
+		t.Fatalf("the picture at %s = %q (%s)", pic, b, resp.Header.Get("Content-Type"))
 	}
 }
