@@ -120,7 +120,10 @@ type Config struct {
 	// WhatsAppStatusEvery is how often Sender status reads what Meta reports of a WhatsApp
 	// number and its payment (an hour).
 	WhatsAppStatusEvery time.Duration
-	Log                 logr.Logger
+	// TemplateSyncEvery is how often the manager reads every project's WhatsApp business
+	// accounts for template verdicts and categories a webhook did not bring (an hour).
+	TemplateSyncEvery time.Duration
+	Log               logr.Logger
 	// SkipControllerNameValidation lets one test binary run several managers; controller names
 	// must otherwise be unique per process, as they name the controllers' metrics.
 	SkipControllerNameValidation bool
@@ -230,6 +233,11 @@ func Run(ctx context.Context, cfg Config) error {
 			ProviderChecks: providercheck.Checks(), EmailDomains: verifier("switchboard-manager"),
 			Templates: reviewer("switchboard-manager"), WhatsApp: accounts, WhatsAppEvery: cfg.WhatsAppStatusEvery}); err != nil {
 			return fmt.Errorf("set up controllers: %w", err)
+		}
+		syncer := &template.Syncer{Service: template.NewService(mgr.GetClient(), mgr.GetAPIReader(), reviewer("switchboard-manager")),
+			Every: cfg.TemplateSyncEvery, Log: log.WithName("template-sync")}
+		if err := mgr.Add(syncer); err != nil {
+			return fmt.Errorf("add template sync: %w", err)
 		}
 	}
 	if cfg.Role.runs(RoleAPI) || cfg.Role.runs(RoleWorker) {

@@ -457,3 +457,84 @@ func pictureServer(t *testing.T) *httptest.Server {
 	t.Cleanup(srv.Close)
 	return srv
 }
+
+// TestTemplatesFollowTheirAccount: between webhooks the manager's periodic sync applies Meta's
+// verdicts to the project's templates (and imports none); deleting a Template deletes it at the
+// business account, unless annotated to keep it there.
+func TestTemplatesFollowTheirAccount(t *testing.T) {
+	peer := metatest.NewServer(t, metatest.Options{})
+	in := start(t, func(c *app.Config) { c.TemplateSyncEvery = 200 * time.Millisecond })
+	acme, key := metaProject(t, in, peer, metatest.Token)
+	if c := providerReady(t, in, acme, "meta"); c.Status != metav1.ConditionTrue {
+		t.Fatalf("Provider Ready = %+v", c)
+	}
+	ctx := context.Background()
+	for _, name := range []string{"promo", "keepme"} {
+		if r := in.post("/v1/templates", key, `{"name":"`+name+`","language":"en","body":"Hi {{1}}","variables":["Ada"]}`); r.status != 201 {
+			t.Fatalf("create %s = %d %v", name, r.status, r.body)
+		}
+		if r := in.post("/v1/templates/"+name+".en/submit", key, `{"senderId":"wa"}`); r.status != 200 {
+			t.Fatalf("submit %s = %d %v", name, r.status, r.body)
+		}
+	}
+	atMeta := func(name string) bool {
+		for _, tm := range peer.Templates(wabaID) {
+			if tm.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	if !atMeta("promo") || !atMeta("keepme") {
+		t.Fatalf("the account has %+v", peer.Templates(wabaID))
+	}
+
+	// Meta's verdict, with no webhook: the periodic sync brings it.
+	peer.SetTemplateStatus(wabaID, "promo", "en", "REJECTED", "MARKETING")
+	waitFor(t, func() bool {
+		r := in.get("/v1/templates/promo.en", key)
+		return r.body["status"] == "rejected" && r.body["category"] == "MARKETING"
+	})
+	// A template made in WhatsApp Manager is not imported by it.
+	peer.SetTemplateStatus(wabaID, "elsewhere", "en", "APPROVED", "UTILITY")
+	time.Sleep(time.Second) // five periods
+	if r := in.get("/v1/templates/elsewhere.en", key); r.status != 404 {
+		t.Fatalf("the periodic sync imported a template: %d %v", r.status, r.body)
+	}
+
+	// Deleting the resource deletes the template at the account, and only that one.
+	waitFor(t, func() bool {
+		var tm v1alpha1.Template
+		return in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: "promo.en"}, &tm) == nil && len(tm.Finalizers) == 1
+	})
+	if r := in.do("DELETE", "/v1/templates/promo.en", key, nil); r.status != 204 {
+		t.Fatalf("delete = %d %v", r.status, r.body)
+	}
+	waitFor(t, func() bool {
+		var tm v1alpha1.Template
+		return !atMeta("promo") && in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: "promo.en"}, &tm) != nil
+	})
+	if !atMeta("keepme") || !atMeta("elsewhere") {
+		t.Fatalf("deleting promo deleted others: %+v", peer.Templates(wabaID))
+	}
+
+	// Annotated to stay, the template stays at the account when its resource goes.
+	var keep v1alpha1.Template
+	if err := in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: "keepme.en"}, &keep); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(keep.DeepCopy())
+	keep.Annotations = map[string]string{"messaging.switchboard.io/keep-at-provider": "true"}
+	if err := in.k8s.Patch(ctx, &keep, patch); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.k8s.Delete(ctx, &keep); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		return in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: "keepme.en"}, &v1alpha1.Template{}) != nil
+	})
+	if !atMeta("keepme") {
+		t.Fatal("the annotated template was deleted at the account")
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/redis/go-redis/v9"
@@ -49,6 +50,8 @@ type roleFlags struct {
 	disposableFile    string
 	smtpListen        string
 	smtpMaxBytes      int64
+	templateSync      time.Duration
+	whatsAppStatus    time.Duration
 }
 
 func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) *cobra.Command {
@@ -105,6 +108,10 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 	if r == app.RoleManager || r == app.RoleAll {
 		fl.BoolVar(&f.leaderElect, "leader-elect", true, "elect one active manager among replicas through a Lease")
 		fl.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader-election Lease; default: the pod's namespace")
+		fl.DurationVar(&f.templateSync, "template-sync-interval", time.Hour,
+			"how often the WhatsApp business accounts of every project are read to apply template verdicts and categories a webhook did not bring (templates are not imported: POST /v1/templates/sync does that)")
+		fl.DurationVar(&f.whatsAppStatus, "whatsapp-status-interval", time.Hour,
+			"how often each WhatsApp sender's number, quality rating and payment status are read from the Graph API into its status (Sender.whatsapp.paymentStatus)")
 	}
 	if r == app.RoleWorker || r == app.RoleAll {
 		fl.IntVar(&f.workerConcurrency, "worker-concurrency", 50, "jobs one worker process works at once")
@@ -125,6 +132,9 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 	}
 	if f.smtpMaxBytes < 0 {
 		return &UsageError{Err: errors.New("--smtp-max-message-bytes must be positive")}
+	}
+	if f.templateSync < 0 || f.whatsAppStatus < 0 {
+		return &UsageError{Err: errors.New("--template-sync-interval and --whatsapp-status-interval must be positive")}
 	}
 	if f.workerConcurrency < 0 {
 		return &UsageError{Err: errors.New("--worker-concurrency must be positive")}
@@ -223,6 +233,8 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		Disposable:              disposable,
 		SMTPListener:            smtpListener,
 		SMTPMaxMessageBytes:     f.smtpMaxBytes,
+		TemplateSyncEvery:       f.templateSync,
+		WhatsAppStatusEvery:     f.whatsAppStatus,
 		Log:                     log,
 	})
 }

@@ -8,9 +8,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/templatereview"
+	"github.com/switchboard-io/switchboard/internal/transport"
 )
 
 // TemplateReconciler submits Templates as spec.submission asks (once per request: a change of
@@ -22,6 +25,7 @@ type TemplateReconciler struct {
 
 // +kubebuilder:rbac:groups=messaging.switchboard.io,resources=templates,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=messaging.switchboard.io,resources=templates/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=messaging.switchboard.io,resources=templates/finalizers,verbs=update
 
 // Reconcile brings a Template's review forward.
 func (r *TemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -30,7 +34,16 @@ func (r *TemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !t.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.finalize(ctx, &t)
+	}
+	// A template of a live WhatsApp business account is deleted there when its resource is.
+	if before := t.DeepCopy(); templatereview.Linked(&t) && controllerutil.AddFinalizer(&t, templatereview.Finalizer) {
+		if err := r.Patch(ctx, &t, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsConflict(err) {
+				return ctrl.Result{Requeue: true}, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("add finalizer to template %s: %w", req, err)
+		}
 	}
 	if sub := t.Spec.Submission; sub != nil && !submitted(&t) {
 		var snd v1alpha1.Sender
@@ -59,6 +72,37 @@ func (r *TemplateReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: wait}, nil
+}
+
+// finalize deletes a deleted Template's template at its WhatsApp business account (unless
+// annotated to keep it), forgets its announced state and lets the resource go. The provider's
+// permanent refusal (a revoked token, a template Meta no longer has) is logged and the resource
+// goes all the same, so a namespace can always be deleted; a temporary one is tried again.
+func (r *TemplateReconciler) finalize(ctx context.Context, t *v1alpha1.Template) error {
+	if !controllerutil.ContainsFinalizer(t, templatereview.Finalizer) {
+		return nil
+	}
+	log := logf.FromContext(ctx)
+	if t.Annotations[templatereview.KeepAnnotation] != "true" {
+		err := r.Reviewer.Withdraw(ctx, t)
+		switch {
+		case err == nil:
+			log.Info("deleted the template at its WhatsApp business account", "account", t.Status.BusinessAccount, "providerId", t.Status.ProviderID)
+		case errors.Is(err, templatereview.ErrNoAccount), transport.AsFailure(err) != nil:
+			log.Error(err, "the template stays at its WhatsApp business account", "account", t.Status.BusinessAccount, "providerId", t.Status.ProviderID)
+		default:
+			return fmt.Errorf("delete template %s/%s at WhatsApp: %w", t.Namespace, t.Name, err)
+		}
+	}
+	if err := r.Reviewer.Forget(ctx, t); err != nil {
+		return err
+	}
+	before := t.DeepCopy()
+	controllerutil.RemoveFinalizer(t, templatereview.Finalizer)
+	if err := r.Patch(ctx, t, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer of template %s/%s: %w", t.Namespace, t.Name, err)
+	}
+	return nil
 }
 
 // submitted tells whether t's submission request was taken in.

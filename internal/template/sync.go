@@ -31,8 +31,17 @@ type SyncResult struct {
 // category changed is updated, the rest skipped. An account that cannot be read is named in
 // Errors and the others are synced all the same. Test keys have no accounts: the sandbox.
 func (s *Service) Sync(ctx context.Context, project string, sender *string, testMode bool) (SyncResult, error) {
+	if testMode {
+		return SyncResult{Errors: []string{}}, nil
+	}
+	return s.sync(ctx, project, sender, true)
+}
+
+// sync is Sync of live accounts; a template the project does not have is imported only with
+// importNew (skipped otherwise).
+func (s *Service) sync(ctx context.Context, project string, sender *string, importNew bool) (SyncResult, error) {
 	res := SyncResult{Errors: []string{}}
-	if testMode || s.reviewer.Account == nil {
+	if s.reviewer.Account == nil {
 		return res, nil
 	}
 	var list v1alpha1.SenderList
@@ -64,7 +73,7 @@ func (s *Service) Sync(ctx context.Context, project string, sender *string, test
 		}
 		res.AccountsSynced++
 		for _, l := range listed {
-			if err := s.syncOne(ctx, project, snd, l, &res); err != nil {
+			if err := s.syncOne(ctx, project, snd, l, importNew, &res); err != nil {
 				res.Errors = append(res.Errors, fmt.Sprintf("template %s (%s): %v", l.Spec.Name, l.Spec.Language, err))
 			}
 		}
@@ -73,10 +82,14 @@ func (s *Service) Sync(ctx context.Context, project string, sender *string, test
 }
 
 // syncOne brings one listed template into the project.
-func (s *Service) syncOne(ctx context.Context, project string, snd *v1alpha1.Sender, l templatereview.Listed, res *SyncResult) error {
+func (s *Service) syncOne(ctx context.Context, project string, snd *v1alpha1.Sender, l templatereview.Listed, importNew bool, res *SyncResult) error {
 	name := v1alpha1.TemplateResourceName(l.Spec.Name, l.Spec.Language)
 	t, err := s.read(ctx, s.live, project, name)
 	if apperror.As(err) != nil && apperror.As(err).Kind == apperror.NotFound {
+		if !importNew {
+			res.Skipped++
+			return nil
+		}
 		t = &v1alpha1.Template{ObjectMeta: metav1.ObjectMeta{Namespace: project, Name: name}, Spec: l.Spec}
 		if err := kubewrite.Write(ctx, s.client, t); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err

@@ -44,11 +44,13 @@ type Listed struct {
 	Spec                         v1alpha1.TemplateSpec
 }
 
-// Account submits templates to the WhatsApp business account of a sender, and lists those it
-// has (the Meta transport).
+// Account submits templates to the WhatsApp business account of a sender, lists those it has,
+// and deletes one (the Meta transport).
 type Account interface {
 	SubmitTemplate(ctx context.Context, snd *v1alpha1.Sender, t *v1alpha1.Template) (Submitted, error)
 	ListTemplates(ctx context.Context, snd *v1alpha1.Sender) ([]Listed, error)
+	// DeleteTemplate deletes the template of that name and provider id.
+	DeleteTemplate(ctx context.Context, snd *v1alpha1.Sender, name, id string) error
 }
 
 // ErrNoAccount: the sender has no WhatsApp business account to submit to.

@@ -128,3 +128,16 @@ func specOf(info metatransport.TemplateInfo) v1alpha1.TemplateSpec {
 	}
 	return spec
 }
+
+// DeleteTemplate implements templatereview.Account: the template of that name and id is deleted
+// from the sender's WhatsApp business account.
+func (r *Registry) DeleteTemplate(ctx context.Context, snd *v1alpha1.Sender, name, id string) error {
+	t, token, err := r.whatsAppAccount(ctx, snd)
+	if err != nil {
+		return err
+	}
+	if t == nil || snd.Spec.WhatsApp == nil || snd.Spec.WhatsApp.BusinessAccountID == "" {
+		return fmt.Errorf("%w: sender %s has no WhatsApp through a meta Provider", templatereview.ErrNoAccount, snd.Name)
+	}
+	return t.DeleteTemplate(ctx, token, snd.Spec.WhatsApp.BusinessAccountID, name, id)
+}
