@@ -426,6 +426,43 @@ func TestLiveMessengerAndInstagramThroughMeta(t *testing.T) {
 	waitFor(t, func() bool {
 		return in.count(`SELECT count(*) FROM messages WHERE project = $1 AND channel = 'messenger' AND direction = 'outbound' AND status = 'delivered'`, acme) == 1
 	})
+
+	// Messenger's read receipt is a watermark: every message sent the person up to it is read,
+	// and one sent after it is not.
+	watermark := time.Now()
+	r := sendAs(in, key, "social", `{"to":"`+psid+`","channel":"messenger","text":"After the watermark"}`)
+	later := waitStatus(t, in, key, r.body["message"].(map[string]any)["id"].(string), "sent")
+	post(metatest.HookMessengerRead(pageID, psid, watermark.UnixMilli()))
+	waitFor(t, func() bool {
+		return in.count(`SELECT count(*) FROM messages WHERE project = $1 AND channel = 'messenger' AND direction = 'outbound' AND status = 'read'`, acme) == 1
+	})
+	if m := in.get("/v2/messages/"+later["id"].(string), key).body["message"].(map[string]any); m["status"] != "sent" {
+		t.Fatalf("a message after the watermark = %v", m)
+	}
+
+	// A photo the person sends is kept: its mediaUrl is ours, and serves the file after the
+	// CDN's link is gone.
+	photo := testPNG(t, 8)
+	post(metatest.HookMessengerAttachment(pageID, psid, "m_in2", "image", peer.AttachmentURL("image/png", photo)))
+	var id string
+	waitFor(t, func() bool {
+		return in.db.QueryRow(ctx, `SELECT id FROM messages WHERE project = $1 AND provider_message_id = 'm_in2'`, acme).Scan(&id) == nil
+	})
+	m := in.get("/v2/messages/"+id, key).body["message"].(map[string]any)
+	content, _ := m["content"].(map[string]any)
+	if m["messageType"] != "image" || content["mediaUrl"] != in.url+"/v1/messages/"+id+"/media" {
+		t.Fatalf("inbound photo = %v", m)
+	}
+	req, _ := http.NewRequest("GET", in.url+"/v1/messages/"+id+"/media", nil)
+	req.Header.Set("Authorization", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != 200 || !bytes.Equal(b, photo) || resp.Header.Get("Content-Type") != "image/png" {
+		t.Fatalf("media = %d %s, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(b))
+	}
 }
 
 // testPNG is a side×side PNG image.

@@ -47,7 +47,8 @@ type Handler struct {
 	Bots Bots
 	// Templates applies providers' template verdicts; nil ignores them.
 	Templates *templatereview.Reviewer
-	// Media fetches the files contacts send (WhatsApp's media ids); nil keeps only the ids.
+	// Media fetches the files contacts send (WhatsApp's media ids, Messenger's and Instagram's CDN
+	// URLs); nil keeps only the ids and URLs.
 	Media Media
 	Log   logr.Logger
 
@@ -59,6 +60,8 @@ type Handler struct {
 // Media reads a file a contact sent to a sender's account (the transport registry).
 type Media interface {
 	FetchMedia(ctx context.Context, snd *v1alpha1.Sender, mediaID string) ([]byte, string, error)
+	// FetchAttachment reads a Messenger or Instagram attachment from the CDN URL of the webhook.
+	FetchAttachment(ctx context.Context, snd *v1alpha1.Sender, ch v1alpha1.Channel, rawURL string) ([]byte, string, error)
 }
 
 // Bots is the Bot API a sender's bot uses (the transport registry).

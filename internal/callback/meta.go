@@ -92,8 +92,11 @@ func (h *Handler) metaEvents(r *http.Request, p *v1alpha1.Provider, events *meta
 	ctx := r.Context()
 	provider := p.Namespace + "/" + p.Name
 	for _, s := range events.Statuses {
-		if s.ProviderMessageID == "" {
-			continue // a read watermark of Messenger: reads are reported per message elsewhere
+		if s.ProviderMessageID == "" && !s.Watermark.IsZero() {
+			if err := h.applyWatermark(ctx, r, p, s, provider); err != nil {
+				return err
+			}
+			continue
 		}
 		if err := h.applyStatus(ctx, r, s.StatusUpdate, provider); err != nil {
 			return err
@@ -109,7 +112,7 @@ func (h *Handler) metaEvents(r *http.Request, p *v1alpha1.Provider, events *meta
 			continue
 		}
 		in := message.Inbound{Project: snd.Namespace, Sender: snd.Name, Inbound: m.Inbound}
-		if m.MediaID != "" && h.Media != nil {
+		if (m.MediaID != "" || m.MediaURL != "") && h.Media != nil {
 			h.keepMedia(ctx, snd, &in, m)
 		}
 		if m.Unsupported != "" {
@@ -129,19 +132,50 @@ func (h *Handler) metaEvents(r *http.Request, p *v1alpha1.Provider, events *meta
 	return nil
 }
 
+// applyWatermark applies a receipt by time (Messenger's read, or an old client's delivery): each
+// message the page's sender sent the contact up to the watermark that has not reached the
+// status reaches it, with its own event.
+func (h *Handler) applyWatermark(ctx context.Context, r *http.Request, p *v1alpha1.Provider, s meta.HookStatus, provider string) error {
+	snd, err := h.accountSender(ctx, p, v1alpha1.Channel(s.Channel), s.AccountID)
+	if err != nil || snd == nil {
+		return err
+	}
+	ids, err := h.Messages.AwaitingReceipt(ctx, snd.Namespace, snd.Name, s.Channel, s.Recipient, s.Status, s.Watermark)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		u := s.StatusUpdate
+		u.ProviderMessageID = id
+		if err := h.applyStatus(ctx, r, u, provider); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // keepMedia stores a copy of the file a contact sent with its message, so it can be fetched
 // after Meta's link expires. A file that cannot be fetched is logged and the message kept
 // without it: losing the message would be worse, and Meta would post the whole batch again.
 func (h *Handler) keepMedia(ctx context.Context, snd *v1alpha1.Sender, in *message.Inbound, m meta.HookMessage) {
-	data, mimeType, err := h.Media.FetchMedia(ctx, snd, m.MediaID)
+	var data []byte
+	var mimeType string
+	var err error
+	name := m.MediaID
+	if m.MediaID != "" {
+		data, mimeType, err = h.Media.FetchMedia(ctx, snd, m.MediaID)
+	} else {
+		// The CDN URL is signed: it is not logged. The message id names the file.
+		data, mimeType, err = h.Media.FetchAttachment(ctx, snd, v1alpha1.Channel(m.Channel), m.MediaURL)
+		name = "attachment"
+	}
 	if err != nil {
-		h.Log.Error(err, "could not keep a file a contact sent", "sender", snd.Namespace+"/"+snd.Name, "mediaId", m.MediaID)
+		h.Log.Error(err, "could not keep a file a contact sent", "sender", snd.Namespace+"/"+snd.Name, "channel", m.Channel, "mediaId", m.MediaID)
 		return
 	}
 	if mimeType == "" {
 		mimeType = m.MediaMime
 	}
-	name := m.MediaID
 	if in.Content != nil && in.Content.Filename != "" {
 		name = in.Content.Filename
 	} else if exts, _ := mime.ExtensionsByType(mimeType); len(exts) > 0 {

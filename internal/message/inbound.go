@@ -41,7 +41,7 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
 		content = *in.Content
 	}
 	content.Referral = in.Referral
-	if len(in.Attachments) > 0 && content.MediaID != "" && s.mediaBase != "" {
+	if len(in.Attachments) > 0 && (content.MediaID != "" || content.MediaURL != "") && s.mediaBase != "" {
 		// The provider's link expires: the kept copy is the one to fetch.
 		content.MediaURL = s.mediaBase + "/v1/messages/" + id + "/media"
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -110,6 +111,22 @@ func (s *Service) ApplyProviderStatus(ctx context.Context, ch StatusChange) (boo
 		}
 	}
 	return s.ApplyStatus(ctx, ch)
+}
+
+// AwaitingReceipt returns the provider ids of the live messages sender sent recipient on channel
+// up to upTo that have not reached status yet (a read covers sent and delivered ones, a delivery
+// sent ones): what a receipt by time, such as Messenger's watermark, reports on. At most 1,000,
+// oldest first.
+func (s *Service) AwaitingReceipt(ctx context.Context, project, sender, channel, recipient, status string, upTo time.Time) ([]string, error) {
+	if status != transport.StatusRead && status != transport.StatusDelivered {
+		return nil, nil
+	}
+	ids, err := db.New(s.pool).AwaitingReceipt(ctx, db.AwaitingReceiptParams{Project: project, Sender: sender, Channel: channel,
+		Recipient: recipient, Statuses: statusFrom[status], UpTo: upTo})
+	if err != nil {
+		return nil, fmt.Errorf("find messages a receipt covers: %w", err)
+	}
+	return ids, nil
 }
 
 // KnowsProviderID says whether a live message carries the provider's id.

@@ -10,6 +10,53 @@ import (
 	"time"
 )
 
+const awaitingReceipt = `-- name: AwaitingReceipt :many
+SELECT provider_message_id::text FROM messages
+WHERE project = $1 AND sender = $2 AND test_mode = false AND direction = 'outbound'
+  AND channel = $3 AND recipient = $4 AND provider_message_id IS NOT NULL
+  AND status = ANY($5::text[]) AND created_at <= $6
+ORDER BY created_at
+LIMIT 1000
+`
+
+type AwaitingReceiptParams struct {
+	Project   string
+	Sender    string
+	Channel   string
+	Recipient string
+	Statuses  []string
+	UpTo      time.Time
+}
+
+// The live messages a sender sent a contact on a channel up to a time that are still in one of
+// statuses: what a receipt by time (Messenger's watermark) covers.
+func (q *Queries) AwaitingReceipt(ctx context.Context, arg AwaitingReceiptParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, awaitingReceipt,
+		arg.Project,
+		arg.Sender,
+		arg.Channel,
+		arg.Recipient,
+		arg.Statuses,
+		arg.UpTo,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var provider_message_id string
+		if err := rows.Scan(&provider_message_id); err != nil {
+			return nil, err
+		}
+		items = append(items, provider_message_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const claimIdempotencyKey = `-- name: ClaimIdempotencyKey :one
 WITH claimed AS (
     INSERT INTO message_idempotency_keys (project, test_mode, key, message_id, created_at)

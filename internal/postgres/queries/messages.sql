@@ -128,3 +128,13 @@ DELETE FROM opt_outs WHERE project = @project AND test_mode = @test_mode AND ori
 -- name: IsOptedOut :one
 SELECT EXISTS (SELECT 1 FROM opt_outs
                WHERE project = @project AND test_mode = @test_mode AND originator = @originator AND recipient = @recipient);
+
+-- name: AwaitingReceipt :many
+-- The live messages a sender sent a contact on a channel up to a time that are still in one of
+-- statuses: what a receipt by time (Messenger's watermark) covers.
+SELECT provider_message_id::text FROM messages
+WHERE project = @project AND sender = @sender AND test_mode = false AND direction = 'outbound'
+  AND channel = @channel AND recipient = @recipient AND provider_message_id IS NOT NULL
+  AND status = ANY(@statuses::text[]) AND created_at <= @up_to
+ORDER BY created_at
+LIMIT 1000;

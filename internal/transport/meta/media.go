@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"net/textproto"
@@ -59,6 +60,42 @@ func (t *Transport) DownloadMedia(ctx context.Context, token, mediaID string) (d
 		}
 	}
 	return data, info.MimeType, nil
+}
+
+// DownloadAttachment fetches a file a contact sent on Messenger or Instagram from the URL of
+// Meta's CDN the webhook gave (signed, valid for a while; no token goes with it). A URL outside
+// Meta's hosts, or a file over MaxMediaBytes, is an error. It returns the file and the type the
+// CDN names.
+func (t *Transport) DownloadAttachment(ctx context.Context, rawURL string) (data []byte, mimeType string, err error) {
+	const op = "download attachment"
+	if t.baseErr != nil {
+		return nil, "", t.baseErr
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil || !t.mediaURLAllowed(u) {
+		return nil, "", fmt.Errorf("meta: %s: the URL is not on Meta's hosts", op)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, "", fmt.Errorf("meta: %s: build request: %w", op, err)
+	}
+	resp, err := t.hc.Do(req)
+	if err != nil {
+		return nil, "", networkError(ctx, op, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, "", fmt.Errorf("meta: %s: the CDN answered HTTP %d (the link may have expired)", op, resp.StatusCode)
+	}
+	data, err = io.ReadAll(io.LimitReader(resp.Body, MaxMediaBytes+1))
+	switch {
+	case err != nil:
+		return nil, "", networkError(ctx, op, err)
+	case len(data) > MaxMediaBytes:
+		return nil, "", fmt.Errorf("meta: %s: the file is larger than %d bytes", op, MaxMediaBytes)
+	}
+	mimeType, _, _ = strings.Cut(resp.Header.Get("Content-Type"), ";")
+	return data, strings.TrimSpace(mimeType), nil
 }
 
 func (t *Transport) mediaURLAllowed(u *url.URL) bool {

@@ -91,3 +91,21 @@ func TestDownloadMediaGuards(t *testing.T) {
 		t.Fatal("the token went to a host that is not Meta's")
 	}
 }
+
+func TestDownloadAttachment(t *testing.T) {
+	t.Parallel()
+	peer, tr := graphPeer(t, metatest.Options{})
+	ctx := context.Background()
+	link := peer.AttachmentURL("image/png", []byte("png bytes"))
+	data, mimeType, err := tr.DownloadAttachment(ctx, link)
+	if err != nil || string(data) != "png bytes" || mimeType != "image/png" {
+		t.Fatalf("DownloadAttachment = %q %q %v", data, mimeType, err)
+	}
+	// Only Meta's hosts (and the configured base URL's) are fetched.
+	if _, _, err := tr.DownloadAttachment(ctx, "https://attacker.example/x.png"); err == nil {
+		t.Fatal("a URL off Meta's hosts was fetched")
+	}
+	if _, _, err := tr.DownloadAttachment(ctx, peer.URL+"/cdn/unknown"); err == nil {
+		t.Fatal("an expired link gave a file")
+	}
+}

@@ -180,3 +180,20 @@ func (r *Registry) FetchMedia(ctx context.Context, snd *v1alpha1.Sender, mediaID
 	}
 	return t.DownloadMedia(ctx, token, mediaID)
 }
+
+// FetchAttachment reads a file a contact sent on Messenger or Instagram from Meta's CDN
+// (callback.Media), through the meta Provider of the sender's channel, before the link expires.
+func (r *Registry) FetchAttachment(ctx context.Context, snd *v1alpha1.Sender, ch v1alpha1.Channel, rawURL string) ([]byte, string, error) {
+	p, _, err := r.provider(ctx, snd, ch)
+	if err != nil {
+		return nil, "", err
+	}
+	if p == nil || p.Spec.Type != v1alpha1.ProviderMeta {
+		return nil, "", fmt.Errorf("sender %s has no %s through a meta Provider", snd.Name, ch)
+	}
+	t, err := r.MetaOf(ctx, p)
+	if err != nil {
+		return nil, "", err
+	}
+	return t.DownloadAttachment(ctx, rawURL)
+}

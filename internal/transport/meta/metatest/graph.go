@@ -119,7 +119,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.download(w, r)
 		return
 	}
-	if strings.HasPrefix(r.URL.Path, picturesPath) {
+	if strings.HasPrefix(r.URL.Path, picturesPath) || strings.HasPrefix(r.URL.Path, cdnPath) {
 		s.picture(w, r)
 		return
 	}

@@ -131,3 +131,17 @@ func (s *Server) Picture(url string) (data []byte, mimeType string, ok bool) {
 	f, ok := s.pictures[strings.TrimPrefix(url, s.URL)]
 	return f.data, f.mime, ok
 }
+
+// cdnPath is where attachments contacts send on Messenger and Instagram are served, as Meta's
+// CDN serves them: to anyone with the signed URL.
+const cdnPath = "/cdn/"
+
+// AttachmentURL registers a file a contact sends on Messenger or Instagram and returns the CDN
+// URL a webhook names it by.
+func (s *Server) AttachmentURL(mimeType string, data []byte) string {
+	path := cdnPath + randomHex(12)
+	s.mu.Lock()
+	s.pictures[path] = media{mime: mimeType, data: data}
+	s.mu.Unlock()
+	return s.URL + path + "?oh=" + randomHex(8)
+}

@@ -284,6 +284,14 @@ func HookInstagramText(igID, igsid, mid, text string) Payload {
 		"message": map[string]any{"mid": mid, "text": text}})
 }
 
+// HookMessengerAttachment is a Messenger attachment (image, video, audio, file) at url from the
+// person psid to the page.
+func HookMessengerAttachment(pageID, psid, mid, kind, url string) Payload {
+	now := time.Now().UnixMilli()
+	return hookMessaging("page", pageID, psid, now, map[string]any{"timestamp": now,
+		"message": map[string]any{"mid": mid, "attachments": []any{map[string]any{"type": kind, "payload": map[string]any{"url": url}}}}})
+}
+
 // HookMessengerRead is the person psid reading every message the page sent them up to
 // watermark (Unix milliseconds).
 func HookMessengerRead(pageID, psid string, watermark int64) Payload {
