@@ -215,6 +215,14 @@ func (s *Service) outbound(ctx context.Context, m db.Message, r Route) (transpor
 	if r.AccountID != "" {
 		out.From = r.AccountID
 	}
+	if (m.Channel == string(v1alpha1.ChannelMessenger) || m.Channel == string(v1alpha1.ChannelInstagram)) && m.ConversationID != nil {
+		// Outside the contact's window the Send API wants a tag, or takes nothing.
+		until, err := q.ConversationWindow(ctx, *m.ConversationID)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return transport.Outbound{}, fmt.Errorf("read the window of message %s: %w", m.ID, err)
+		}
+		out.WindowUntil = until
+	}
 	if len(m.Content) > 0 {
 		var c transport.Content
 		if err := json.Unmarshal(m.Content, &c); err != nil {

@@ -69,7 +69,11 @@ func record(ctx context.Context, tx pgx.Tx, t thread) (db.RecordMessageRow, erro
 	var window *time.Time
 	if m.Direction == "inbound" {
 		address, ours, unread = m.Originator, m.Recipient, 1
-		if m.Channel == string(v1alpha1.ChannelWhatsApp) {
+		// WhatsApp, Messenger and Instagram let the business answer freely for 24 hours after
+		// the contact writes (a Messenger or Instagram contact is an id of that channel alone, so
+		// the conversation's window is that channel's).
+		switch v1alpha1.Channel(m.Channel) {
+		case v1alpha1.ChannelWhatsApp, v1alpha1.ChannelMessenger, v1alpha1.ChannelInstagram:
 			w := m.CreatedAt.Add(WhatsAppWindow)
 			window = &w
 		}

@@ -55,6 +55,9 @@ type Outbound struct {
 	// Template is, for messageType template on WhatsApp, the approved template and its
 	// parameters, resolved from the Template resource Content.TemplateID names.
 	Template *OutboundTemplate
+	// WindowUntil is, on Messenger and Instagram, the end of the 24-hour window the contact's
+	// last message opened; nil when Switchboard has not seen the contact write.
+	WindowUntil *time.Time
 	// StatusCallback is the URL the provider reports this message's status changes to; empty
 	// when the provider has none or the installation has no public URL.
 	StatusCallback string

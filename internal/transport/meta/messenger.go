@@ -2,6 +2,7 @@ package meta
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/switchboard-io/switchboard/internal/transport"
 )
@@ -44,9 +45,17 @@ func pageCarries(channel, messageType string) bool {
 	return pageTypes[channel][messageType]
 }
 
-// pageMessage is the body of POST /{page-id}/messages for m: a message (messaging_type
-// RESPONSE: inside the 24-hour window) or, for a reaction, the react or unreact sender action.
-func pageMessage(m transport.Outbound) (obj, error) {
+// HumanAgentWindow is how long after the 24-hour window a person's message opened a reply may
+// still go, tagged HUMAN_AGENT (Meta's allowance for a person answering, on Messenger and
+// Instagram; the app needs the Human Agent permission).
+const HumanAgentWindow = 7 * 24 * time.Hour
+
+// pageMessage is the body of POST /{page-id}/messages for m at now: a message or, for a
+// reaction, the react or unreact sender action. Inside the 24-hour window the contact's last
+// message opened (or when it is not known) it is messaging_type RESPONSE; within seven days of
+// that message, MESSAGE_TAG with tag HUMAN_AGENT; later, nothing can go, and it fails as Meta
+// would refuse it, without a call.
+func pageMessage(m transport.Outbound, now time.Time) (obj, error) {
 	typ, c := messageType(m), content(m)
 	if !pageCarries(m.Channel, typ) {
 		return nil, unsupported(m.Channel, typ)
@@ -83,6 +92,13 @@ func pageMessage(m transport.Outbound) (obj, error) {
 		msg = obj{"attachment": obj{"type": pageAttachment[typ], "payload": payload}}
 	}
 	body["messaging_type"] = "RESPONSE"
+	if w := m.WindowUntil; w != nil && !now.Before(*w) {
+		if !now.Before(w.Add(HumanAgentWindow - 24*time.Hour)) {
+			return nil, &transport.Failure{Code: CodeMessengerWindowClosed, Message: fmt.Sprintf(
+				"The person last wrote more than 7 days ago; %s allows no message until they write again.", m.Channel)}
+		}
+		body["messaging_type"], body["tag"] = "MESSAGE_TAG", "HUMAN_AGENT"
+	}
 	body["message"] = msg
 	return body, nil
 }

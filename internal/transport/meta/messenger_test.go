@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/switchboard-io/switchboard/internal/transport"
 	"github.com/switchboard-io/switchboard/internal/transport/meta"
@@ -122,5 +123,53 @@ func TestPageCarries(t *testing.T) {
 		if got := meta.InstagramCarries(c.typ); got != c.instagram {
 			t.Errorf("InstagramCarries(%q) = %v", c.typ, got)
 		}
+	}
+}
+
+// TestSendPageOutsideTheWindow: inside the window a reply is RESPONSE; within seven days of the
+// person's message it is tagged HUMAN_AGENT (which Meta takes with the window closed); later it
+// fails without a call.
+func TestSendPageOutsideTheWindow(t *testing.T) {
+	t.Parallel()
+	peer, tr := graphPeer(t, metatest.Options{})
+	peer.Window(graphPSID, false)
+	ctx := context.Background()
+	at := func(ago time.Duration) *time.Time { w := time.Now().Add(24*time.Hour - ago); return &w }
+	for _, c := range []struct {
+		name      string
+		window    *time.Time
+		kind, tag string
+	}{
+		{"unknown", nil, "RESPONSE", ""},
+		{"an hour ago", at(time.Hour), "RESPONSE", ""},
+		{"three days ago", at(72 * time.Hour), "MESSAGE_TAG", "HUMAN_AGENT"},
+	} {
+		m := transport.Outbound{Channel: "messenger", To: graphPSID, From: graphPage, Text: "Hi", WindowUntil: c.window}
+		before := len(peer.Messages())
+		_, err := tr.Send(ctx, m)
+		if c.kind == "RESPONSE" && c.window == nil {
+			// The peer's window is closed: Meta refuses a RESPONSE, as it would.
+			if f := transport.AsFailure(err); f == nil || f.Code != meta.CodeMessengerWindowClosed {
+				t.Fatalf("%s: %v", c.name, err)
+			}
+			continue
+		}
+		if c.kind == "RESPONSE" {
+			peer.Window(graphPSID, true)
+			_, err = tr.Send(ctx, m)
+			peer.Window(graphPSID, false)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		got := peer.Messages()[len(peer.Messages())-1]
+		if len(peer.Messages()) == before || got.Body["messaging_type"] != c.kind || (c.tag != "" && got.Body["tag"] != c.tag) {
+			t.Fatalf("%s: sent %v", c.name, got.Body)
+		}
+	}
+	before := len(peer.Messages())
+	_, err := tr.Send(ctx, transport.Outbound{Channel: "instagram", To: graphPSID, From: graphPage, Text: "Hi", WindowUntil: at(8 * 24 * time.Hour)})
+	if f := transport.AsFailure(err); f == nil || f.Code != meta.CodeMessengerWindowClosed || len(peer.Messages()) != before {
+		t.Fatalf("eight days later: %v, %d sent", err, len(peer.Messages())-before)
 	}
 }

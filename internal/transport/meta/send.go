@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 	"unicode/utf8"
 
 	"github.com/switchboard-io/switchboard/internal/transport"
@@ -57,7 +58,7 @@ func (t *Transport) sendWhatsApp(ctx context.Context, m transport.Outbound) (tra
 // sendPage sends through the Send API. A reaction is a sender action, which Meta answers
 // without a message id: its Result has none.
 func (t *Transport) sendPage(ctx context.Context, m transport.Outbound) (transport.Result, error) {
-	body, err := pageMessage(m)
+	body, err := pageMessage(m, time.Now())
 	if err != nil {
 		return transport.Result{}, err
 	}
