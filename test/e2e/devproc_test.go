@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,6 +14,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
 
 	"github.com/switchboard-io/switchboard/internal/localpg"
 )
@@ -108,4 +116,38 @@ func startDev(t *testing.T, args ...string) *devProcess {
 		d.env = readEnvFile(d.envFile)
 	}
 	return d
+}
+
+// liveKey makes a live API key of the "default" project with the documented CLI and dev.env's
+// settings, and returns it.
+func (d *devProcess) liveKey(t *testing.T) string {
+	t.Helper()
+	mk := exec.Command(d.bin, "apikey", "create", "--project", "default", "--name", "live", "--environment", "live")
+	mk.Env = append(os.Environ(), "DATABASE_URL="+d.env["DATABASE_URL"])
+	out, err := mk.CombinedOutput()
+	key := regexp.MustCompile(`svc_live_[0-9A-Za-z]+`).FindString(string(out))
+	if err != nil || key == "" {
+		t.Fatalf("apikey create: %v\n%s", err, out)
+	}
+	return key
+}
+
+// kube is a client of the dev system's kube-apiserver, as kubectl with dev.env's KUBECONFIG.
+func (d *devProcess) kube(t *testing.T) client.Client {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", d.env["KUBECONFIG"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The client logs nothing worth reading here; without a logger, controller-runtime prints a
+	// stack trace to stderr once the test process is 30s old.
+	ctrllog.SetLogger(logr.Discard())
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = v1alpha1.AddToScheme(scheme)
+	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k8s
 }

@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -18,9 +15,6 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
@@ -58,26 +52,10 @@ func TestEmailThroughTheBinary(t *testing.T) {
 	a := api{t: t, url: d.env["SWITCHBOARD_URL"]}
 	ctx := context.Background()
 
-	mk := exec.Command(d.bin, "apikey", "create", "--project", "default", "--name", "live", "--environment", "live")
-	mk.Env = append(os.Environ(), "DATABASE_URL="+d.env["DATABASE_URL"])
-	out, err := mk.CombinedOutput()
-	key := regexp.MustCompile(`svc_live_[0-9A-Za-z]+`).FindString(string(out))
-	if err != nil || key == "" {
-		t.Fatalf("apikey create: %v\n%s", err, out)
-	}
+	key := d.liveKey(t)
 
 	// The relay as an smtp Provider, as kubectl apply would make it.
-	cfg, err := clientcmd.BuildConfigFromFlags("", d.env["KUBECONFIG"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1alpha1.AddToScheme(scheme)
-	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	k8s := d.kube(t)
 	for _, o := range []client.Object{
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "relay", Labels: map[string]string{v1alpha1.SecretLabel: "true"}},
 			StringData: map[string]string{"username": "switchboard", "password": "relay-secret"}},

@@ -7,9 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -17,9 +14,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
@@ -127,27 +121,10 @@ func TestLiveDeliveryThroughProviders(t *testing.T) {
 	a := api{t: t, url: d.env["SWITCHBOARD_URL"]}
 	ctx := context.Background()
 
-	// A live key, made with the documented CLI and dev.env's settings.
-	mk := exec.Command(d.bin, "apikey", "create", "--project", "default", "--name", "live", "--environment", "live")
-	mk.Env = append(os.Environ(), "DATABASE_URL="+d.env["DATABASE_URL"])
-	out, err := mk.CombinedOutput()
-	key := regexp.MustCompile(`svc_live_[0-9A-Za-z]+`).FindString(string(out))
-	if err != nil || key == "" {
-		t.Fatalf("apikey create: %v\n%s", err, out)
-	}
+	key := d.liveKey(t)
 
 	// The Twilio account as a Provider, and a sender on it, as kubectl apply would make them.
-	cfg, err := clientcmd.BuildConfigFromFlags("", d.env["KUBECONFIG"])
-	if err != nil {
-		t.Fatal(err)
-	}
-	scheme := runtime.NewScheme()
-	_ = clientgoscheme.AddToScheme(scheme)
-	_ = v1alpha1.AddToScheme(scheme)
-	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	k8s := d.kube(t)
 	for _, o := range []client.Object{
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "twilio",
 			Labels: map[string]string{v1alpha1.SecretLabel: "true"}},
