@@ -427,15 +427,19 @@ func TestLiveMessengerAndInstagramThroughMeta(t *testing.T) {
 		return in.count(`SELECT count(*) FROM messages WHERE project = $1 AND channel = 'messenger' AND direction = 'outbound' AND status = 'delivered'`, acme) == 1
 	})
 
-	// Messenger's read receipt is a watermark: every message sent the person up to it is read,
-	// and one sent after it is not.
+	// Messenger's read receipt is a watermark: every message sent the person up to it was seen,
+	// and one sent after it was not. read is WhatsApp's state: here it means delivered.
+	r := sendAs(in, key, "social", `{"to":"`+psid+`","channel":"messenger","text":"Before the watermark"}`)
+	earlier := waitStatus(t, in, key, r.body["message"].(map[string]any)["id"].(string), "sent")
+	time.Sleep(10 * time.Millisecond)
 	watermark := time.Now()
-	r := sendAs(in, key, "social", `{"to":"`+psid+`","channel":"messenger","text":"After the watermark"}`)
+	r = sendAs(in, key, "social", `{"to":"`+psid+`","channel":"messenger","text":"After the watermark"}`)
 	later := waitStatus(t, in, key, r.body["message"].(map[string]any)["id"].(string), "sent")
 	post(metatest.HookMessengerRead(pageID, psid, watermark.UnixMilli()))
-	waitFor(t, func() bool {
-		return in.count(`SELECT count(*) FROM messages WHERE project = $1 AND channel = 'messenger' AND direction = 'outbound' AND status = 'read'`, acme) == 1
-	})
+	waitStatus(t, in, key, earlier["id"].(string), "delivered")
+	if n := in.count(`SELECT count(*) FROM messages WHERE project = $1 AND status = 'read'`, acme); n != 0 {
+		t.Fatalf("%d Messenger messages read", n)
+	}
 	if m := in.get("/v2/messages/"+later["id"].(string), key).body["message"].(map[string]any); m["status"] != "sent" {
 		t.Fatalf("a message after the watermark = %v", m)
 	}

@@ -92,6 +92,11 @@ func (h *Handler) metaEvents(r *http.Request, p *v1alpha1.Provider, events *meta
 	ctx := r.Context()
 	provider := p.Namespace + "/" + p.Name
 	for _, s := range events.Statuses {
+		if s.Status == transport.StatusRead && s.Channel != string(v1alpha1.ChannelWhatsApp) {
+			// read is a WhatsApp state (spec: States, Message); on Messenger and Instagram a
+			// read receipt says the message was delivered.
+			s.Status = transport.StatusDelivered
+		}
 		if s.ProviderMessageID == "" && !s.Watermark.IsZero() {
 			if err := h.applyWatermark(ctx, r, p, s, provider); err != nil {
 				return err
