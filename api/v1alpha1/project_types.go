@@ -30,13 +30,16 @@ const (
 	PlanPaid Plan = "paid"
 )
 
-// Verification is how far a project's verification has gone. Each step raises the sending
-// ceilings and the request-rate tier of every project of its team.
-// +kubebuilder:validation:Enum=none;identity_approved;business_approved;ten_dlc_brand_verified
+// Verification is how far a project's verification has gone. Each step raises the project's
+// daily sending ceilings, and the request-rate tier of every project of its team.
+// contact_verified is the first step past nothing verified (the owner's email and phone
+// confirmed): 200 SMS a day instead of 25.
+// +kubebuilder:validation:Enum=none;contact_verified;identity_approved;business_approved;ten_dlc_brand_verified
 type Verification string
 
 const (
 	VerificationNone             Verification = "none"
+	VerificationContact          Verification = "contact_verified"
 	VerificationIdentityApproved Verification = "identity_approved"
 	VerificationBusinessApproved Verification = "business_approved"
 	VerificationTenDLCBrand      Verification = "ten_dlc_brand_verified"
@@ -73,6 +76,11 @@ type ProjectSpec struct {
 	// +optional
 	RequestRateLimit *int32 `json:"requestRateLimit,omitempty"`
 
+	// DailyLimits are ceilings agreed by hand, per day: each replaces the one the plan and
+	// verification give (docs/limits.md).
+	// +optional
+	DailyLimits *DailyLimits `json:"dailyLimits,omitempty"`
+
 	// Parent is the namespace of the parent project when this project is a sub-account. Set at
 	// creation only.
 	// +kubebuilder:validation:MaxLength=63
@@ -83,6 +91,24 @@ type ProjectSpec struct {
 	// SubAccount holds the parent's settings of a sub-account.
 	// +optional
 	SubAccount *SubAccountSettings `json:"subAccount,omitempty"`
+}
+
+// DailyLimits are agreed daily ceilings (messages per UTC day); an unset one is the plan's.
+type DailyLimits struct {
+	// SMS counts sms and sms_oneway together.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	SMS *int64 `json:"sms,omitempty"`
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Voice *int64 `json:"voice,omitempty"`
+	// Conversational counts whatsapp, telegram, instagram and messenger together.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Conversational *int64 `json:"conversational,omitempty"`
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Email *int64 `json:"email,omitempty"`
 }
 
 // SubAccountSettings are what a parent project keeps about one of its sub-accounts.

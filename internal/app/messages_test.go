@@ -70,7 +70,13 @@ func (h *hookReceiver) names(messageID string) []string {
 // webhook goes to rcv (ready to deliver when it returns), and a key of env.
 func sendingProject(t testing.TB, in *instance, rcv *hookReceiver, env apikey.Environment) (string, string) {
 	t.Helper()
-	acme := newProject(t, in, v1alpha1.ProjectSpec{})
+	return sendingProjectOf(t, in, v1alpha1.ProjectSpec{}, rcv, env)
+}
+
+// sendingProjectOf is sendingProject with the Project's spec.
+func sendingProjectOf(t testing.TB, in *instance, spec v1alpha1.ProjectSpec, rcv *hookReceiver, env apikey.Environment) (string, string) {
+	t.Helper()
+	acme := newProject(t, in, spec)
 	snd := &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "main"}, Spec: v1alpha1.SenderSpec{
 		DisplayName: "Main", Default: true, PhoneNumber: "+15005550006", SMS: &v1alpha1.Activation{Active: true},
 		Email:    &v1alpha1.EmailSettings{Address: "hello@acme.example"},

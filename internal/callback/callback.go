@@ -168,6 +168,16 @@ func (h *Handler) applyStatus(ctx context.Context, r *http.Request, u transport.
 	return err
 }
 
+// refusedInbound turns the refusal of a contact's message past the project's monthly allowance
+// into success (logged): the provider must not post it again, and it is not kept for later.
+func (h *Handler) refusedInbound(err error, project, channel string) error {
+	if errors.Is(err, message.ErrInboundRefused) {
+		h.Log.Info("inbound message refused: the project's monthly allowance is used up", "project", project, "channel", channel)
+		return nil
+	}
+	return err
+}
+
 // internalError answers 500, so the provider tries again later, and logs why.
 func (h *Handler) internalError(w http.ResponseWriter, err error, what string) {
 	var tooLarge *http.MaxBytesError

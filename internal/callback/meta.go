@@ -124,6 +124,7 @@ func (h *Handler) metaEvents(r *http.Request, p *v1alpha1.Provider, events *meta
 			err = h.Messages.ReceiveUnsupported(ctx, in)
 		} else {
 			_, err = h.Messages.Receive(ctx, in)
+			err = h.refusedInbound(err, snd.Namespace, m.Channel)
 		}
 		if err != nil {
 			return err

@@ -62,6 +62,7 @@ func (h *Handler) telegramUpdate(w http.ResponseWriter, r *http.Request) {
 			err = h.Messages.ReceiveUnsupported(ctx, inbound)
 		} else {
 			_, err = h.Messages.Receive(ctx, inbound)
+			err = h.refusedInbound(err, snd.Namespace, in.Channel)
 		}
 		if err != nil {
 			h.internalError(w, err, "telegram")

@@ -30,7 +30,9 @@ func seedResources(ctx context.Context, k8s client.Client) error {
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: DefaultNamespace}},
 		&v1alpha1.Project{
 			ObjectMeta: metav1.ObjectMeta{Namespace: DefaultNamespace, Name: DefaultProject},
-			Spec:       v1alpha1.ProjectSpec{DisplayName: "Default project", Plan: v1alpha1.PlanFree},
+			// Verified, so the sandbox shows the documented ceilings of a verified Free project
+			// (10,000 SMS a day) rather than refusing a developer's 26th test SMS.
+			Spec: v1alpha1.ProjectSpec{DisplayName: "Default project", Plan: v1alpha1.PlanFree, Verification: v1alpha1.VerificationBusinessApproved},
 		},
 		&v1alpha1.Sender{
 			ObjectMeta: metav1.ObjectMeta{Namespace: DefaultNamespace, Name: DefaultSender},

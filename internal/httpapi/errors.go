@@ -58,8 +58,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			body.Details = withDetail(body.Details, "errors", []apperror.FieldError{{Path: "", Message: e.Message}})
 		}
 	}
-	if e.Kind == apperror.Conflict {
-		// Clients retry 409 unless told not to; a real conflict does not go away by retrying.
+	if e.Kind == apperror.Conflict || e.Code == "daily_limit_exceeded" || e.Code == "a2p_limit_exceeded" {
+		// Clients retry 409 and 429 unless told not to; a real conflict, or a ceiling that
+		// resets at midnight or on the 1st, does not go away by retrying.
 		w.Header().Set("X-Should-Retry", "false")
 	}
 	status := statusOf[e.Kind]

@@ -9,10 +9,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/quota"
 	"github.com/switchboard-io/switchboard/internal/transport"
 )
 
@@ -99,7 +101,30 @@ func (s *Service) Accept(ctx context.Context, tx pgx.Tx, batch []Outbound) ([]db
 			return nil, err
 		}
 	}
+	// The sending limits last: their counters are the rows every send of a project waits on,
+	// held only until the commit.
+	takes := make([]quota.Take, 0, len(msgs))
+	for _, m := range msgs {
+		if meter, ok := quota.MeterOf(m.Channel); ok {
+			takes = append(takes, quota.Take{Project: m.Project, TestMode: m.TestMode, Meter: meter, N: 1})
+		}
+	}
+	if err := quota.TakeAll(ctx, tx, now, takes, s.limitsOf(ctx)); err != nil {
+		return nil, err
+	}
 	return msgs, nil
+}
+
+// limitsOf reads the sending limits of a project from its Project resource (the informer
+// cache).
+func (s *Service) limitsOf(ctx context.Context) func(project string) (quota.Limits, error) {
+	return func(project string) (quota.Limits, error) {
+		var list v1alpha1.ProjectList
+		if err := s.reader.List(ctx, &list, client.InNamespace(project)); err != nil {
+			return quota.Limits{}, fmt.Errorf("read project %s: %w", project, err)
+		}
+		return quota.Of(v1alpha1.NamespaceProject(list.Items)), nil
+	}
 }
 
 // stored is o as its row: queued, with a new id.

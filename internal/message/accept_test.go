@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -28,8 +29,15 @@ func newAcceptingService(t *testing.T) *Service {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	reader := fake.NewClientBuilder().WithScheme(scheme).Build()
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(verifiedProject("acme")).Build()
 	return NewService(pool, reader, delivery.NewService(reader), queue, nil, nil)
+}
+
+// verifiedProject is a paid project with business verification, whose ceilings (10,000 SMS a
+// day) the tests of batching do not reach.
+func verifiedProject(ns string) *v1alpha1.Project {
+	return &v1alpha1.Project{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ns},
+		Spec: v1alpha1.ProjectSpec{Plan: v1alpha1.PlanPaid, Verification: v1alpha1.VerificationBusinessApproved}}
 }
 
 func TestAcceptBatch(t *testing.T) {

@@ -11,7 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/quota"
 	"github.com/switchboard-io/switchboard/internal/transport"
 )
 
@@ -58,7 +60,8 @@ func (s *Service) fallBack(ctx context.Context, m db.Message, failure *transport
 	} else if !contains(snd.SendableChannels(), v1alpha1.ChannelSMS) {
 		return false, nil
 	}
-	return true, pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	var ceiling *apperror.Error
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		_, err := db.New(tx).FallBackToSMS(ctx, db.FallBackToSMSParams{ID: m.ID, Originator: snd.Address(v1alpha1.ChannelSMS),
 			UpdatedAt: s.now().UTC()})
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -67,9 +70,23 @@ func (s *Service) fallBack(ctx context.Context, m db.Message, failure *transport
 		if err != nil {
 			return fmt.Errorf("fall back to sms for message %s: %w", m.ID, err)
 		}
+		// The message now counts as an SMS: on the SMS ceiling of today, and no longer against
+		// the month's conversational allowance. With no SMS left today it does not fall back.
+		if err := quota.TakeAll(ctx, tx, s.now(), []quota.Take{{Project: m.Project, TestMode: m.TestMode, Meter: quota.SMS, N: 1}},
+			s.limitsOf(ctx)); err != nil {
+			ceiling = apperror.As(err)
+			return err
+		}
+		if err := quota.GiveBack(ctx, tx, m.Project, m.TestMode, quota.Conversational, 1, m.CreatedAt); err != nil {
+			return err
+		}
 		if _, err := s.queue.InsertTx(ctx, tx, DispatchArgs{MessageID: m.ID}, nil); err != nil {
 			return fmt.Errorf("enqueue sms dispatch of message %s: %w", m.ID, err)
 		}
 		return nil
 	})
+	if ceiling != nil {
+		return false, nil
+	}
+	return true, err
 }

@@ -11,8 +11,10 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/addr"
+	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/quota"
 	"github.com/switchboard-io/switchboard/internal/transport"
 )
 
@@ -129,8 +131,20 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
 				return err
 			}
 		}
-		return s.inboundEvent(ctx, tx, msg, in)
+		if err := s.inboundEvent(ctx, tx, msg, in); err != nil {
+			return err
+		}
+		// The Free plan's monthly allowance counts what contacts send on the conversational
+		// channels too; past it the message is refused whole (the transaction rolls back).
+		if meter, ok := quota.MeterOf(msg.Channel); ok && meter == quota.Conversational {
+			return quota.TakeAll(ctx, tx, now, []quota.Take{{Project: in.Project, TestMode: in.TestMode, Meter: meter, Inbound: true, N: 1}},
+				s.limitsOf(ctx))
+		}
+		return nil
 	})
+	if e := apperror.As(err); e != nil && e.Code == "a2p_limit_exceeded" {
+		return db.Message{}, errors.Join(ErrInboundRefused, err)
+	}
 	if err != nil {
 		return db.Message{}, err
 	}
@@ -139,6 +153,11 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
 	}
 	return msg, nil
 }
+
+// ErrInboundRefused: the project's Free plan allowance of conversational messages is used up,
+// and the contact's message was not stored, announced or kept for later (spec: Limits). A
+// provider's callback answers it as taken, so the provider does not post it again.
+var ErrInboundRefused = errors.New("inbound message refused: the monthly allowance is used up")
 
 // ReceiveUnsupported announces a contact's message of a kind Switchboard cannot represent (a
 // poll, a game) as message.unsupported: nothing is stored, the webhook says what arrived.

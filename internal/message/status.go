@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/quota"
 	"github.com/switchboard-io/switchboard/internal/transport"
 )
 
@@ -79,7 +80,16 @@ func (s *Service) applyIn(ctx context.Context, tx pgx.Tx, ch StatusChange) (bool
 	if err != nil {
 		return false, fmt.Errorf("move message %s to %s: %w", id, ch.Status, err)
 	}
-	return true, s.event(ctx, tx, db.Message(row)) // the same columns: the statement returns the moved row
+	moved := db.Message(row) // the same columns: the statement returns the moved row
+	if moved.Status == "failed" && moved.Direction == "outbound" {
+		// A failed send does not count against the monthly allowance.
+		if meter, ok := quota.MeterOf(moved.Channel); ok && meter == quota.Conversational {
+			if err := quota.GiveBack(ctx, tx, moved.Project, moved.TestMode, meter, 1, moved.CreatedAt); err != nil {
+				return false, err
+			}
+		}
+	}
+	return true, s.event(ctx, tx, moved)
 }
 
 // ApplyProviderStatus is ApplyStatus for a provider's report on a live message. A report

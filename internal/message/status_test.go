@@ -42,7 +42,7 @@ func newObservedService(t *testing.T) *Service {
 		Status: v1alpha1.SenderStatus{WebhookSecret: &v1alpha1.SecretKeyRef{Name: "main-webhook", Key: "secret"}}}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "main-webhook"},
 		Data: map[string][]byte{"secret": []byte("whsec_test")}}
-	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(snd, secret).Build()
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(snd, secret, verifiedProject("acme")).Build()
 	return NewService(pool, reader, delivery.NewService(reader), queue, nil, nil)
 }
 

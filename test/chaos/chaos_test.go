@@ -229,14 +229,16 @@ func first(s []string) []string {
 // whose webhook receives every event, and a test and a live key.
 func setUp(t *testing.T, c *cluster.Cluster, twilioURL, rcvURL string) (testKey, liveKey string) {
 	ctx := context.Background()
-	limit := int32(1_000_000) // the sends must not meet the request-rate limit
+	// The sends must not meet the request-rate limit nor the SMS ceiling (an agreed one).
+	limit, sms := int32(1_000_000), int64(1_000_000_000)
 	snd := &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: project, Name: "main"}, Spec: v1alpha1.SenderSpec{
 		DisplayName: "Main", Default: true, Transport: v1alpha1.TransportProviders, PhoneNumber: "+15005550007",
 		SMS: &v1alpha1.Activation{Active: true}, Webhook: &v1alpha1.SenderWebhook{URL: rcvURL + "/hook"}}}
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: project}},
 		&v1alpha1.Project{ObjectMeta: metav1.ObjectMeta{Namespace: project, Name: "project"},
-			Spec: v1alpha1.ProjectSpec{DisplayName: project, RequestRateLimit: &limit}},
+			Spec: v1alpha1.ProjectSpec{DisplayName: project, RequestRateLimit: &limit, Verification: v1alpha1.VerificationBusinessApproved,
+				DailyLimits: &v1alpha1.DailyLimits{SMS: &sms}}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: project, Name: "twilio", Labels: map[string]string{v1alpha1.SecretLabel: "true"}},
 			StringData: map[string]string{"accountSid": twiliotest.AccountSID, "authToken": twiliotest.AuthToken}},
 		&v1alpha1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: project, Name: "twilio"}, Spec: v1alpha1.ProviderSpec{

@@ -213,11 +213,14 @@ func (c *Cluster) Project(name, webhookURL string) string {
 	if webhookURL != "" {
 		snd.Spec.Webhook = &v1alpha1.SenderWebhook{URL: webhookURL}
 	}
-	limit := int32(1_000_000) // the request-rate limit is measured elsewhere
+	// The request-rate limit and the sending ceilings are measured elsewhere: an agreed SMS
+	// ceiling far above any run's.
+	limit, sms := int32(1_000_000), int64(1_000_000_000)
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}},
 		&v1alpha1.Project{ObjectMeta: metav1.ObjectMeta{Namespace: name, Name: "project"},
-			Spec: v1alpha1.ProjectSpec{DisplayName: name, RequestRateLimit: &limit}},
+			Spec: v1alpha1.ProjectSpec{DisplayName: name, RequestRateLimit: &limit, Verification: v1alpha1.VerificationBusinessApproved,
+				DailyLimits: &v1alpha1.DailyLimits{SMS: &sms}}},
 		snd,
 	} {
 		if err := c.K8s.Create(ctx, o); err != nil {

@@ -172,6 +172,15 @@ type TemplateAnnouncement struct {
 	ChangedAt   time.Time
 }
 
+type UsageCounter struct {
+	Project     string
+	TestMode    bool
+	Meter       string
+	Period      string
+	PeriodStart time.Time
+	Used        int64
+}
+
 type WebhookDelivery struct {
 	ID            string
 	Project       string

@@ -1,0 +1,21 @@
+-- name: TakeUsage :one
+-- Adds n to a counter unless it would pass lim (a negative lim: no ceiling) and returns the new
+-- count; no row means the ceiling refused it. The row stays locked until the transaction ends.
+INSERT INTO usage_counters AS u (project, test_mode, meter, period, period_start, used)
+VALUES (@project, @test_mode, @meter, @period, @period_start, @n)
+ON CONFLICT (project, test_mode, meter, period, period_start) DO UPDATE
+SET used = u.used + excluded.used
+WHERE @lim::bigint < 0 OR u.used + excluded.used <= @lim::bigint
+RETURNING used;
+
+-- name: GiveBackUsage :exec
+-- Returns n units to a counter (a failed send the allowance does not count).
+UPDATE usage_counters
+SET used = greatest(used - @n::bigint, 0)
+WHERE project = @project AND test_mode = @test_mode AND meter = @meter AND period = @period AND period_start = @period_start;
+
+-- name: Usage :many
+-- A project's counters of a day and of its month.
+SELECT meter, period, used FROM usage_counters
+WHERE project = @project AND test_mode = @test_mode
+  AND ((period = 'day' AND period_start = @day) OR (period = 'month' AND period_start = @month));

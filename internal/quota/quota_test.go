@@ -1,0 +1,195 @@
+package quota_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
+	"github.com/switchboard-io/switchboard/internal/quota"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+func project(plan v1alpha1.Plan, level v1alpha1.Verification, agreed *v1alpha1.DailyLimits) *v1alpha1.Project {
+	return &v1alpha1.Project{Spec: v1alpha1.ProjectSpec{Plan: plan, Verification: level, DailyLimits: agreed}}
+}
+
+// TestLimitsAreTheSpecs: every ceiling of the spec's Sending limits, by plan and verification.
+func TestLimitsAreTheSpecs(t *testing.T) {
+	t.Parallel()
+	const u = quota.Unlimited
+	n := func(v int64) *int64 { return &v }
+	for _, c := range []struct {
+		name                      string
+		p                         *v1alpha1.Project
+		sms, voice, conv, email   int64
+		monthlyConv, monthlyEmail int64
+	}{
+		{"no project", nil, 25, 5, 100, 100, 2000, 3000},
+		{"free, nothing verified", project(v1alpha1.PlanFree, v1alpha1.VerificationNone, nil), 25, 5, 100, 100, 2000, 3000},
+		{"paid, nothing verified", project(v1alpha1.PlanPaid, v1alpha1.VerificationNone, nil), 25, 5, 100, u, u, u},
+		{"free, contact verified", project(v1alpha1.PlanFree, v1alpha1.VerificationContact, nil), 200, 50, 250, 100, 2000, 3000},
+		{"paid, contact verified", project(v1alpha1.PlanPaid, v1alpha1.VerificationContact, nil), 200, u, u, u, u, u},
+		{"free, identity approved", project(v1alpha1.PlanFree, v1alpha1.VerificationIdentityApproved, nil), 10000, 50, 250, 100, 2000, 3000},
+		{"paid, business approved", project(v1alpha1.PlanPaid, v1alpha1.VerificationBusinessApproved, nil), 10000, u, u, u, u, u},
+		{"paid, 10DLC brand", project(v1alpha1.PlanPaid, v1alpha1.VerificationTenDLCBrand, nil), 10000, u, u, u, u, u},
+		{"an agreed limit", project(v1alpha1.PlanPaid, v1alpha1.VerificationBusinessApproved,
+			&v1alpha1.DailyLimits{SMS: n(50000), Conversational: n(0)}), 50000, u, 0, u, u, u},
+	} {
+		l := quota.Of(c.p)
+		got := []int64{l.Daily[quota.SMS], l.Daily[quota.Voice], l.Daily[quota.Conversational], l.Daily[quota.Email],
+			l.Monthly[quota.Conversational], l.Monthly[quota.Email], l.Monthly[quota.SMS], l.Monthly[quota.Voice]}
+		want := []int64{c.sms, c.voice, c.conv, c.email, c.monthlyConv, c.monthlyEmail, u, u}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("%s: limits %v, want %v", c.name, got, want)
+				break
+			}
+		}
+	}
+}
+
+func take(ctx context.Context, pool *pgxpool.Pool, now time.Time, l quota.Limits, ts ...quota.Take) error {
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		return quota.TakeAll(ctx, tx, now, ts, func(string) (quota.Limits, error) { return l, nil })
+	})
+}
+
+func code(err error) string {
+	if e := apperror.As(err); e != nil {
+		return e.Code
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
+// TestCeilingBoundary: the 25th SMS of the day is taken, the 26th refused with the limit and
+// the reset; the next UTC day starts again; test traffic counts apart.
+func TestCeilingBoundary(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ctx := context.Background()
+	l := quota.Of(nil)
+	now := time.Date(2026, 11, 24, 23, 59, 0, 0, time.UTC)
+	sms := quota.Take{Project: "acme", Meter: quota.SMS, N: 1}
+	for i := 1; i <= 25; i++ {
+		if err := take(ctx, pool, now, l, sms); err != nil {
+			t.Fatalf("SMS %d: %v", i, err)
+		}
+	}
+	err := take(ctx, pool, now, l, sms)
+	e := apperror.As(err)
+	if e == nil || e.Code != "daily_limit_exceeded" || e.Kind != apperror.RateLimited || e.Details["limit"] != int64(25) ||
+		e.Details["resetAt"] != "2026-11-25T00:00:00Z" {
+		t.Fatalf("SMS 26: %v %+v", err, e)
+	}
+	test := sms
+	test.TestMode = true
+	if err := take(ctx, pool, now, l, test); err != nil {
+		t.Fatalf("a test SMS counts apart: %v", err)
+	}
+	if err := take(ctx, pool, now.Add(time.Minute), l, sms); err != nil {
+		t.Fatalf("the first SMS of the next day: %v", err)
+	}
+	// Two at once when one is left: refused whole.
+	if err := take(ctx, pool, now.Add(time.Minute), l, quota.Take{Project: "acme", Meter: quota.SMS, N: 25}); code(err) != "daily_limit_exceeded" {
+		t.Fatalf("25 more = %v", err)
+	}
+}
+
+// TestConcurrentTakesDoNotOvershoot: 100 sends at once when one unit is left: exactly one.
+func TestConcurrentTakesDoNotOvershoot(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ctx := context.Background()
+	l := quota.Of(nil)
+	now := time.Now()
+	if err := take(ctx, pool, now, l, quota.Take{Project: "acme", Meter: quota.Voice, N: quota.VoiceUnverified - 1}); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	taken, refused := 0, 0
+	for range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := take(ctx, pool, now, l, quota.Take{Project: "acme", Meter: quota.Voice, N: 1})
+			mu.Lock()
+			defer mu.Unlock()
+			switch code(err) {
+			case "":
+				taken++
+			case "daily_limit_exceeded":
+				refused++
+			default:
+				t.Errorf("take: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if taken != 1 || refused != 99 {
+		t.Fatalf("%d taken, %d refused; want 1 and 99", taken, refused)
+	}
+}
+
+// TestMonthlyAllowance: the 2,000th conversational message of a Free month is taken and the
+// 2,001st refused (a2p_limit_exceeded), inbound ones count toward it and not toward the daily
+// ceiling, a failed send gives its unit back, and the 1st of the month starts again.
+func TestMonthlyAllowance(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ctx := context.Background()
+	l := quota.Of(project(v1alpha1.PlanFree, v1alpha1.VerificationIdentityApproved, nil))
+	l.Daily[quota.Conversational] = quota.Unlimited // the month is under test, not the day
+	day := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	out := quota.Take{Project: "acme", Meter: quota.Conversational, N: 1}
+	in := quota.Take{Project: "acme", Meter: quota.Conversational, Inbound: true, N: 1}
+	if err := take(ctx, pool, day, l, quota.Take{Project: "acme", Meter: quota.Conversational, N: 1000},
+		quota.Take{Project: "acme", Meter: quota.Conversational, Inbound: true, N: 999}); err != nil {
+		t.Fatal(err)
+	}
+	if err := take(ctx, pool, day, l, in); err != nil {
+		t.Fatalf("the 2,000th: %v", err)
+	}
+	for _, tk := range []quota.Take{out, in} {
+		err := take(ctx, pool, day, l, tk)
+		if e := apperror.As(err); e == nil || e.Code != "a2p_limit_exceeded" || e.Details["limit"] != int64(2000) || e.Details["upgrade"] == nil {
+			t.Fatalf("the 2,001st (inbound %v): %v", tk.Inbound, err)
+		}
+	}
+	// A failed send gives back its unit: one more fits.
+	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		return quota.GiveBack(ctx, tx, "acme", false, quota.Conversational, 1, day)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := take(ctx, pool, day, l, out); err != nil {
+		t.Fatalf("after a failed send: %v", err)
+	}
+	if err := take(ctx, pool, day, l, out); code(err) != "a2p_limit_exceeded" {
+		t.Fatalf("past the allowance again: %v", err)
+	}
+	if err := take(ctx, pool, day.AddDate(0, 0, 1), l, out); err != nil {
+		t.Fatalf("December 1st: %v", err)
+	}
+	// The daily ceiling counts sends only: 250 inbound on a Free day leave all 250 sends.
+	l = quota.Of(project(v1alpha1.PlanFree, v1alpha1.VerificationIdentityApproved, nil))
+	other := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	if err := take(ctx, pool, other, l, quota.Take{Project: "bravo", Meter: quota.Conversational, Inbound: true, N: 250},
+		quota.Take{Project: "bravo", Meter: quota.Conversational, N: 250}); err != nil {
+		t.Fatalf("250 in and 250 out: %v", err)
+	}
+	if err := take(ctx, pool, other, l, quota.Take{Project: "bravo", Meter: quota.Conversational, N: 1}); code(err) != "daily_limit_exceeded" {
+		t.Fatalf("the 251st send of the day: %v", err)
+	}
+}
