@@ -30,6 +30,7 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/account"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/callback"
 	"github.com/switchboard-io/switchboard/internal/contact"
 	"github.com/switchboard-io/switchboard/internal/controller"
@@ -244,7 +245,7 @@ func Run(ctx context.Context, cfg Config) error {
 		// Start the informers the API and the workers read before reporting ready, not on the
 		// first request or job.
 		for _, obj := range []client.Object{&v1alpha1.Project{}, &v1alpha1.Sender{}, &v1alpha1.Provider{}, &v1alpha1.EmailDomain{},
-			&v1alpha1.Template{}, &corev1.Secret{}} {
+			&v1alpha1.Template{}, &v1alpha1.PriceList{}, &corev1.Secret{}} {
 			if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 				return fmt.Errorf("watch %T: %w", obj, err)
 			}
@@ -273,6 +274,7 @@ func Run(ctx context.Context, cfg Config) error {
 		messages.SetEmailPreflight(emailChecks)
 		messages.SetReceipts(transports)
 		messages.SetMediaBase(cfg.PublicURL)
+		messages.SetPrices(&billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace})
 		if cfg.DispatchAttempts > 0 {
 			messages.SetDispatchAttempts(cfg.DispatchAttempts)
 		}
@@ -337,16 +339,18 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		ProjectWebhooks: projectwebhook.NewService(mgr.GetClient(), mgr.GetAPIReader()).WithURLPolicy(cfg.Delivery.Client.URLPolicy()),
 		Messages:        messages,
 		Contacts:        contact.NewService(cfg.Pool),
-		EmailDomains:    domains,
-		Templates:       templates,
-		EmailChecks:     emailChecks,
-		Disposable:      cfg.Disposable,
-		Limiter:         limiter,
-		Reader:          mgr.GetClient(),
-		Usage:           apikey.NewUsageRecorder(queue, log.WithName("usage")),
-		CursorKey:       cursorKey,
-		Listener:        cfg.Listener,
-		ReadyChecks:     checks,
+		Balances: &billing.Service{Pool: cfg.Pool, Reader: mgr.GetClient(),
+			Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}},
+		EmailDomains: domains,
+		Templates:    templates,
+		EmailChecks:  emailChecks,
+		Disposable:   cfg.Disposable,
+		Limiter:      limiter,
+		Reader:       mgr.GetClient(),
+		Usage:        apikey.NewUsageRecorder(queue, log.WithName("usage")),
+		CursorKey:    cursorKey,
+		Listener:     cfg.Listener,
+		ReadyChecks:  checks,
 		Callbacks: &callback.Handler{Messages: messages, Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), PublicURL: cfg.PublicURL,
 			InstallationNamespace: cfg.InstallationNamespace, TelegramKey: transports.TelegramKey, Bots: transports,
 			Templates: templates.Reviewer(), Media: transports,

@@ -24,6 +24,8 @@ const (
 	TooLarge
 	RateLimited
 	Unavailable
+	// PaymentRequired: the project's balance cannot pay (402).
+	PaymentRequired
 )
 
 // Error is a failure the caller can act on.

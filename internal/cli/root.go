@@ -96,6 +96,7 @@ election on (the default): one leads, the others wait.`),
 		newDevCommand(g, stdout, stderr),
 		newMigrateCommand(g, stdout, stderr),
 		newAPIKeyCommand(g, stdout, stderr),
+		newBalanceCommand(g, stdout, stderr),
 		newVersionCommand(stdout),
 	)
 	return root

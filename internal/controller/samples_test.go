@@ -201,3 +201,29 @@ var _ = Describe("config/samples for WhatsApp", func() {
 		Expect(p).NotTo(BeNil(), reason)
 	})
 })
+
+var _ = Describe("the PriceList sample", func() {
+	ctx := context.Background()
+
+	It("applies as it is, and the API server refuses a second price for one channel and prefix", func() {
+		b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_pricelist.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var list v1alpha1.PriceList
+		Expect(yaml.UnmarshalStrict(b, &list)).To(Succeed())
+		err = k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: list.Namespace}})
+		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
+		Expect(k8s.Create(ctx, &list)).To(Succeed())
+
+		dup := list.DeepCopy()
+		dup.ObjectMeta = metav1.ObjectMeta{Namespace: list.Namespace, Name: "overlapping"}
+		dup.Spec.Prices = append(dup.Spec.Prices, v1alpha1.Price{Channel: "sms", Prefix: "+1", Price: "0.01"})
+		err = k8s.Create(ctx, dup)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+		Expect(err.Error()).To(ContainSubstring("Duplicate value"))
+
+		bad := list.DeepCopy()
+		bad.ObjectMeta = metav1.ObjectMeta{Namespace: list.Namespace, Name: "negative"}
+		bad.Spec.Prices = []v1alpha1.Price{{Channel: "sms", Prefix: "+1", Price: "-0.01"}}
+		Expect(apierrors.IsInvalid(k8s.Create(ctx, bad))).To(BeTrue())
+	})
+})

@@ -29,6 +29,7 @@ var statusOf = map[apperror.Kind]int{
 	apperror.TooLarge:         http.StatusRequestEntityTooLarge,
 	apperror.RateLimited:      http.StatusTooManyRequests,
 	apperror.Unavailable:      http.StatusServiceUnavailable,
+	apperror.PaymentRequired:  http.StatusPaymentRequired,
 }
 
 // Codes of errors about the HTTP exchange itself, which only this package raises: apperror's kinds

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
@@ -29,14 +30,36 @@ type messageJSON struct {
 	ErrorMessage      *string         `json:"errorMessage,omitempty"`
 	Metadata          json.RawMessage `json:"metadata,omitempty"`
 	Email             *emailJSON      `json:"email,omitempty"`
-	CreatedAt         time.Time       `json:"createdAt"`
-	UpdatedAt         time.Time       `json:"updatedAt"`
+	costJSON
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// costJSON is what a message costs, in USD: its price (cost), the provider's cost, and the
+// total; null when nothing priced it.
+type costJSON struct {
+	Cost         *float64 `json:"cost"`
+	CostProvider *float64 `json:"costProvider"`
+	CostTotal    *float64 `json:"costTotal"`
+}
+
+func costView(m db.Message) costJSON {
+	usd := func(v *int64) *float64 {
+		if v == nil {
+			return nil
+		}
+		f := billing.Micros(*v).USD()
+		return &f
+	}
+	// A message is priced once, so its total is its price: a fallback reprices it as SMS.
+	return costJSON{Cost: usd(m.CostMicros), CostProvider: usd(m.CostProviderMicros), CostTotal: usd(m.CostMicros)}
 }
 
 func messageView(m db.Message) messageJSON {
 	return messageJSON{ID: m.ID, To: m.Recipient, From: m.Originator, Channel: m.Channel, Direction: m.Direction,
 		MessageType: m.MessageType, Status: m.Status, SenderID: m.Sender, ConversationID: m.ConversationID, Text: m.Body, Content: m.Content, ProviderMessageID: m.ProviderMessageID,
-		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, Metadata: m.Metadata, Email: emailView(m), CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
+		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, Metadata: m.Metadata, Email: emailView(m), costJSON: costView(m),
+		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
 }
 
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
@@ -28,8 +29,12 @@ type messageV2JSON struct {
 	RiskHold          bool              `json:"riskHold"`
 	Metadata          map[string]string `json:"metadata,omitempty"`
 	Email             *emailJSON        `json:"email,omitempty"`
-	CreatedAt         time.Time         `json:"createdAt"`
-	UpdatedAt         time.Time         `json:"updatedAt"`
+	costJSON
+	// Charged is what an SMS (or voice message) took from the balance: 0 for test traffic
+	// and once refunded.
+	Charged   *float64  `json:"charged"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 // errorDetailsJSON is what the provider said when errorCode translates it.
@@ -41,7 +46,11 @@ func messageV2View(m db.Message) messageV2JSON {
 	v := messageV2JSON{ID: m.ID, From: m.Originator, To: m.Recipient, Channel: m.Channel, Direction: m.Direction,
 		MessageType: m.MessageType, Status: m.Status, Text: m.Body, Content: m.Content, ProviderMessageID: m.ProviderMessageID,
 		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, ConversationID: m.ConversationID, Email: emailView(m),
-		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
+		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC(), costJSON: costView(m)}
+	if m.ChargedMicros != nil {
+		c := billing.Micros(*m.ChargedMicros).USD()
+		v.Charged = &c
+	}
 	// The channels tried, in order: a fallback's earlier ones, then the one it is on.
 	v.AttemptedChannels = append(append([]string{}, m.AttemptedChannels...), m.Channel)
 	if m.ErrorProviderCode != nil {

@@ -48,6 +48,7 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/v1/openapi.json", access: public, handle: s.openAPI("v1")},
 		{method: "GET", path: "/v2/openapi.json", access: public, handle: s.openAPI("v2")},
 		{method: "GET", path: "/v1/me", access: anyKey, handle: s.me},
+		{method: "GET", path: "/v1/balance", access: anyKey, handle: s.getBalance},
 
 		{method: "POST", path: "/v1/messages", access: permission, permission: apikey.PermissionMessagesSend, maxBody: sendMaxBody, handle: s.sendMessage},
 		{method: "GET", path: "/v1/messages", access: permission, permission: apikey.PermissionMessagesRead, handle: s.listMessages},
@@ -146,6 +147,7 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/v1/sub-accounts", access: parentOnly, handle: s.createSubAccount},
 		{method: "GET", path: "/v1/sub-accounts", access: parentOnly, handle: s.listSubAccounts},
 		{method: "GET", path: "/v1/sub-accounts/{id}", access: parentOnly, handle: s.getSubAccount},
+		{method: "GET", path: "/v1/sub-accounts/{id}/balance", access: parentOnly, handle: s.getSubAccountBalance},
 		{method: "PATCH", path: "/v1/sub-accounts/{id}", access: parentOnly, handle: s.updateSubAccount},
 		{method: "DELETE", path: "/v1/sub-accounts/{id}", access: parentOnly, handle: s.deactivateSubAccount},
 		{method: "POST", path: "/v1/sub-accounts/{id}/api-keys", access: parentOnly, handle: s.createSubAccountKey},

@@ -17,6 +17,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/internal/account"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/contact"
 	"github.com/switchboard-io/switchboard/internal/emailcheck"
 	"github.com/switchboard-io/switchboard/internal/emaildomain"
@@ -62,6 +63,7 @@ type Server struct {
 	cursors      *cursorCodec
 	docs         map[string][]byte
 	callbacks    http.Handler
+	balances     *billing.Service
 }
 
 // Options are what the server needs.
@@ -71,6 +73,8 @@ type Options struct {
 	Senders  *sender.Service
 	Messages *message.Service
 	Contacts *contact.Service
+	// Balances answers for projects' prepaid balances.
+	Balances *billing.Service
 	// EmailDomains manages the projects' email domains.
 	EmailDomains *emaildomain.Service
 	// Templates manages the projects' message templates.
@@ -115,7 +119,7 @@ func New(o Options) (*Server, error) {
 	}
 	return &Server{
 		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
-		contacts: o.Contacts, domains: o.EmailDomains, templates: o.Templates, emailChecks: o.EmailChecks, disposable: o.Disposable,
+		contacts: o.Contacts, balances: o.Balances, domains: o.EmailDomains, templates: o.Templates, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks,
 	}, nil

@@ -9,21 +9,21 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apikey"
 )
 
-// subAccountJSON is a SubAccount on the wire (WIRE.md §9). totalSpent comes from the balance
-// ledger; no spending is recorded yet, so it is 0.
+// subAccountJSON is a SubAccount on the wire (WIRE.md §9). totalSpent (cents) comes from the
+// balance ledger.
 type subAccountJSON struct {
 	ID          string          `json:"id"`
 	CreatedAt   time.Time       `json:"createdAt"`
 	Name        string          `json:"name"`
 	Status      string          `json:"status"`
-	TotalSpent  int64           `json:"totalSpent"`
+	TotalSpent  float64         `json:"totalSpent"`
 	CreditLimit *int64          `json:"creditLimit"`
 	ExternalID  *string         `json:"externalId"`
 	Metadata    json.RawMessage `json:"metadata"`
 	APIKey      string          `json:"apiKey,omitempty"`
 }
 
-func subAccountView(sa account.SubAccount) subAccountJSON {
+func (s *Server) subAccountView(r *http.Request, sa account.SubAccount) (subAccountJSON, error) {
 	out := subAccountJSON{ID: sa.ID, CreatedAt: sa.CreatedAt, Name: sa.Name, Status: "active", CreditLimit: sa.CreditLimit, Metadata: sa.Metadata}
 	if !sa.Active {
 		out.Status = "inactive"
@@ -34,7 +34,14 @@ func subAccountView(sa account.SubAccount) subAccountJSON {
 	if len(out.Metadata) == 0 {
 		out.Metadata = json.RawMessage("null")
 	}
-	return out
+	if s.balances != nil {
+		spent, err := s.balances.Spent(r.Context(), sa.ID)
+		if err != nil {
+			return out, err
+		}
+		out.TotalSpent = spent.Cents()
+	}
+	return out, nil
 }
 
 func (s *Server) createSubAccount(w http.ResponseWriter, r *http.Request) {
@@ -55,7 +62,11 @@ func (s *Server) createSubAccount(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out := subAccountView(sa)
+	out, err := s.subAccountView(r, sa)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	out.APIKey = secret
 	writeJSON(w, http.StatusCreated, map[string]any{"subAccount": out})
 }
@@ -82,7 +93,12 @@ func (s *Server) listSubAccounts(w http.ResponseWriter, r *http.Request) {
 			out.NextCursor = s.cursors.encode(position{Project: key.Project, List: "sub-accounts", Time: last.CreatedAt.UnixMicro(), ID: last.ID})
 			break
 		}
-		out.Items = append(out.Items, subAccountView(sa))
+		v, err := s.subAccountView(r, sa)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		out.Items = append(out.Items, v)
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -93,7 +109,7 @@ func (s *Server) getSubAccount(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"subAccount": subAccountView(sa)})
+	s.writeSubAccount(w, r, sa)
 }
 
 func (s *Server) updateSubAccount(w http.ResponseWriter, r *http.Request) {
@@ -107,7 +123,7 @@ func (s *Server) updateSubAccount(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"subAccount": subAccountView(sa)})
+	s.writeSubAccount(w, r, sa)
 }
 
 func (s *Server) deactivateSubAccount(w http.ResponseWriter, r *http.Request) {
@@ -189,4 +205,14 @@ func (s *Server) revokeSubAccountKey(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// writeSubAccount answers {subAccount}.
+func (s *Server) writeSubAccount(w http.ResponseWriter, r *http.Request, sa account.SubAccount) {
+	v, err := s.subAccountView(r, sa)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"subAccount": v})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/quota"
@@ -112,18 +114,111 @@ func (s *Service) Accept(ctx context.Context, tx pgx.Tx, batch []Outbound) ([]db
 	if err := quota.TakeAll(ctx, tx, now, takes, s.limitsOf(ctx)); err != nil {
 		return nil, err
 	}
+	if err := s.charge(ctx, tx, msgs, now); err != nil {
+		return nil, err
+	}
 	return msgs, nil
 }
 
-// limitsOf reads the sending limits of a project from its Project resource (the informer
-// cache).
+// SetPrices makes live sends paid for from the project's balance at the prices p finds.
+func (s *Service) SetPrices(p *billing.Prices) { s.prices = p }
+
+// charge prices msgs and pays for the live ones from their projects' balances, inside tx: SMS
+// and voice per message (SMS per segment); an email needs a balance above zero. A project no
+// PriceList prices is charged nothing. Past the credit limit the send is 402
+// insufficient_balance and the caller rolls back. Test traffic shows its price and pays nothing.
+func (s *Service) charge(ctx context.Context, tx pgx.Tx, msgs []db.Message, now time.Time) error {
+	if s.prices == nil {
+		return nil
+	}
+	byProject := map[string][]int{}
+	var projects []string
+	for i, m := range msgs {
+		if _, seen := byProject[m.Project]; !seen {
+			projects = append(projects, m.Project)
+		}
+		byProject[m.Project] = append(byProject[m.Project], i)
+	}
+	sort.Strings(projects) // balances are locked in one order
+	for _, project := range projects {
+		list, err := s.prices.For(ctx, project)
+		if err != nil {
+			return err
+		}
+		if list == nil {
+			continue
+		}
+		var costs db.SetMessageCostsParams
+		var charges []billing.Charge
+		live, email := false, false
+		for _, i := range byProject[project] {
+			m := &msgs[i]
+			if !billing.Charged[m.Channel] {
+				email = email || (m.Channel == "email" && !m.TestMode)
+				continue
+			}
+			q, ok, err := billing.QuoteOf(list, m.Channel, m.Recipient, deref(m.Body))
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue // an unpriced destination costs nothing (docs/limits.md)
+			}
+			charged := int64(0)
+			if !m.TestMode {
+				charged, live = int64(q.Price), true
+				charges = append(charges, billing.Charge{MessageID: m.ID, Amount: q.Price})
+			}
+			price, provider := int64(q.Price), int64(q.ProviderCost)
+			m.CostMicros, m.CostProviderMicros, m.ChargedMicros = &price, &provider, &charged
+			costs.Ids, costs.Costs = append(costs.Ids, m.ID), append(costs.Costs, price)
+			costs.ProviderCosts, costs.Charged = append(costs.ProviderCosts, provider), append(costs.Charged, charged)
+		}
+		if live || email {
+			acct, err := s.account(ctx, project, list)
+			if err != nil {
+				return err
+			}
+			if err := billing.ChargeAll(ctx, tx, acct, charges, email, now); err != nil {
+				return err
+			}
+		}
+		if len(costs.Ids) > 0 {
+			if err := db.New(tx).SetMessageCosts(ctx, costs); err != nil {
+				return fmt.Errorf("record costs: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// account is what charging project needs: a Free project (not a sub-account) opens with the
+// price list's free credit; a sub-account may go as far below zero as its creditLimit.
+func (s *Service) account(ctx context.Context, project string, list *v1alpha1.PriceList) (billing.Account, error) {
+	p, err := s.project(ctx, project)
+	if err != nil {
+		return billing.Account{}, err
+	}
+	return billing.AccountOf(project, p, list), nil
+}
+
+// project reads the Project of a namespace (the informer cache); nil when it has none.
+func (s *Service) project(ctx context.Context, project string) (*v1alpha1.Project, error) {
+	var list v1alpha1.ProjectList
+	if err := s.reader.List(ctx, &list, client.InNamespace(project)); err != nil {
+		return nil, fmt.Errorf("read project %s: %w", project, err)
+	}
+	return v1alpha1.NamespaceProject(list.Items), nil
+}
+
+// limitsOf reads the sending limits of a project from its Project resource.
 func (s *Service) limitsOf(ctx context.Context) func(project string) (quota.Limits, error) {
 	return func(project string) (quota.Limits, error) {
-		var list v1alpha1.ProjectList
-		if err := s.reader.List(ctx, &list, client.InNamespace(project)); err != nil {
-			return quota.Limits{}, fmt.Errorf("read project %s: %w", project, err)
+		p, err := s.project(ctx, project)
+		if err != nil {
+			return quota.Limits{}, err
 		}
-		return quota.Of(v1alpha1.NamespaceProject(list.Items)), nil
+		return quota.Of(p), nil
 	}
 }
 

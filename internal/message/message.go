@@ -25,6 +25,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/addr"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/index"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
@@ -120,6 +121,8 @@ type Service struct {
 	receipts Receipts
 	// mediaBase is the installation's public URL, for the mediaUrl of kept media.
 	mediaBase string
+	// prices prices live sends and finds the balance they are paid from; nil charges nothing.
+	prices *billing.Prices
 
 	acceptPolicies   []AcceptPolicy
 	dispatchPolicies []DispatchPolicy

@@ -21,6 +21,14 @@ type APIKey struct {
 	RevokedAt   *time.Time
 }
 
+type Balance struct {
+	Project       string
+	BalanceMicros int64
+	SpentMicros   int64
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
 type Contact struct {
 	ID             string
 	Project        string
@@ -101,32 +109,45 @@ type EmailSuppression struct {
 	Until     *time.Time
 }
 
+type LedgerEntry struct {
+	ID           int64
+	Project      string
+	Kind         string
+	AmountMicros int64
+	MessageID    *string
+	Note         string
+	CreatedAt    time.Time
+}
+
 type Message struct {
-	ID                string
-	Project           string
-	TestMode          bool
-	Sender            string
-	Direction         string
-	Channel           string
-	MessageType       string
-	Status            string
-	Recipient         string
-	Originator        string
-	Body              *string
-	Content           []byte
-	Subject           *string
-	Metadata          []byte
-	ProviderMessageID *string
-	ErrorCode         *string
-	ErrorMessage      *string
-	CreatedAt         time.Time
-	UpdatedAt         time.Time
-	Options           []byte
-	ConversationID    *string
-	AttemptedChannels []string
-	ProviderTimestamp *time.Time
-	ErrorProviderCode *string
-	DispatchAttempts  int32
+	ID                 string
+	Project            string
+	TestMode           bool
+	Sender             string
+	Direction          string
+	Channel            string
+	MessageType        string
+	Status             string
+	Recipient          string
+	Originator         string
+	Body               *string
+	Content            []byte
+	Subject            *string
+	Metadata           []byte
+	ProviderMessageID  *string
+	ErrorCode          *string
+	ErrorMessage       *string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	Options            []byte
+	ConversationID     *string
+	AttemptedChannels  []string
+	ProviderTimestamp  *time.Time
+	ErrorProviderCode  *string
+	DispatchAttempts   int32
+	CostMicros         *int64
+	CostProviderMicros *int64
+	ChargedMicros      *int64
 }
 
 type MessageAttachment struct {

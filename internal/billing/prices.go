@@ -1,0 +1,103 @@
+package billing
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups=messaging.switchboard.io,resources=pricelists,verbs=get;list;watch
+
+// Charged are the channels paid for per message from the balance at accept (spec: Limits, 3).
+// Email is not charged per message, but needs a balance above zero.
+var Charged = map[string]bool{"sms": true, "sms_oneway": true, "voice": true}
+
+// Quote is what a message costs: its price and the provider's cost, for its units (SMS
+// segments; one for other channels).
+type Quote struct {
+	Price, ProviderCost Micros
+	Units               int
+}
+
+// Prices finds the PriceList of a project: the one in its namespace, else the installation's.
+type Prices struct {
+	Reader                client.Reader
+	InstallationNamespace string
+}
+
+// For returns the price list that prices project, or nil when none does (nothing is charged).
+// Of several in one namespace the oldest is used.
+func (p *Prices) For(ctx context.Context, project string) (*v1alpha1.PriceList, error) {
+	for _, ns := range []string{project, p.InstallationNamespace} {
+		if ns == "" {
+			continue
+		}
+		var list v1alpha1.PriceListList
+		if err := p.Reader.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("read price lists of %s: %w", ns, err)
+		}
+		if len(list.Items) == 0 {
+			continue
+		}
+		sort.Slice(list.Items, func(i, j int) bool {
+			a, b := list.Items[i].CreationTimestamp, list.Items[j].CreationTimestamp
+			if !a.Equal(&b) {
+				return a.Before(&b)
+			}
+			return list.Items[i].Name < list.Items[j].Name
+		})
+		return &list.Items[0], nil
+	}
+	return nil, nil
+}
+
+// QuoteOf prices one message of channel to to with text: the entry of the channel with the
+// longest prefix of to ("+" matches every destination, and email). ok is false when nothing in
+// the list prices it.
+func QuoteOf(list *v1alpha1.PriceList, channel, to, text string) (q Quote, ok bool, err error) {
+	var best *v1alpha1.Price
+	for i := range list.Spec.Prices {
+		e := &list.Spec.Prices[i]
+		if string(e.Channel) != channel || !strings.HasPrefix(to, e.Prefix) && e.Prefix != "+" {
+			continue
+		}
+		if best == nil || len(e.Prefix) > len(best.Prefix) {
+			best = e
+		}
+	}
+	if best == nil {
+		return Quote{}, false, nil
+	}
+	price, err := ParseUSD(best.Price)
+	if err != nil {
+		return Quote{}, false, fmt.Errorf("price list %s: %w", list.Name, err)
+	}
+	var cost Micros
+	if best.ProviderCost != "" {
+		if cost, err = ParseUSD(best.ProviderCost); err != nil {
+			return Quote{}, false, fmt.Errorf("price list %s: %w", list.Name, err)
+		}
+	}
+	units := 1
+	if channel == "sms" || channel == "sms_oneway" {
+		units = Segments(text)
+	}
+	return Quote{Price: price * Micros(units), ProviderCost: cost * Micros(units), Units: units}, true, nil
+}
+
+// FreeCredit is what a new Free project of list starts with.
+func FreeCredit(list *v1alpha1.PriceList) Micros {
+	if list == nil || list.Spec.FreeCredit == "" {
+		return 0
+	}
+	m, err := ParseUSD(list.Spec.FreeCredit)
+	if err != nil {
+		return 0
+	}
+	return m
+}

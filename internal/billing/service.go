@@ -1,0 +1,110 @@
+package billing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+)
+
+// AccountOf is the billing account of project p (nil: none) under list: a Free project that
+// is not a sub-account opens with the list's free credit; a sub-account may go as far below
+// zero as its creditLimit.
+func AccountOf(project string, p *v1alpha1.Project, list *v1alpha1.PriceList) Account {
+	a := Account{Project: project}
+	if p == nil {
+		return a
+	}
+	if p.Spec.Parent == "" && (p.Spec.Plan == "" || p.Spec.Plan == v1alpha1.PlanFree) {
+		a.OpeningCredit = FreeCredit(list)
+	}
+	if sa := p.Spec.SubAccount; sa != nil && sa.CreditLimit != nil {
+		a.CreditLimit = FromCents(*sa.CreditLimit)
+	}
+	return a
+}
+
+// Service answers for projects' balances (GET /v1/balance) and credits them (the operator).
+type Service struct {
+	Pool   *pgxpool.Pool
+	Prices *Prices
+	Reader client.Reader
+	Now    func() time.Time
+}
+
+// View is a project's balance as the API shows it.
+type View struct {
+	Balance, TotalSpent Micros
+	// CreditLimit is a sub-account's, in cents; nil otherwise.
+	CreditLimit  *int64
+	IsSubAccount bool
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now()
+	}
+	return time.Now()
+}
+
+// accountOf reads what project's balance opens with and may go to.
+func (s *Service) accountOf(ctx context.Context, project string) (Account, *v1alpha1.Project, error) {
+	var list v1alpha1.ProjectList
+	if err := s.Reader.List(ctx, &list, client.InNamespace(project)); err != nil {
+		return Account{}, nil, fmt.Errorf("read project %s: %w", project, err)
+	}
+	p := v1alpha1.NamespaceProject(list.Items)
+	prices, err := s.Prices.For(ctx, project)
+	if err != nil {
+		return Account{}, nil, err
+	}
+	return AccountOf(project, p, prices), p, nil
+}
+
+// Balance is project's balance, opened (with its free credit) when new.
+func (s *Service) Balance(ctx context.Context, project string) (View, error) {
+	a, p, err := s.accountOf(ctx, project)
+	if err != nil {
+		return View{}, err
+	}
+	b, err := Read(ctx, s.Pool, a, s.now())
+	if err != nil {
+		return View{}, err
+	}
+	v := View{Balance: b.Balance, TotalSpent: b.Spent}
+	if p != nil && p.Spec.Parent != "" {
+		v.IsSubAccount = true
+		if sa := p.Spec.SubAccount; sa != nil {
+			v.CreditLimit = sa.CreditLimit
+		}
+	}
+	return v, nil
+}
+
+// Credit adds amount to project's balance (switchboard balance credit) and returns it.
+func (s *Service) Credit(ctx context.Context, project string, amount Micros, note string) (Micros, error) {
+	a, _, err := s.accountOf(ctx, project)
+	if err != nil {
+		return 0, err
+	}
+	return Credit(ctx, s.Pool, a, amount, note, s.now())
+}
+
+// Spent is what project has spent so far (0 before its first charge).
+func (s *Service) Spent(ctx context.Context, project string) (Micros, error) {
+	b, err := db.New(s.Pool).GetBalance(ctx, project)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read balance of %s: %w", project, err)
+	}
+	return Micros(b.SpentMicros), nil
+}

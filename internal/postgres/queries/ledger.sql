@@ -1,0 +1,53 @@
+-- name: OpenBalance :one
+-- Creates a project's balance with its starting credit, once; answers whether it was created.
+INSERT INTO balances (project, balance_micros, created_at, updated_at)
+VALUES (@project, @initial, @now, @now)
+ON CONFLICT (project) DO NOTHING
+RETURNING project;
+
+-- name: ChargeBalance :one
+-- Takes amount from the balance unless it would go below minus the credit limit; with
+-- require_positive, only while the balance is above zero. No row means refused.
+UPDATE balances
+SET balance_micros = balance_micros - @amount::bigint, spent_micros = spent_micros + @amount::bigint, updated_at = @now
+WHERE project = @project
+  AND balance_micros + @credit_limit::bigint >= @amount::bigint
+  AND (@require_positive::boolean = false OR balance_micros > 0)
+RETURNING balance_micros;
+
+-- name: CreditBalance :one
+UPDATE balances
+SET balance_micros = balance_micros + @amount::bigint, updated_at = @now
+WHERE project = @project
+RETURNING balance_micros;
+
+-- name: RefundBalance :one
+UPDATE balances
+SET balance_micros = balance_micros + @amount::bigint, spent_micros = greatest(spent_micros - @amount::bigint, 0), updated_at = @now
+WHERE project = @project
+RETURNING balance_micros;
+
+-- name: AddLedgerEntries :exec
+INSERT INTO ledger_entries (project, kind, amount_micros, message_id, note, created_at)
+SELECT @project::text, @kind::text, e.a, nullif(e.m, ''), @note::text, @now::timestamptz
+FROM (SELECT unnest(@amounts::bigint[]) AS a, unnest(@message_ids::text[]) AS m) AS e;
+
+-- name: GetBalance :one
+SELECT * FROM balances WHERE project = @project;
+
+-- name: LedgerSum :one
+-- The balance as the ledger has it: credits and refunds less charges.
+SELECT coalesce(sum(CASE WHEN kind = 'charge' THEN -amount_micros ELSE amount_micros END), 0)::bigint
+FROM ledger_entries WHERE project = @project;
+
+-- name: SetMessageCosts :exec
+UPDATE messages m
+SET cost_micros = c.cost, cost_provider_micros = c.provider_cost, charged_micros = c.charged
+FROM (SELECT unnest(@ids::text[]) AS id, unnest(@costs::bigint[]) AS cost, unnest(@provider_costs::bigint[]) AS provider_cost,
+             unnest(@charged::bigint[]) AS charged) AS c
+WHERE m.id = c.id;
+
+-- name: ChargeOf :one
+-- What a message was charged (and not yet refunded): 0 when nothing.
+SELECT coalesce(sum(CASE WHEN l.kind = 'charge' THEN l.amount_micros ELSE -l.amount_micros END), 0)::bigint
+FROM ledger_entries l WHERE l.message_id = @msg::text AND l.kind IN ('charge', 'refund');
