@@ -45,6 +45,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/kubewrite"
 	"github.com/switchboard-io/switchboard/internal/mailin"
 	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/phonecheck"
 	"github.com/switchboard-io/switchboard/internal/postgres"
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
 	"github.com/switchboard-io/switchboard/internal/providercheck"
@@ -339,6 +340,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		ProjectWebhooks: projectwebhook.NewService(mgr.GetClient(), mgr.GetAPIReader()).WithURLPolicy(cfg.Delivery.Client.URLPolicy()),
 		Messages:        messages,
 		Contacts:        contact.NewService(cfg.Pool),
+		Phones:          &phonecheck.Service{Reader: mgr.GetClient()},
 		Balances: &billing.Service{Pool: cfg.Pool, Reader: mgr.GetClient(),
 			Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}},
 		EmailDomains: domains,

@@ -91,3 +91,28 @@ func TestMonthlyAllowanceThroughTheAPI(t *testing.T) {
 		t.Fatalf("an SMS past the conversational allowance = %d %v", r.status, r.body)
 	}
 }
+
+// TestPhoneIntrospection: what a number is, and which channels of the project's senders reach
+// it now: SMS and WhatsApp not a landline, a call any number; an unparsable number is a 400.
+func TestPhoneIntrospection(t *testing.T) {
+	in := start(t)
+	_, key := sendingProject(t, in, nil, apikey.Test) // sms, whatsapp and email
+	r := in.post("/v1/introspect/phone", key, `{"phoneNumber":"+34 600 00 00 00"}`)
+	carrier, _ := r.body["carrier"].(map[string]any)
+	if r.status != 200 || r.body["phoneNumber"] != "+34600000000" || r.body["countryCode"] != "ES" || r.body["validNumber"] != true ||
+		r.body["lineType"] != "mobile" || carrier["name"] != "Vodafone" || fmt.Sprint(r.body["availableChannels"]) != "[sms whatsapp]" {
+		t.Fatalf("a Spanish mobile = %d %v", r.status, r.body)
+	}
+	r = in.post("/v1/introspect/phone", key, `{"phoneNumber":"+442071838750"}`)
+	if r.status != 200 || r.body["lineType"] != "landline" || fmt.Sprint(r.body["availableChannels"]) != "[]" || r.body["carrier"].(map[string]any)["name"] != nil {
+		t.Fatalf("a London landline = %d %v", r.status, r.body)
+	}
+	if r := in.post("/v1/introspect/phone", key, `{"phoneNumber":"+12125550"}`); r.status != 200 || r.body["validNumber"] != false {
+		t.Fatalf("an unassigned number = %d %v", r.status, r.body)
+	}
+	for _, body := range []string{`{}`, `{"phoneNumber":"4155552671"}`, `{"phoneNumber":"+abc"}`, `{"phoneNumber":12}`} {
+		if r := in.post("/v1/introspect/phone", key, body); r.status != 400 || fmt.Sprint(fieldPaths(r)) != "[phoneNumber]" {
+			t.Errorf("%s = %d %v", body, r.status, r.body)
+		}
+	}
+}

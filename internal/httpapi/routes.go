@@ -128,6 +128,7 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/v2/email-suppressions/{email}", access: permission, permission: apikey.PermissionMessagesRead, handle: s.getSuppression},
 		{method: "DELETE", path: "/v2/email-suppressions/{email}", access: permission, permission: apikey.PermissionAll, handle: s.deleteSuppression},
 		{method: "POST", path: "/v1/introspect/email", access: permission, permission: apikey.PermissionMessagesRead, handle: s.introspectEmail},
+		{method: "POST", path: "/v1/introspect/phone", access: permission, permission: apikey.PermissionMessagesRead, handle: s.introspectPhone},
 		{method: "POST", path: "/v1/templates/sync", access: permission, permission: apikey.PermissionTemplatesWrite, handle: s.syncTemplates},
 		{method: "POST", path: "/v1/templates", access: permission, permission: apikey.PermissionTemplatesWrite, handle: s.createTemplate},
 		{method: "GET", path: "/v1/templates", access: permission, permission: apikey.PermissionTemplatesRead, handle: s.listTemplates},

@@ -22,6 +22,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/emailcheck"
 	"github.com/switchboard-io/switchboard/internal/emaildomain"
 	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/phonecheck"
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
 	"github.com/switchboard-io/switchboard/internal/sender"
@@ -64,6 +65,7 @@ type Server struct {
 	docs         map[string][]byte
 	callbacks    http.Handler
 	balances     *billing.Service
+	phones       *phonecheck.Service
 }
 
 // Options are what the server needs.
@@ -75,6 +77,8 @@ type Options struct {
 	Contacts *contact.Service
 	// Balances answers for projects' prepaid balances.
 	Balances *billing.Service
+	// Phones introspects phone numbers.
+	Phones *phonecheck.Service
 	// EmailDomains manages the projects' email domains.
 	EmailDomains *emaildomain.Service
 	// Templates manages the projects' message templates.
@@ -119,7 +123,7 @@ func New(o Options) (*Server, error) {
 	}
 	return &Server{
 		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
-		contacts: o.Contacts, balances: o.Balances, domains: o.EmailDomains, templates: o.Templates, emailChecks: o.EmailChecks, disposable: o.Disposable,
+		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks,
 	}, nil

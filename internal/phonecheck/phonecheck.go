@@ -1,0 +1,152 @@
+// Package phonecheck answers POST /v1/introspect/phone: what a phone number is (valid, its
+// country, national format, line type and carrier, from libphonenumber's metadata through
+// nyaruka/phonenumbers) and which channels of the project's senders can reach it now.
+package phonecheck
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nyaruka/phonenumbers"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apperror"
+)
+
+// Line types (spec: Phone introspection).
+const (
+	Mobile   = "mobile"
+	Landline = "landline"
+	VoIP     = "voip"
+	TollFree = "toll_free"
+	Unknown  = "unknown"
+)
+
+// Carrier is the network a number belongs to; Name is empty when the metadata has none (ported
+// numbers keep their original carrier there).
+type Carrier struct {
+	Name string
+	Type string
+}
+
+// Result is what a number is.
+type Result struct {
+	// PhoneNumber is the number in E.164 (as given when it could not be read as one).
+	PhoneNumber string
+	// CountryCode is the ISO 3166-1 alpha-2 region of the number ("US"); "" when unknown.
+	CountryCode    string
+	ValidNumber    bool
+	NationalFormat string
+	LineType       string
+	Carrier        Carrier
+	// AvailableChannels are the channels of the project's senders that can reach it.
+	AvailableChannels []string
+}
+
+// maxLength bounds the input: E.164 has 15 digits; spaces and punctuation may double that.
+const maxLength = 64
+
+// Inspect reads number, which must start with + and its country calling code (spaces, dashes,
+// dots and parentheses are allowed). A number that cannot be read is a 400 on phoneNumber; one
+// that can but is not a number any country assigns is answered with validNumber false.
+func Inspect(number string) (Result, error) {
+	bad := func(msg string) error {
+		return apperror.InvalidFields(apperror.FieldError{Path: "phoneNumber", Message: msg})
+	}
+	number = strings.TrimSpace(number)
+	switch {
+	case number == "":
+		return Result{}, bad("is required")
+	case len(number) > maxLength:
+		return Result{}, bad(fmt.Sprintf("must be at most %d characters", maxLength))
+	case !strings.HasPrefix(number, "+"):
+		return Result{}, bad("must start with + and the country calling code (E.164), such as +14155550100")
+	}
+	num, err := phonenumbers.Parse(number, "")
+	if err != nil {
+		return Result{}, bad("is not a phone number: " + err.Error())
+	}
+	r := Result{PhoneNumber: phonenumbers.Format(num, phonenumbers.E164), LineType: Unknown}
+	if !phonenumbers.IsValidNumber(num) {
+		r.Carrier.Type = Unknown
+		return r, nil
+	}
+	r.ValidNumber = true
+	r.CountryCode = phonenumbers.GetRegionCodeForNumber(num)
+	r.NationalFormat = phonenumbers.Format(num, phonenumbers.NATIONAL)
+	r.LineType = lineType(phonenumbers.GetNumberType(num))
+	r.Carrier.Type = r.LineType
+	if name, err := phonenumbers.GetCarrierForNumber(num, "en"); err == nil {
+		r.Carrier.Name = name
+	}
+	return r, nil
+}
+
+// lineType is the spec's line type of libphonenumber's number type. Where the metadata cannot
+// tell mobile from fixed (every North American number) it is unknown.
+func lineType(t phonenumbers.PhoneNumberType) string {
+	switch t {
+	case phonenumbers.MOBILE, phonenumbers.PAGER:
+		return Mobile
+	case phonenumbers.FIXED_LINE:
+		return Landline
+	case phonenumbers.VOIP, phonenumbers.PERSONAL_NUMBER:
+		return VoIP
+	case phonenumbers.TOLL_FREE:
+		return TollFree
+	}
+	return Unknown
+}
+
+// reaches says whether a channel can reach a number of a line type: SMS and WhatsApp need a
+// number that may be a mobile (not a landline or a toll-free number); a call reaches any.
+// Telegram, Instagram, Messenger and email do not take phone numbers.
+func reaches(ch v1alpha1.Channel, line string) bool {
+	switch ch {
+	case v1alpha1.ChannelVoice:
+		return true
+	case v1alpha1.ChannelSMS, v1alpha1.ChannelSMSOneway, v1alpha1.ChannelWhatsApp:
+		return line == Mobile || line == VoIP || line == Unknown
+	}
+	return false
+}
+
+// Service introspects numbers for a project.
+type Service struct {
+	// Reader reads the project's Senders (the informer cache).
+	Reader client.Reader
+}
+
+// Introspect is Inspect, with the channels of project's senders that can reach the number now
+// (sending on: configured, active and ready), in the spec's channel order.
+func (s *Service) Introspect(ctx context.Context, project, number string) (Result, error) {
+	r, err := Inspect(number)
+	if err != nil {
+		return r, err
+	}
+	r.AvailableChannels = []string{}
+	if !r.ValidNumber {
+		return r, nil
+	}
+	var senders v1alpha1.SenderList
+	if err := s.Reader.List(ctx, &senders, client.InNamespace(project)); err != nil {
+		return r, fmt.Errorf("list senders of %s: %w", project, err)
+	}
+	var open []v1alpha1.Channel
+	for i := range senders.Items {
+		snd := &senders.Items[i]
+		if !snd.DeletionTimestamp.IsZero() {
+			continue
+		}
+		open = append(open, snd.Status.Channels...)
+	}
+	for _, ch := range []v1alpha1.Channel{v1alpha1.ChannelSMS, v1alpha1.ChannelSMSOneway, v1alpha1.ChannelWhatsApp, v1alpha1.ChannelVoice} {
+		if slices.Contains(open, ch) && reaches(ch, r.LineType) {
+			r.AvailableChannels = append(r.AvailableChannels, string(ch))
+		}
+	}
+	return r, nil
+}
