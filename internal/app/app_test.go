@@ -103,7 +103,7 @@ func TestMeTellsWhoTheKeyIs(t *testing.T) {
 	want := map[string]any{
 		"apiKey":     map[string]any{"id": stored.ID},
 		"isTestMode": false,
-		"project":    map[string]any{"id": acme, "isSubAccount": false, "name": "Acme"},
+		"project":    map[string]any{"id": acme, "isSubAccount": false, "name": "Acme", "totalSpent": 0.0},
 		"team":       map[string]any{"id": "acme-team", "name": nil},
 	}
 	if !jsonEqual(me, want) {

@@ -61,6 +61,9 @@ func TestBalanceThroughTheAPI(t *testing.T) {
 	if r := in.get("/v1/balance", live); r.body["balance"] != 0.42 || r.body["totalSpent"] != 1.58 {
 		t.Fatalf("balance after two = %v", r.body)
 	}
+	if r := in.get("/v1/me", live); r.body["project"].(map[string]any)["totalSpent"] != 1.58 {
+		t.Fatalf("me = %v", r.body)
+	}
 	// Test traffic: its price, nothing charged, the balance untouched.
 	r = in.post("/v2/messages", test, `{"to":"+447700900123","channel":"sms","text":"test"}`)
 	m, _ = r.body["message"].(map[string]any)

@@ -20,6 +20,8 @@ type meProject struct {
 	ID           string  `json:"id"`
 	IsSubAccount bool    `json:"isSubAccount"`
 	Name         *string `json:"name"`
+	// TotalSpent is what the project has spent, in cents (its ledger's charges less refunds).
+	TotalSpent float64 `json:"totalSpent"`
 }
 
 type meTeam struct {
@@ -43,6 +45,14 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 			resp.Project.Name = &p.Spec.DisplayName
 		}
 		resp.Team.ID = p.TeamKey()
+	}
+	if s.balances != nil {
+		spent, err := s.balances.Spent(r.Context(), key.Project)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		resp.Project.TotalSpent = spent.Cents()
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
