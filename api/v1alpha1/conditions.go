@@ -25,6 +25,8 @@ const (
 	ReasonReady = "Ready"
 	// ReasonDuplicateProject: another Project in the namespace is older and is the namespace's project.
 	ReasonDuplicateProject = "DuplicateProject"
+	// ReasonInvalidRules: a RiskPolicy rule does not compile (the message says which, and why).
+	ReasonInvalidRules = "InvalidRules"
 	// ReasonParentNotFound: spec.parent names a namespace with no Project.
 	ReasonParentNotFound = "ParentNotFound"
 	// ReasonProjectNotFound: the Sender's namespace has no Project.

@@ -50,6 +50,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
 	"github.com/switchboard-io/switchboard/internal/providercheck"
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
+	"github.com/switchboard-io/switchboard/internal/risk"
 	"github.com/switchboard-io/switchboard/internal/sender"
 	"github.com/switchboard-io/switchboard/internal/template"
 	"github.com/switchboard-io/switchboard/internal/templatereview"
@@ -125,7 +126,9 @@ type Config struct {
 	// TemplateSyncEvery is how often the manager reads every project's WhatsApp business
 	// accounts for template verdicts and categories a webhook did not bring (an hour).
 	TemplateSyncEvery time.Duration
-	Log               logr.Logger
+	// HoldExpiryEvery is how often workers fail risk holds whose review window closed (30 s).
+	HoldExpiryEvery time.Duration
+	Log             logr.Logger
 	// SkipControllerNameValidation lets one test binary run several managers; controller names
 	// must otherwise be unique per process, as they name the controllers' metrics.
 	SkipControllerNameValidation bool
@@ -246,7 +249,7 @@ func Run(ctx context.Context, cfg Config) error {
 		// Start the informers the API and the workers read before reporting ready, not on the
 		// first request or job.
 		for _, obj := range []client.Object{&v1alpha1.Project{}, &v1alpha1.Sender{}, &v1alpha1.Provider{}, &v1alpha1.EmailDomain{},
-			&v1alpha1.Template{}, &v1alpha1.PriceList{}, &corev1.Secret{}} {
+			&v1alpha1.Template{}, &v1alpha1.PriceList{}, &v1alpha1.RiskPolicy{}, &corev1.Secret{}} {
 			if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 				return fmt.Errorf("watch %T: %w", obj, err)
 			}
@@ -276,6 +279,7 @@ func Run(ctx context.Context, cfg Config) error {
 		messages.SetReceipts(transports)
 		messages.SetMediaBase(cfg.PublicURL)
 		messages.SetPrices(&billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace})
+		messages.SetRiskPolicies(&risk.Policies{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace})
 		if cfg.DispatchAttempts > 0 {
 			messages.SetDispatchAttempts(cfg.DispatchAttempts)
 		}
@@ -293,6 +297,9 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 			if err := mgr.Add(statuses); err != nil {
 				return fmt.Errorf("add status batcher: %w", err)
+			}
+			if err := mgr.Add(&message.HoldExpirer{Service: messages, Every: cfg.HoldExpiryEvery}); err != nil {
+				return fmt.Errorf("add risk hold expirer: %w", err)
 			}
 			deliveryOpts := cfg.Delivery
 			deliveryOpts.Log = log.WithName("deliveries")

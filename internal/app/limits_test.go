@@ -97,7 +97,11 @@ func TestMonthlyAllowanceThroughTheAPI(t *testing.T) {
 func TestPhoneIntrospection(t *testing.T) {
 	in := start(t)
 	_, key := sendingProject(t, in, nil, apikey.Test) // sms, whatsapp and email
-	r := in.post("/v1/introspect/phone", key, `{"phoneNumber":"+34 600 00 00 00"}`)
+	var r response
+	waitFor(t, func() bool { // the sender controller marks the channels ready shortly after creation
+		r = in.post("/v1/introspect/phone", key, `{"phoneNumber":"+34 600 00 00 00"}`)
+		return fmt.Sprint(r.body["availableChannels"]) != "[]"
+	})
 	carrier, _ := r.body["carrier"].(map[string]any)
 	if r.status != 200 || r.body["phoneNumber"] != "+34600000000" || r.body["countryCode"] != "ES" || r.body["validNumber"] != true ||
 		r.body["lineType"] != "mobile" || carrier["name"] != "Vodafone" || fmt.Sprint(r.body["availableChannels"]) != "[sms whatsapp]" {

@@ -100,6 +100,9 @@ func Refund(ctx context.Context, tx pgx.Tx, project, messageID string, now time.
 		MessageIds: []string{messageID}, Note: "refund", Now: now}); err != nil {
 		return 0, err
 	}
+	if err := q.ClearCharged(ctx, messageID); err != nil {
+		return 0, fmt.Errorf("clear charge of %s: %w", messageID, err)
+	}
 	return Micros(owed), nil
 }
 

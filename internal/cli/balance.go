@@ -6,12 +6,9 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/billing"
-	"github.com/switchboard-io/switchboard/internal/postgres"
 )
 
 func newBalanceCommand(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
@@ -36,25 +33,10 @@ are read from Kubernetes (its opening credit), the balance from Postgres.`,
 		if _, err := g.logger(stderr); err != nil {
 			return nil, nil, err
 		}
-		if databaseURL == "" {
-			return nil, nil, &UsageError{Err: errors.New("--database-url (or DATABASE_URL) is required")}
-		}
 		if project == "" {
 			return nil, nil, &UsageError{Err: errors.New("--project is required")}
 		}
-		cfg, err := restConfig(kubeconfig)
-		if err != nil {
-			return nil, nil, err
-		}
-		scheme := runtime.NewScheme()
-		if err := v1alpha1.AddToScheme(scheme); err != nil {
-			return nil, nil, err
-		}
-		k8s, err := client.New(cfg, client.Options{Scheme: scheme})
-		if err != nil {
-			return nil, nil, fmt.Errorf("connect to Kubernetes: %w", err)
-		}
-		pool, err := postgres.Open(cmd.Context(), databaseURL)
+		k8s, pool, err := operatorClients(cmd.Context(), databaseURL, kubeconfig)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -30,6 +30,11 @@ func TestUsageErrorsExitTwoWithUsageOnStderr(t *testing.T) {
 		"extra argument":       {"migrate", "now"},
 		"missing database":     {"api"},
 		"bad log level":        {"migrate", "--log-level", "loud", "--database-url", "postgres://x@127.0.0.1:1/x"},
+		"negative credit":      {"balance", "credit", "--project", "acme", "--amount", "-5", "--database-url", "postgres://x@127.0.0.1:1/x"},
+		"zero credit":          {"balance", "credit", "--project", "acme", "--amount", "0.00", "--database-url", "postgres://x@127.0.0.1:1/x"},
+		"balance of nobody":    {"balance", "show", "--database-url", "postgres://x@127.0.0.1:1/x"},
+		"decide nothing":       {"review", "approve", "--database-url", "postgres://x@127.0.0.1:1/x"},
+		"interval below zero":  {"manager", "--template-sync-interval", "-1s", "--database-url", "postgres://x@127.0.0.1:1/x"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			code, stdout, stderr := run(t, args...)

@@ -97,6 +97,7 @@ election on (the default): one leads, the others wait.`),
 		newMigrateCommand(g, stdout, stderr),
 		newAPIKeyCommand(g, stdout, stderr),
 		newBalanceCommand(g, stdout, stderr),
+		newReviewCommand(g, stdout, stderr),
 		newVersionCommand(stdout),
 	)
 	return root

@@ -227,3 +227,31 @@ var _ = Describe("the PriceList sample", func() {
 		Expect(apierrors.IsInvalid(k8s.Create(ctx, bad))).To(BeTrue())
 	})
 })
+
+var _ = Describe("the RiskPolicy sample", func() {
+	ctx := context.Background()
+
+	It("applies and is Ready; a rule that does not compile makes it InvalidRules with CEL's reason", func() {
+		b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_riskpolicy.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var rp v1alpha1.RiskPolicy
+		Expect(yaml.UnmarshalStrict(b, &rp)).To(Succeed())
+		err = k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: rp.Namespace}})
+		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
+		Expect(k8s.Create(ctx, &rp)).To(Succeed())
+		Eventually(readyCondition(ctx, &rp)).Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))
+
+		Expect(update(ctx, &rp, func(p *v1alpha1.RiskPolicy) {
+			p.Spec.Rules = append(p.Spec.Rules, v1alpha1.RiskRule{Name: "broken", Expression: "message.words.exists(w,", Outcome: "hold"})
+		})).To(Succeed())
+		Eventually(readyCondition(ctx, &rp)).Should(haveReady(metav1.ConditionFalse, v1alpha1.ReasonInvalidRules))
+		c := meta.FindStatusCondition(rp.Status.Conditions, "Ready")
+		Expect(c.Message).To(ContainSubstring("rule broken"))
+
+		// An outcome that is not one of hold, refuse and block is refused by the API server.
+		bad := rp.DeepCopy()
+		bad.ObjectMeta = metav1.ObjectMeta{Namespace: rp.Namespace, Name: "bad-outcome"}
+		bad.Spec.Rules = []v1alpha1.RiskRule{{Name: "x", Expression: "true", Outcome: "approve"}}
+		Expect(apierrors.IsInvalid(k8s.Create(ctx, bad))).To(BeTrue())
+	})
+})

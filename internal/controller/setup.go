@@ -45,6 +45,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := (&WebhookReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
 		return err
 	}
+	if err := (&RiskPolicyReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	if opts.EmailDomains != nil {
 		if err := (&EmailDomainReconciler{Client: mgr.GetClient(), Verifier: opts.EmailDomains}).SetupWithManager(mgr); err != nil {
 			return err

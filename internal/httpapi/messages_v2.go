@@ -46,7 +46,7 @@ func messageV2View(m db.Message) messageV2JSON {
 	v := messageV2JSON{ID: m.ID, From: m.Originator, To: m.Recipient, Channel: m.Channel, Direction: m.Direction,
 		MessageType: m.MessageType, Status: m.Status, Text: m.Body, Content: m.Content, ProviderMessageID: m.ProviderMessageID,
 		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, ConversationID: m.ConversationID, Email: emailView(m),
-		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC(), costJSON: costView(m)}
+		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC(), costJSON: costView(m), RiskHold: m.RiskHold}
 	if m.ChargedMicros != nil {
 		c := billing.Micros(*m.ChargedMicros).USD()
 		v.Charged = &c

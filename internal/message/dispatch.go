@@ -96,6 +96,17 @@ func (s *Service) dispatch(ctx context.Context, id string) error {
 	if m.Status != "queued" && m.Status != "sending" {
 		return nil // already handed over: a repeated job must not send twice
 	}
+	// Risk review first: a held message waits for its operator, and goes through the other
+	// policies once approved.
+	f, held, err := s.review(ctx, m)
+	switch {
+	case err != nil:
+		return err
+	case f != nil:
+		return s.fail(ctx, m, f)
+	case held:
+		return nil
+	}
 	for _, p := range s.dispatchPolicies {
 		f, err := p.CheckDispatch(ctx, m)
 		if err != nil {

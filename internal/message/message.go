@@ -30,6 +30,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/index"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/randid"
+	"github.com/switchboard-io/switchboard/internal/risk"
 	"github.com/switchboard-io/switchboard/internal/transport"
 )
 
@@ -123,6 +124,8 @@ type Service struct {
 	mediaBase string
 	// prices prices live sends and finds the balance they are paid from; nil charges nothing.
 	prices *billing.Prices
+	// risk reviews sms, sms_oneway, email and voice sends; nil reviews nothing.
+	risk *risk.Policies
 
 	acceptPolicies   []AcceptPolicy
 	dispatchPolicies []DispatchPolicy

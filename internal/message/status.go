@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/quota"
 	"github.com/switchboard-io/switchboard/internal/transport"
@@ -81,6 +82,16 @@ func (s *Service) applyIn(ctx context.Context, tx pgx.Tx, ch StatusChange) (bool
 		return false, fmt.Errorf("move message %s to %s: %w", id, ch.Status, err)
 	}
 	moved := db.Message(row) // the same columns: the statement returns the moved row
+	if moved.Status == "failed" && moved.ErrorCode != nil && refunded[*moved.ErrorCode] {
+		// The message never went: what it was charged returns to the balance.
+		if _, err := billing.Refund(ctx, tx, moved.Project, moved.ID, s.now().UTC()); err != nil {
+			return false, err
+		}
+		if moved.ChargedMicros != nil {
+			zero := int64(0)
+			moved.ChargedMicros = &zero
+		}
+	}
 	if moved.Status == "failed" && moved.Direction == "outbound" {
 		// A failed send does not count against the monthly allowance.
 		if meter, ok := quota.MeterOf(moved.Channel); ok && meter == quota.Conversational {

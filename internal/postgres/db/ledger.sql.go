@@ -82,6 +82,15 @@ func (q *Queries) ChargeOf(ctx context.Context, msg string) (int64, error) {
 	return column_1, err
 }
 
+const clearCharged = `-- name: ClearCharged :exec
+UPDATE messages SET charged_micros = 0 WHERE id = $1 AND charged_micros IS NOT NULL
+`
+
+func (q *Queries) ClearCharged(ctx context.Context, id string) error {
+	_, err := q.db.Exec(ctx, clearCharged, id)
+	return err
+}
+
 const creditBalance = `-- name: CreditBalance :one
 UPDATE balances
 SET balance_micros = balance_micros + $1::bigint, updated_at = $2

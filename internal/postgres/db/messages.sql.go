@@ -96,7 +96,7 @@ const fallBackToSMS = `-- name: FallBackToSMS :one
 UPDATE messages
 SET channel = 'sms', status = 'queued', originator = $1, attempted_channels = attempted_channels || channel, updated_at = $2
 WHERE id = $3 AND status IN ('queued', 'sending') AND channel = 'whatsapp'
-RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros
+RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed
 `
 
 type FallBackToSMSParams struct {
@@ -138,12 +138,14 @@ func (q *Queries) FallBackToSMS(ctx context.Context, arg FallBackToSMSParams) (M
 		&i.CostMicros,
 		&i.CostProviderMicros,
 		&i.ChargedMicros,
+		&i.RiskHold,
+		&i.RiskReviewed,
 	)
 	return i, err
 }
 
 const getLiveMessageByProviderID = `-- name: GetLiveMessageByProviderID :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed FROM messages
 WHERE provider_message_id = $1 AND NOT test_mode
 ORDER BY created_at DESC
 LIMIT 1
@@ -182,12 +184,14 @@ func (q *Queries) GetLiveMessageByProviderID(ctx context.Context, providerMessag
 		&i.CostMicros,
 		&i.CostProviderMicros,
 		&i.ChargedMicros,
+		&i.RiskHold,
+		&i.RiskReviewed,
 	)
 	return i, err
 }
 
 const getMessage = `-- name: GetMessage :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros FROM messages WHERE id = $1 AND project = $2 AND test_mode = $3
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed FROM messages WHERE id = $1 AND project = $2 AND test_mode = $3
 `
 
 type GetMessageParams struct {
@@ -228,12 +232,14 @@ func (q *Queries) GetMessage(ctx context.Context, arg GetMessageParams) (Message
 		&i.CostMicros,
 		&i.CostProviderMicros,
 		&i.ChargedMicros,
+		&i.RiskHold,
+		&i.RiskReviewed,
 	)
 	return i, err
 }
 
 const getMessageByID = `-- name: GetMessageByID :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros FROM messages WHERE id = $1
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed FROM messages WHERE id = $1
 `
 
 func (q *Queries) GetMessageByID(ctx context.Context, id string) (Message, error) {
@@ -268,12 +274,14 @@ func (q *Queries) GetMessageByID(ctx context.Context, id string) (Message, error
 		&i.CostMicros,
 		&i.CostProviderMicros,
 		&i.ChargedMicros,
+		&i.RiskHold,
+		&i.RiskReviewed,
 	)
 	return i, err
 }
 
 const getMessageByProviderID = `-- name: GetMessageByProviderID :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed FROM messages
 WHERE project = $1 AND test_mode = $2 AND sender = $3 AND provider_message_id = $4
 ORDER BY created_at DESC
 LIMIT 1
@@ -325,6 +333,8 @@ func (q *Queries) GetMessageByProviderID(ctx context.Context, arg GetMessageByPr
 		&i.CostMicros,
 		&i.CostProviderMicros,
 		&i.ChargedMicros,
+		&i.RiskHold,
+		&i.RiskReviewed,
 	)
 	return i, err
 }
@@ -354,7 +364,7 @@ func (q *Queries) IsOptedOut(ctx context.Context, arg IsOptedOutParams) (bool, e
 }
 
 const listMessages = `-- name: ListMessages :many
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed FROM messages
 WHERE project = $1 AND test_mode = $2
   AND ($3::text IS NULL OR channel = $3)
   AND ($4::text IS NULL OR status = $4)
@@ -422,6 +432,8 @@ func (q *Queries) ListMessages(ctx context.Context, arg ListMessagesParams) ([]M
 			&i.CostMicros,
 			&i.CostProviderMicros,
 			&i.ChargedMicros,
+			&i.RiskHold,
+			&i.RiskReviewed,
 		); err != nil {
 			return nil, err
 		}
@@ -436,7 +448,7 @@ func (q *Queries) ListMessages(ctx context.Context, arg ListMessagesParams) ([]M
 const markInboundRead = `-- name: MarkInboundRead :one
 UPDATE messages SET status = 'read', updated_at = $1
 WHERE id = $2 AND direction = 'inbound' AND status = 'received'
-RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros
+RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed
 `
 
 type MarkInboundReadParams struct {
@@ -476,6 +488,8 @@ func (q *Queries) MarkInboundRead(ctx context.Context, arg MarkInboundReadParams
 		&i.CostMicros,
 		&i.CostProviderMicros,
 		&i.ChargedMicros,
+		&i.RiskHold,
+		&i.RiskReviewed,
 	)
 	return i, err
 }
@@ -631,7 +645,7 @@ WITH moved AS (
         error_code = $3, error_message = $4,
         error_provider_code = $5, updated_at = $6
     WHERE msg.id = $7 AND msg.status = ANY($8::text[])
-    RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.provider_timestamp, msg.error_provider_code, msg.dispatch_attempts, msg.cost_micros, msg.cost_provider_micros, msg.charged_micros
+    RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.provider_timestamp, msg.error_provider_code, msg.dispatch_attempts, msg.cost_micros, msg.cost_provider_micros, msg.charged_micros, msg.risk_hold, msg.risk_reviewed
 ), outcome AS (
     UPDATE contact_channels cc
     SET total_attempts = cc.total_attempts
@@ -650,7 +664,7 @@ WITH moved AS (
       AND cc.identifier = CASE WHEN strpos(m.recipient, '@') > 0 THEN lower(m.recipient) ELSE m.recipient END
     RETURNING cc.id
 )
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros FROM moved
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed FROM moved
 `
 
 type SetMessageStatusParams struct {
@@ -693,6 +707,8 @@ type SetMessageStatusRow struct {
 	CostMicros         *int64
 	CostProviderMicros *int64
 	ChargedMicros      *int64
+	RiskHold           bool
+	RiskReviewed       bool
 }
 
 // Moves a message forward; a late or repeated step is ignored (returns no row). In the same
@@ -741,6 +757,8 @@ func (q *Queries) SetMessageStatus(ctx context.Context, arg SetMessageStatusPara
 		&i.CostMicros,
 		&i.CostProviderMicros,
 		&i.ChargedMicros,
+		&i.RiskHold,
+		&i.RiskReviewed,
 	)
 	return i, err
 }
@@ -748,7 +766,7 @@ func (q *Queries) SetMessageStatus(ctx context.Context, arg SetMessageStatusPara
 const startDispatch = `-- name: StartDispatch :one
 UPDATE messages SET status = 'sending', dispatch_attempts = dispatch_attempts + 1, updated_at = $1
 WHERE id = $2 AND status IN ('queued', 'sending')
-RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros
+RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed
 `
 
 type StartDispatchParams struct {
@@ -790,6 +808,8 @@ func (q *Queries) StartDispatch(ctx context.Context, arg StartDispatchParams) (M
 		&i.CostMicros,
 		&i.CostProviderMicros,
 		&i.ChargedMicros,
+		&i.RiskHold,
+		&i.RiskReviewed,
 	)
 	return i, err
 }

@@ -148,6 +148,8 @@ type Message struct {
 	CostMicros         *int64
 	CostProviderMicros *int64
 	ChargedMicros      *int64
+	RiskHold           bool
+	RiskReviewed       bool
 }
 
 type MessageAttachment struct {
@@ -177,6 +179,19 @@ type OptOut struct {
 	Originator string
 	Recipient  string
 	CreatedAt  time.Time
+}
+
+type RiskHold struct {
+	MessageID string
+	Project   string
+	TestMode  bool
+	Rule      string
+	Reason    string
+	HeldAt    time.Time
+	ExpiresAt time.Time
+	DecidedAt *time.Time
+	Decision  *string
+	DecidedBy *string
 }
 
 type SwitchboardSetting struct {

@@ -51,3 +51,6 @@ WHERE m.id = c.id;
 -- What a message was charged (and not yet refunded): 0 when nothing.
 SELECT coalesce(sum(CASE WHEN l.kind = 'charge' THEN l.amount_micros ELSE -l.amount_micros END), 0)::bigint
 FROM ledger_entries l WHERE l.message_id = @msg::text AND l.kind IN ('charge', 'refund');
+
+-- name: ClearCharged :exec
+UPDATE messages SET charged_micros = 0 WHERE id = @id AND charged_micros IS NOT NULL;

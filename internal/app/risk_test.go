@@ -1,0 +1,131 @@
+package app_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/app"
+	"github.com/switchboard-io/switchboard/internal/delivery"
+	"github.com/switchboard-io/switchboard/internal/message"
+)
+
+// TestRiskReview: a RiskPolicy's rules approve a plain SMS, hold one with a shortened link
+// (queued, riskHold) until an operator approves it, refuse a gambling one (RISK_REJECTED, its
+// charge returned) and block a phishing domain outright (RISK_BLOCKED); a hold nobody decides
+// fails with RISK_REVIEW_EXPIRED when its window closes; WhatsApp is not reviewed.
+func TestRiskReview(t *testing.T) {
+	in := start(t, fastSandbox, func(c *app.Config) { c.HoldExpiryEvery = 100 * time.Millisecond })
+	ctx := context.Background()
+	acme := newProject(t, in, v1alpha1.ProjectSpec{})
+	window := metav1.Duration{Duration: time.Hour}
+	if err := in.k8s.Create(ctx, &v1alpha1.RiskPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "rules"}, Spec: v1alpha1.RiskPolicySpec{
+		ReviewWindow: &window,
+		Lists:        map[string][]string{"gambling": {"casino", "jackpot"}, "phishing": {"evil.example"}},
+		Rules: []v1alpha1.RiskRule{
+			{Name: "shortened", Expression: `message.shortenedLinks > 0`, Outcome: "hold", Reason: "a shortened link"},
+			{Name: "gambling", Expression: `message.words.exists(w, w in lists.gambling)`, Outcome: "refuse", Reason: "gambling"},
+			{Name: "phishing", Expression: `message.domains.exists(d, d in lists.phishing)`, Outcome: "block", Reason: "a phishing domain"},
+			{Name: "slow-review", Expression: `message.text.startsWith("EXPIRE")`, Outcome: "hold"},
+		}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.k8s.Create(ctx, &v1alpha1.PriceList{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "prices"},
+		Spec: v1alpha1.PriceListSpec{FreeCredit: "1.00", Prices: []v1alpha1.Price{{Channel: "sms", Prefix: "+", Price: "0.01"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.k8s.Create(ctx, &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "main"}, Spec: v1alpha1.SenderSpec{
+		DisplayName: "Main", Default: true, Transport: v1alpha1.TransportSandbox, PhoneNumber: "+15005550006",
+		SMS:      &v1alpha1.Activation{Active: true},
+		WhatsApp: &v1alpha1.ConnectedAccount{AccountID: "wa", DisplayPhoneNumber: "+15005550006", Active: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	live := newKey(t, in, acme, apikey.Live)
+	waitFor(t, func() bool { return in.get("/v1/senders/main", live).status == 200 })
+	send := func(text string) string {
+		t.Helper()
+		r := in.post("/v2/messages", live, `{"to":"+447700900123","channel":"sms","text":"`+text+`"}`)
+		if r.status != 202 {
+			t.Fatalf("send %q = %d %v", text, r.status, r.body)
+		}
+		return r.body["message"].(map[string]any)["id"].(string)
+	}
+	get := func(id string) map[string]any {
+		return in.get("/v2/messages/"+id, live).body["message"].(map[string]any)
+	}
+
+	plain := send("Your code is 1234")
+	held := send("Track your parcel at bit.ly/abc")
+	refused := send("Win the JACKPOT tonight")
+	blocked := send("Log in at https://evil.example/login")
+	waitFor(t, func() bool { return get(plain)["status"] == "delivered" })
+	waitFor(t, func() bool { m := get(refused); return m["status"] == "failed" })
+	if m := get(refused); m["errorCode"] != "RISK_REJECTED" || m["charged"] != 0.0 {
+		t.Fatalf("refused = %v", m)
+	}
+	waitFor(t, func() bool { return get(blocked)["status"] == "failed" })
+	if m := get(blocked); m["errorCode"] != "RISK_BLOCKED" {
+		t.Fatalf("blocked = %v", m)
+	}
+	waitFor(t, func() bool { return get(held)["riskHold"] == true })
+	time.Sleep(300 * time.Millisecond)
+	if m := get(held); m["status"] != "queued" {
+		t.Fatalf("held = %v", m)
+	}
+	// The refused and blocked sends' charges came back: 1.00 - 4 × 0.01 + 2 × 0.01.
+	if r := in.get("/v1/balance", live); r.body["balance"] != 98.0 {
+		t.Fatalf("balance = %v", r.body)
+	}
+
+	// The operator approves it, as `switchboard review approve` does: it is sent.
+	queue, err := river.NewClient(riverpgxv5.New(in.db), &river.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	operator := message.NewService(in.db, in.k8s, delivery.NewService(in.k8s), queue, nil, nil)
+	holds, err := operator.OpenHolds(ctx, acme, 10)
+	if err != nil || len(holds) != 1 || holds[0].MessageID != held || holds[0].Rule != "shortened" {
+		t.Fatalf("holds = %+v, %v", holds, err)
+	}
+	if err := operator.DecideHold(ctx, held, true, "test"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { m := get(held); return m["status"] == "delivered" && m["riskHold"] == false })
+	if err := operator.DecideHold(ctx, held, false, "test"); err == nil {
+		t.Fatal("a second decision on one hold was taken")
+	}
+
+	// A hold nobody decides expires with the window (here shortened to a moment).
+	window.Duration = time.Second
+	var rp v1alpha1.RiskPolicy
+	if err := in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: "rules"}, &rp); err != nil {
+		t.Fatal(err)
+	}
+	rp.Spec.ReviewWindow = &window
+	if err := in.k8s.Update(ctx, &rp); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // the informer cache takes the new window
+	expiring := send("EXPIRE me")
+	waitFor(t, func() bool { return get(expiring)["errorCode"] == "RISK_REVIEW_EXPIRED" })
+
+	// WhatsApp is not reviewed (only sms, sms_oneway, email and voice are).
+	test := newKey(t, in, acme, apikey.Test)
+	receive(t, in, test, `{"from":"+447700900123","channel":"whatsapp","text":"hi"}`)
+	r := in.post("/v2/messages", test, `{"to":"+447700900123","channel":"whatsapp","text":"Track it at bit.ly/abc"}`)
+	if r.status != 202 {
+		t.Fatalf("whatsapp = %d %v", r.status, r.body)
+	}
+	wa := r.body["message"].(map[string]any)["id"].(string)
+	waitFor(t, func() bool {
+		m := in.get("/v2/messages/"+wa, test).body["message"].(map[string]any)
+		return m["status"] == "delivered" || m["status"] == "read"
+	})
+}

@@ -1,0 +1,182 @@
+package message
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/phonecheck"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/risk"
+	"github.com/switchboard-io/switchboard/internal/transport"
+)
+
+// Risk review error codes (spec: Message).
+const (
+	ErrRiskRejected      = "RISK_REJECTED"
+	ErrRiskBlocked       = "RISK_BLOCKED"
+	ErrRiskReviewExpired = "RISK_REVIEW_EXPIRED"
+	ErrSendingSuspended  = "SENDING_SUSPENDED"
+)
+
+// refunded are the failures whose charge is returned: the message never went.
+var refunded = map[string]bool{ErrRiskRejected: true, ErrRiskBlocked: true, ErrRiskReviewExpired: true, ErrSendingSuspended: true}
+
+// SetRiskPolicies makes dispatch review sms, sms_oneway, email and voice sends by the
+// RiskPolicy of their project.
+func (s *Service) SetRiskPolicies(p *risk.Policies) { s.risk = p }
+
+// review decides m by its project's risk policy: nil to go on; a Failure to fail it (refused or
+// blocked); held when it now waits for an operator.
+func (s *Service) review(ctx context.Context, m db.Message) (f *transport.Failure, held bool, err error) {
+	if s.risk == nil || !risk.Reviewed[m.Channel] || m.Direction != "outbound" || m.RiskReviewed || m.RiskHold {
+		return nil, m.RiskHold, nil
+	}
+	pol, err := s.risk.For(ctx, m.Project)
+	if err != nil || pol == nil {
+		return nil, false, err
+	}
+	country := ""
+	if strings.HasPrefix(m.Recipient, "+") {
+		if r, err := phonecheck.Inspect(m.Recipient); err == nil {
+			country = r.CountryCode
+		}
+	}
+	features := risk.Features(m.Channel, m.Recipient, deref(m.Body), deref(m.Subject), country)
+	now := s.now().UTC()
+	fresh, err := db.New(s.pool).NewConversationsSince(ctx, db.NewConversationsSinceParams{Project: m.Project, TestMode: m.TestMode,
+		Since: now.Add(-time.Hour)})
+	if err != nil {
+		return nil, false, fmt.Errorf("count first contacts of %s: %w", m.Project, err)
+	}
+	proj := risk.Project{ID: m.Project, NewRecipientsLastHour: fresh}
+	if p, err := s.project(ctx, m.Project); err != nil {
+		return nil, false, err
+	} else if p != nil {
+		proj.Plan, proj.Verification = string(p.Spec.Plan), string(p.Spec.Verification)
+	}
+	d := pol.Decide(features, proj)
+	switch d.Outcome {
+	case risk.Refuse:
+		return &transport.Failure{Code: ErrRiskRejected, Message: "Risk review refused the message: " + d.Reason}, false, nil
+	case risk.Block:
+		return &transport.Failure{Code: ErrRiskBlocked, Message: "Risk review blocked the message: " + d.Reason}, false, nil
+	case risk.Hold:
+		return nil, true, s.hold(ctx, m, d, now, pol.Window)
+	}
+	return nil, false, nil
+}
+
+// hold keeps m queued with riskHold until an operator decides or window passes.
+func (s *Service) hold(ctx context.Context, m db.Message, d risk.Decision, now time.Time, window time.Duration) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		if _, err := q.HoldMessage(ctx, db.HoldMessageParams{ID: m.ID, Now: now}); errors.Is(err, pgx.ErrNoRows) {
+			return nil // moved on meanwhile
+		} else if err != nil {
+			return fmt.Errorf("hold message %s: %w", m.ID, err)
+		}
+		return q.RecordHold(ctx, db.RecordHoldParams{MessageID: m.ID, Project: m.Project, TestMode: m.TestMode, Rule: d.Rule,
+			Reason: d.Reason, HeldAt: now, ExpiresAt: now.Add(window)})
+	})
+}
+
+// Hold is a message waiting for an operator's decision.
+type Hold = db.RiskHold
+
+// OpenHolds lists the holds waiting for a decision (every project's when project is ""),
+// oldest first, at most limit.
+func (s *Service) OpenHolds(ctx context.Context, project string, limit int32) ([]Hold, error) {
+	return db.New(s.pool).OpenHolds(ctx, db.OpenHoldsParams{Project: project, MaxRows: limit})
+}
+
+// DecideHold approves (the message is dispatched, not reviewed again) or refuses (it fails with
+// RISK_REJECTED and its charge returns) a held message; by names who decided. A message with no
+// open hold is a 404.
+func (s *Service) DecideHold(ctx context.Context, messageID string, approve bool, by string) error {
+	decision := "refused"
+	if approve {
+		decision = "approved"
+	}
+	return s.endHold(ctx, messageID, decision, by, &transport.Failure{Code: ErrRiskRejected, Message: "An operator refused the message in risk review."})
+}
+
+// ExpireHolds fails the holds whose review window has closed with RISK_REVIEW_EXPIRED; it
+// returns how many.
+func (s *Service) ExpireHolds(ctx context.Context) (int, error) {
+	ids, err := db.New(s.pool).ExpiredHolds(ctx, db.ExpiredHoldsParams{Now: s.now().UTC(), MaxRows: 500})
+	if err != nil {
+		return 0, fmt.Errorf("find expired holds: %w", err)
+	}
+	n := 0
+	for _, id := range ids {
+		err := s.endHold(ctx, id, "expired", "review window", &transport.Failure{Code: ErrRiskReviewExpired,
+			Message: "Nobody decided on the message within its risk review window."})
+		if apperror.As(err) != nil {
+			continue // decided meanwhile
+		}
+		if err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}
+
+// endHold records the decision on messageID's hold and carries it out in one transaction.
+func (s *Service) endHold(ctx context.Context, messageID, decision, by string, failure *transport.Failure) error {
+	now := s.now().UTC()
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		if _, err := q.DecideHold(ctx, db.DecideHoldParams{MessageID: messageID, Decision: &decision, DecidedBy: &by, Now: &now}); errors.Is(err, pgx.ErrNoRows) {
+			return apperror.NotFoundf("No message %s waits for a risk review decision.", messageID)
+		} else if err != nil {
+			return fmt.Errorf("decide hold of %s: %w", messageID, err)
+		}
+		if decision == "approved" {
+			if err := q.ReleaseHold(ctx, db.ReleaseHoldParams{ID: messageID, Now: now}); err != nil {
+				return err
+			}
+			_, err := s.queue.InsertTx(ctx, tx, DispatchArgs{MessageID: messageID}, nil)
+			return err
+		}
+		if err := q.EndHold(ctx, messageID); err != nil {
+			return err
+		}
+		_, err := s.applyIn(ctx, tx, StatusChange{MessageID: messageID, Status: transport.StatusFailed, Failure: failure})
+		return err
+	})
+}
+
+// HoldExpirer fails expired holds every Every (30 s when zero); every worker runs one: the
+// decision is a conditional update, so two never fail one message twice.
+type HoldExpirer struct {
+	Service *Service
+	Every   time.Duration
+}
+
+// Start runs until ctx ends.
+func (h *HoldExpirer) Start(ctx context.Context) error {
+	every := h.Every
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			_, _ = h.Service.ExpireHolds(ctx) // tried again at the next tick
+		}
+	}
+}
+
+// NeedLeaderElection: every worker may expire holds.
+func (h *HoldExpirer) NeedLeaderElection() bool { return false }

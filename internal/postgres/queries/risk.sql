@@ -1,0 +1,40 @@
+-- name: HoldMessage :one
+-- Marks a queued message held; no row when it is no longer queued.
+UPDATE messages SET risk_hold = true, updated_at = @now
+WHERE id = @id AND status = 'queued'
+RETURNING id;
+
+-- name: RecordHold :exec
+INSERT INTO risk_holds (message_id, project, test_mode, rule, reason, held_at, expires_at)
+VALUES (@message_id, @project, @test_mode, @rule, @reason, @held_at, @expires_at)
+ON CONFLICT (message_id) DO NOTHING;
+
+-- name: OpenHolds :many
+-- The holds waiting for a decision, oldest first; every project's when project is empty.
+SELECT * FROM risk_holds
+WHERE decided_at IS NULL AND (@project::text = '' OR project = @project)
+ORDER BY held_at
+LIMIT @max_rows;
+
+-- name: DecideHold :one
+-- Records the decision on an open hold; no row when there is none (decided already).
+UPDATE risk_holds SET decided_at = @now, decision = @decision, decided_by = @decided_by
+WHERE message_id = @message_id AND decided_at IS NULL
+RETURNING *;
+
+-- name: ReleaseHold :exec
+-- An approved message goes on, reviewed.
+UPDATE messages SET risk_hold = false, risk_reviewed = true, updated_at = @now WHERE id = @id;
+
+-- name: EndHold :exec
+UPDATE messages SET risk_hold = false WHERE id = @id;
+
+-- name: ExpiredHolds :many
+SELECT message_id FROM risk_holds
+WHERE decided_at IS NULL AND expires_at <= @now
+ORDER BY expires_at
+LIMIT @max_rows;
+
+-- name: NewConversationsSince :one
+-- How many conversations a project started since a time: its first-contact velocity.
+SELECT count(*) FROM conversations WHERE project = @project AND test_mode = @test_mode AND created_at > @since;

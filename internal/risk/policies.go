@@ -1,0 +1,102 @@
+package risk
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+)
+
+// +kubebuilder:rbac:groups=messaging.switchboard.io,resources=riskpolicies,verbs=get;list;watch
+
+// DefaultReviewWindow is how long a hold waits for an operator unless the policy says.
+const DefaultReviewWindow = 2 * time.Hour
+
+// Reviewed are the channels whose sends are reviewed (spec: What the service does, 8).
+var Reviewed = map[string]bool{"sms": true, "sms_oneway": true, "email": true, "voice": true}
+
+// Policy is a project's compiled rules and review window.
+type Policy struct {
+	Rules  *Rules
+	Window time.Duration
+	// Invalid is why the policy's rules do not compile: every reviewed send is then held.
+	Invalid error
+}
+
+// Policies finds the RiskPolicy of a project (its namespace's, else the installation's) and
+// keeps each version compiled.
+type Policies struct {
+	Reader                client.Reader
+	InstallationNamespace string
+
+	mu       sync.Mutex
+	compiled map[string]*Policy // by UID and generation
+}
+
+// For returns the policy that reviews project, or nil when none does.
+func (p *Policies) For(ctx context.Context, project string) (*Policy, error) {
+	for _, ns := range []string{project, p.InstallationNamespace} {
+		if ns == "" {
+			continue
+		}
+		var list v1alpha1.RiskPolicyList
+		if err := p.Reader.List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("read risk policies of %s: %w", ns, err)
+		}
+		if len(list.Items) == 0 {
+			continue
+		}
+		sort.Slice(list.Items, func(i, j int) bool {
+			a, b := list.Items[i].CreationTimestamp, list.Items[j].CreationTimestamp
+			if !a.Equal(&b) {
+				return a.Before(&b)
+			}
+			return list.Items[i].Name < list.Items[j].Name
+		})
+		return p.compile(&list.Items[0]), nil
+	}
+	return nil, nil
+}
+
+// compile is rp compiled, once per generation.
+func (p *Policies) compile(rp *v1alpha1.RiskPolicy) *Policy {
+	key := fmt.Sprintf("%s/%d", rp.UID, rp.Generation)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.compiled[key]; ok {
+		return c
+	}
+	if p.compiled == nil {
+		p.compiled = map[string]*Policy{}
+	}
+	rules := make([]Rule, len(rp.Spec.Rules))
+	for i, r := range rp.Spec.Rules {
+		rules[i] = Rule{Name: r.Name, Expression: r.Expression, Outcome: Outcome(r.Outcome), Reason: r.Reason}
+	}
+	c := &Policy{Window: DefaultReviewWindow}
+	if rp.Spec.ReviewWindow != nil && rp.Spec.ReviewWindow.Duration > 0 {
+		c.Window = rp.Spec.ReviewWindow.Duration
+	}
+	c.Rules, c.Invalid = Compile(rules, rp.Spec.Lists)
+	for k := range p.compiled {
+		if len(k) > len(string(rp.UID)) && k[:len(rp.UID)] == string(rp.UID) {
+			delete(p.compiled, k) // an older generation
+		}
+	}
+	p.compiled[key] = c
+	return c
+}
+
+// Decide reviews m with the policy: a policy whose rules do not compile holds the send, with
+// the reason.
+func (c *Policy) Decide(m Message, p Project) Decision {
+	if c.Invalid != nil {
+		return Decision{Outcome: Hold, Rule: "invalid-policy", Reason: "the risk policy's rules do not compile: " + c.Invalid.Error()}
+	}
+	return c.Rules.Review(m, p)
+}
