@@ -63,6 +63,23 @@ type RiskPolicySpec struct {
 	// +kubebuilder:default="2h"
 	// +optional
 	ReviewWindow *metav1.Duration `json:"reviewWindow,omitempty"`
+	// Suspension is when repeated refusals suspend a project's sending (per mode: test
+	// traffic's refusals suspend test traffic only).
+	// +optional
+	Suspension *RiskSuspension `json:"suspension,omitempty"`
+}
+
+// RiskSuspension suspends a project's sending after Refusals refused or blocked sends within
+// Within; 0 refusals never suspends.
+type RiskSuspension struct {
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	// +kubebuilder:default=5
+	// +optional
+	Refusals int32 `json:"refusals"`
+	// +kubebuilder:default="24h"
+	// +optional
+	Within *metav1.Duration `json:"within,omitempty"`
 }
 
 // RiskPolicyStatus says whether the rules compile.

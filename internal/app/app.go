@@ -128,7 +128,10 @@ type Config struct {
 	TemplateSyncEvery time.Duration
 	// HoldExpiryEvery is how often workers fail risk holds whose review window closed (30 s).
 	HoldExpiryEvery time.Duration
-	Log             logr.Logger
+	// SupportURL is where a project whose sending is suspended is sent (403 sending_suspended's
+	// details.dashboardUrl).
+	SupportURL string
+	Log        logr.Logger
 	// SkipControllerNameValidation lets one test binary run several managers; controller names
 	// must otherwise be unique per process, as they name the controllers' metrics.
 	SkipControllerNameValidation bool
@@ -280,6 +283,7 @@ func Run(ctx context.Context, cfg Config) error {
 		messages.SetMediaBase(cfg.PublicURL)
 		messages.SetPrices(&billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace})
 		messages.SetRiskPolicies(&risk.Policies{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace})
+		messages.SetSupportURL(cfg.SupportURL)
 		if cfg.DispatchAttempts > 0 {
 			messages.SetDispatchAttempts(cfg.DispatchAttempts)
 		}

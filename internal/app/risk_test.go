@@ -129,3 +129,64 @@ func TestRiskReview(t *testing.T) {
 		return m["status"] == "delivered" || m["status"] == "read"
 	})
 }
+
+// TestSuspension: the policy's second refusal within its window suspends the project's test
+// traffic: its held message fails with SENDING_SUSPENDED, new test sends get 403
+// sending_suspended with details.dashboardUrl, live sends go on; lifting it lets it send again.
+func TestSuspension(t *testing.T) {
+	in := start(t, fastSandbox, func(c *app.Config) { c.SupportURL = "https://support.example/suspended" })
+	ctx := context.Background()
+	acme := newProject(t, in, v1alpha1.ProjectSpec{})
+	within := metav1.Duration{Duration: time.Hour}
+	if err := in.k8s.Create(ctx, &v1alpha1.RiskPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "rules"}, Spec: v1alpha1.RiskPolicySpec{
+		Suspension: &v1alpha1.RiskSuspension{Refusals: 2, Within: &within},
+		Rules: []v1alpha1.RiskRule{
+			{Name: "casino", Expression: `message.words.exists(w, w == "casino")`, Outcome: "refuse"},
+			{Name: "shortened", Expression: `message.shortenedLinks > 0`, Outcome: "hold"},
+		}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.k8s.Create(ctx, &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "main"}, Spec: v1alpha1.SenderSpec{
+		DisplayName: "Main", Default: true, Transport: v1alpha1.TransportSandbox, PhoneNumber: "+15005550006",
+		SMS: &v1alpha1.Activation{Active: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	test, live := newKey(t, in, acme, apikey.Test), newKey(t, in, acme, apikey.Live)
+	waitFor(t, func() bool { return in.get("/v1/senders/main", test).status == 200 })
+	send := func(key, text string) (int, map[string]any) {
+		r := in.post("/v2/messages", key, `{"to":"+447700900123","channel":"sms","text":"`+text+`"}`)
+		return r.status, r.body
+	}
+	status := func(key, id string) map[string]any {
+		return in.get("/v2/messages/"+id, key).body["message"].(map[string]any)
+	}
+	_, b := send(test, "See bit.ly/abc")
+	held := b["message"].(map[string]any)["id"].(string)
+	waitFor(t, func() bool { return status(test, held)["riskHold"] == true })
+	for range 2 {
+		_, b := send(test, "Casino night")
+		id := b["message"].(map[string]any)["id"].(string)
+		waitFor(t, func() bool { return status(test, id)["errorCode"] == "RISK_REJECTED" })
+	}
+	waitFor(t, func() bool { return status(test, held)["errorCode"] == "SENDING_SUSPENDED" })
+	var code int
+	waitFor(t, func() bool { code, b = send(test, "Hello"); return code == 403 })
+	details, _ := b["details"].(map[string]any)
+	if b["code"] != "sending_suspended" || details["dashboardUrl"] != "https://support.example/suspended" {
+		t.Fatalf("a send while suspended = %d %v", code, b)
+	}
+	if code, b := send(live, "Hello from live"); code != 202 {
+		t.Fatalf("a live send while test traffic is suspended = %d %v", code, b)
+	}
+
+	// The operator lifts it, as `switchboard project unsuspend` does.
+	queue, err := river.NewClient(riverpgxv5.New(in.db), &river.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	operator := message.NewService(in.db, in.k8s, delivery.NewService(in.k8s), queue, nil, nil)
+	if n, err := operator.LiftSuspension(ctx, acme, "test"); err != nil || n != 1 {
+		t.Fatalf("lift = %d, %v", n, err)
+	}
+	waitFor(t, func() bool { code, _ := send(test, "Hello again"); return code == 202 })
+}

@@ -6,11 +6,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/spf13/cobra"
 
-	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/message"
 )
 
@@ -33,17 +30,7 @@ review window closes (RISK_REVIEW_EXPIRED). See docs/risk.md.`,
 		if _, err := g.logger(stderr); err != nil {
 			return nil, nil, err
 		}
-		// The decision's events go to the senders' webhooks, which the Kubernetes API names.
-		k8s, pool, err := operatorClients(cmd.Context(), databaseURL, kubeconfig)
-		if err != nil {
-			return nil, nil, err
-		}
-		queue, err := river.NewClient(riverpgxv5.New(pool), &river.Config{}) // inserts the dispatch of an approved message
-		if err != nil {
-			pool.Close()
-			return nil, nil, err
-		}
-		return message.NewService(pool, k8s, delivery.NewService(k8s), queue, nil, nil), pool.Close, nil
+		return operatorMessages(cmd.Context(), databaseURL, kubeconfig)
 	}
 
 	list := &cobra.Command{

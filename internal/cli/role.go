@@ -52,6 +52,7 @@ type roleFlags struct {
 	smtpMaxBytes      int64
 	templateSync      time.Duration
 	whatsAppStatus    time.Duration
+	supportURL        string
 }
 
 func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) *cobra.Command {
@@ -102,6 +103,8 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 			"the Telegram Bot API's address (a proxy or a local Bot API server), for bots whose Provider names none")
 	}
 	if r == app.RoleAPI || r == app.RoleAll {
+		fl.StringVar(&f.supportURL, "support-url", envOr("SWITCHBOARD_SUPPORT_URL", ""),
+			"where a project whose sending risk review suspended is sent to have it lifted (403 sending_suspended's details.dashboardUrl), e.g. https://example.com/support (env SWITCHBOARD_SUPPORT_URL)")
 		fl.StringVar(&f.listen, "listen", ":8080", "address the REST API listens on")
 		fl.StringVar(&f.redisURL, "redis-url", envOr("REDIS_URL", ""), "Redis URL shared by api replicas, e.g. redis://redis:6379/0 (env REDIS_URL); empty keeps state in memory, for one replica")
 	}
@@ -235,6 +238,7 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		SMTPMaxMessageBytes:     f.smtpMaxBytes,
 		TemplateSyncEvery:       f.templateSync,
 		WhatsAppStatusEvery:     f.whatsAppStatus,
+		SupportURL:              f.supportURL,
 		Log:                     log,
 	})
 }

@@ -96,14 +96,23 @@ func (s *Service) dispatch(ctx context.Context, id string) error {
 	if m.Status != "queued" && m.Status != "sending" {
 		return nil // already handed over: a repeated job must not send twice
 	}
-	// Risk review first: a held message waits for its operator, and goes through the other
-	// policies once approved.
+	// A suspended project's queued messages fail; then risk review: a held message waits for
+	// its operator, and goes through the other policies once approved.
+	if sus, err := s.suspension(ctx, m.Project, m.TestMode); err != nil {
+		return err
+	} else if sus != nil && m.Direction == "outbound" {
+		f := suspendedFailure
+		return s.fail(ctx, m, &f)
+	}
 	f, held, err := s.review(ctx, m)
 	switch {
 	case err != nil:
 		return err
 	case f != nil:
-		return s.fail(ctx, m, f)
+		if err := s.fail(ctx, m, f.Failure); err != nil {
+			return err
+		}
+		return s.afterRefusal(ctx, m, f.suspendAfter, f.suspendWithin)
 	case held:
 		return nil
 	}
@@ -164,8 +173,11 @@ func (s *Service) dispatch(ctx context.Context, id string) error {
 // fail fails m with f, unless a WhatsApp message can fall back to SMS; a recipient's opt-out
 // the provider reported is remembered, so later sends fail without calling it.
 func (s *Service) fail(ctx context.Context, m db.Message, f *transport.Failure) error {
-	if done, err := s.fallBack(ctx, m, f); done || err != nil {
-		return err
+	// A suspended project's message does not go out on another channel either.
+	if f.Code != ErrSendingSuspended {
+		if done, err := s.fallBack(ctx, m, f); done || err != nil {
+			return err
+		}
 	}
 	if f.Code == ErrUnsubscribed {
 		if err := s.SetOptOut(ctx, m.Project, m.TestMode, m.Originator, m.Recipient, true); err != nil {

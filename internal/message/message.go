@@ -126,6 +126,10 @@ type Service struct {
 	prices *billing.Prices
 	// risk reviews sms, sms_oneway, email and voice sends; nil reviews nothing.
 	risk *risk.Policies
+	// suspended caches projects' sending suspensions; supportURL is where a suspended project
+	// is sent.
+	suspended  suspensions
+	supportURL string
 
 	acceptPolicies   []AcceptPolicy
 	dispatchPolicies []DispatchPolicy

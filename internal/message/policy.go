@@ -49,6 +49,8 @@ type Carries func(channel, messageType, to string) bool
 // defaultPolicies are the lists in the order they run.
 func (s *Service) defaultPolicies(carries Carries) {
 	s.acceptPolicies = []AcceptPolicy{
+		// A suspended project sends nothing: before anything else is checked.
+		notSuspended{s: s},
 		// A template on a channel other than WhatsApp goes as its rendered text: before the
 		// channel's own limits are checked.
 		templateResolved{reader: s.reader},

@@ -31,9 +31,16 @@ var refunded = map[string]bool{ErrRiskRejected: true, ErrRiskBlocked: true, ErrR
 // RiskPolicy of their project.
 func (s *Service) SetRiskPolicies(p *risk.Policies) { s.risk = p }
 
-// review decides m by its project's risk policy: nil to go on; a Failure to fail it (refused or
-// blocked); held when it now waits for an operator.
-func (s *Service) review(ctx context.Context, m db.Message) (f *transport.Failure, held bool, err error) {
+// refusal is a send review refused or blocked, with the policy's suspension threshold.
+type refusal struct {
+	*transport.Failure
+	suspendAfter  int64
+	suspendWithin time.Duration
+}
+
+// review decides m by its project's risk policy: nil to go on; a refusal to fail it (refused
+// or blocked); held when it now waits for an operator.
+func (s *Service) review(ctx context.Context, m db.Message) (f *refusal, held bool, err error) {
 	if s.risk == nil || !risk.Reviewed[m.Channel] || m.Direction != "outbound" || m.RiskReviewed || m.RiskHold {
 		return nil, m.RiskHold, nil
 	}
@@ -63,9 +70,11 @@ func (s *Service) review(ctx context.Context, m db.Message) (f *transport.Failur
 	d := pol.Decide(features, proj)
 	switch d.Outcome {
 	case risk.Refuse:
-		return &transport.Failure{Code: ErrRiskRejected, Message: "Risk review refused the message: " + d.Reason}, false, nil
+		return &refusal{&transport.Failure{Code: ErrRiskRejected, Message: "Risk review refused the message: " + d.Reason},
+			pol.SuspendAfter, pol.SuspendWithin}, false, nil
 	case risk.Block:
-		return &transport.Failure{Code: ErrRiskBlocked, Message: "Risk review blocked the message: " + d.Reason}, false, nil
+		return &refusal{&transport.Failure{Code: ErrRiskBlocked, Message: "Risk review blocked the message: " + d.Reason},
+			pol.SuspendAfter, pol.SuspendWithin}, false, nil
 	case risk.Hold:
 		return nil, true, s.hold(ctx, m, d, now, pol.Window)
 	}

@@ -20,10 +20,19 @@ const DefaultReviewWindow = 2 * time.Hour
 // Reviewed are the channels whose sends are reviewed (spec: What the service does, 8).
 var Reviewed = map[string]bool{"sms": true, "sms_oneway": true, "email": true, "voice": true}
 
+// Default suspension: 5 refusals within a day.
+const (
+	DefaultSuspendAfter  = 5
+	DefaultSuspendWithin = 24 * time.Hour
+)
+
 // Policy is a project's compiled rules and review window.
 type Policy struct {
 	Rules  *Rules
 	Window time.Duration
+	// SuspendAfter refusals within SuspendWithin suspend the project's sending; 0 never.
+	SuspendAfter  int64
+	SuspendWithin time.Duration
 	// Invalid is why the policy's rules do not compile: every reviewed send is then held.
 	Invalid error
 }
@@ -78,9 +87,15 @@ func (p *Policies) compile(rp *v1alpha1.RiskPolicy) *Policy {
 	for i, r := range rp.Spec.Rules {
 		rules[i] = Rule{Name: r.Name, Expression: r.Expression, Outcome: Outcome(r.Outcome), Reason: r.Reason}
 	}
-	c := &Policy{Window: DefaultReviewWindow}
+	c := &Policy{Window: DefaultReviewWindow, SuspendAfter: DefaultSuspendAfter, SuspendWithin: DefaultSuspendWithin}
 	if rp.Spec.ReviewWindow != nil && rp.Spec.ReviewWindow.Duration > 0 {
 		c.Window = rp.Spec.ReviewWindow.Duration
+	}
+	if s := rp.Spec.Suspension; s != nil {
+		c.SuspendAfter = int64(s.Refusals)
+		if s.Within != nil && s.Within.Duration > 0 {
+			c.SuspendWithin = s.Within.Duration
+		}
 	}
 	c.Rules, c.Invalid = Compile(rules, rp.Spec.Lists)
 	for k := range p.compiled {

@@ -194,6 +194,23 @@ type RiskHold struct {
 	DecidedBy *string
 }
 
+type RiskRefusal struct {
+	Project   string
+	TestMode  bool
+	MessageID string
+	At        time.Time
+}
+
+type SendingSuspension struct {
+	ID       int64
+	Project  string
+	TestMode bool
+	Reason   string
+	Since    time.Time
+	LiftedAt *time.Time
+	LiftedBy *string
+}
+
 type SwitchboardSetting struct {
 	Name      string
 	Value     []byte

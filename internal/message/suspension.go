@@ -1,0 +1,161 @@
+package message
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/transport"
+)
+
+// suspensionTTL is how long a replica trusts what it read of a project's suspension: a
+// suspension (or its lifting) reaches every replica's sends within it.
+const suspensionTTL = time.Second
+
+// suspensions caches which projects' sending is suspended, per mode.
+type suspensions struct {
+	mu   sync.Mutex
+	seen map[suspensionKey]suspensionState
+}
+
+type suspensionKey struct {
+	project  string
+	testMode bool
+}
+
+type suspensionState struct {
+	row     *db.SendingSuspension
+	checked time.Time
+}
+
+// SetSupportURL is where a suspended project is sent to get its sending back (403
+// sending_suspended's details.dashboardUrl).
+func (s *Service) SetSupportURL(u string) { s.supportURL = u }
+
+// suspension returns the suspension in force for project in a mode, or nil.
+func (s *Service) suspension(ctx context.Context, project string, testMode bool) (*db.SendingSuspension, error) {
+	k := suspensionKey{project, testMode}
+	now := s.now()
+	s.suspended.mu.Lock()
+	st, ok := s.suspended.seen[k]
+	s.suspended.mu.Unlock()
+	if ok && now.Sub(st.checked) < suspensionTTL {
+		return st.row, nil
+	}
+	row, err := db.New(s.pool).Suspension(ctx, db.SuspensionParams{Project: project, TestMode: testMode})
+	var found *db.SendingSuspension
+	switch {
+	case err == nil:
+		found = &row
+	case !errors.Is(err, pgx.ErrNoRows):
+		return nil, fmt.Errorf("read suspension of %s: %w", project, err)
+	}
+	s.suspended.mu.Lock()
+	if s.suspended.seen == nil {
+		s.suspended.seen = map[suspensionKey]suspensionState{}
+	}
+	s.suspended.seen[k] = suspensionState{row: found, checked: now}
+	s.suspended.mu.Unlock()
+	return found, nil
+}
+
+// forget drops what this replica read of a project's suspension.
+func (s *Service) forget(project string) {
+	s.suspended.mu.Lock()
+	defer s.suspended.mu.Unlock()
+	for k := range s.suspended.seen {
+		if k.project == project {
+			delete(s.suspended.seen, k)
+		}
+	}
+}
+
+// notSuspended refuses sends of a suspended project: 403 sending_suspended.
+type notSuspended struct{ s *Service }
+
+func (p notSuspended) CheckAccept(ctx context.Context, o *Outbound) error {
+	sus, err := p.s.suspension(ctx, o.Project, o.TestMode)
+	if err != nil || sus == nil {
+		return err
+	}
+	e := apperror.New(apperror.Forbidden, "sending_suspended",
+		"Sending is suspended for this project after repeated risk review refusals; contact support to have it reviewed and lifted.")
+	e.Details = map[string]any{"dashboardUrl": p.s.supportURL, "since": sus.Since.UTC(), "reason": sus.Reason}
+	if p.s.supportURL == "" {
+		e.Details["dashboardUrl"] = nil
+	}
+	return e
+}
+
+// suspendedFailure fails a queued message of a suspended project at dispatch.
+var suspendedFailure = transport.Failure{Code: ErrSendingSuspended, Message: "Sending is suspended for this project after repeated risk review refusals."}
+
+// afterRefusal counts a refused or blocked send and, when the project's policy's threshold is
+// reached within its window, suspends the project's sending in that mode and fails its queued
+// messages with SENDING_SUSPENDED.
+func (s *Service) afterRefusal(ctx context.Context, m db.Message, after int64, within time.Duration) error {
+	q := db.New(s.pool)
+	now := s.now().UTC()
+	if err := q.RecordRefusal(ctx, db.RecordRefusalParams{Project: m.Project, TestMode: m.TestMode, MessageID: m.ID, At: now}); err != nil {
+		return fmt.Errorf("record refusal of %s: %w", m.ID, err)
+	}
+	if after <= 0 {
+		return nil
+	}
+	n, err := q.RiskRefusalsSince(ctx, db.RiskRefusalsSinceParams{Project: m.Project, TestMode: m.TestMode, Since: now.Add(-within)})
+	if err != nil {
+		return fmt.Errorf("count refusals of %s: %w", m.Project, err)
+	}
+	if n < after {
+		return nil
+	}
+	reason := fmt.Sprintf("%d sends refused by risk review within %s", n, within)
+	if _, err := q.Suspend(ctx, db.SuspendParams{Project: m.Project, TestMode: m.TestMode, Reason: reason, Since: now}); errors.Is(err, pgx.ErrNoRows) {
+		return nil // suspended already
+	} else if err != nil {
+		return fmt.Errorf("suspend %s: %w", m.Project, err)
+	}
+	s.forget(m.Project)
+	return s.failQueued(ctx, m.Project, m.TestMode)
+}
+
+// failQueued fails every message of the project still waiting to go with SENDING_SUSPENDED.
+func (s *Service) failQueued(ctx context.Context, project string, testMode bool) error {
+	for {
+		ids, err := db.New(s.pool).QueuedMessages(ctx, db.QueuedMessagesParams{Project: project, TestMode: testMode, MaxRows: 500})
+		if err != nil {
+			return fmt.Errorf("list queued messages of %s: %w", project, err)
+		}
+		moved := 0
+		for _, id := range ids {
+			f := suspendedFailure
+			ok, err := s.ApplyStatus(ctx, StatusChange{MessageID: id, Status: transport.StatusFailed, Failure: &f})
+			if err != nil {
+				return err
+			}
+			if ok {
+				moved++
+			}
+		}
+		if len(ids) < 500 || moved == 0 {
+			return nil
+		}
+	}
+}
+
+// LiftSuspension lifts project's suspension (every mode) and returns how many were lifted; by
+// names the operator.
+func (s *Service) LiftSuspension(ctx context.Context, project, by string) (int, error) {
+	rows, err := db.New(s.pool).LiftSuspensions(ctx, db.LiftSuspensionsParams{Project: project, LiftedBy: &by, Now: ptrTime(s.now().UTC())})
+	if err != nil {
+		return 0, fmt.Errorf("lift suspension of %s: %w", project, err)
+	}
+	s.forget(project)
+	return len(rows), nil
+}

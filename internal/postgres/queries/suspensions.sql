@@ -1,0 +1,29 @@
+-- name: Suspend :one
+-- Suspends a project's sending in a mode unless it already is; no row when it was.
+INSERT INTO sending_suspensions (project, test_mode, reason, since)
+VALUES (@project, @test_mode, @reason, @since)
+ON CONFLICT (project, test_mode) WHERE lifted_at IS NULL DO NOTHING
+RETURNING id;
+
+-- name: Suspension :one
+SELECT * FROM sending_suspensions WHERE project = @project AND test_mode = @test_mode AND lifted_at IS NULL;
+
+-- name: LiftSuspensions :many
+UPDATE sending_suspensions SET lifted_at = @now, lifted_by = @lifted_by
+WHERE project = @project AND lifted_at IS NULL
+RETURNING *;
+
+-- name: RecordRefusal :exec
+INSERT INTO risk_refusals (project, test_mode, message_id, at) VALUES (@project, @test_mode, @message_id, @at)
+ON CONFLICT (message_id) DO NOTHING;
+
+-- name: RiskRefusalsSince :one
+-- A project's sends that risk review refused or blocked since a time (in one mode).
+SELECT count(*) FROM risk_refusals WHERE project = @project AND test_mode = @test_mode AND at > @since;
+
+-- name: QueuedMessages :many
+-- A project's messages still waiting to go (in one mode), oldest first.
+SELECT id FROM messages
+WHERE project = @project AND test_mode = @test_mode AND direction = 'outbound' AND status IN ('queued', 'sending')
+ORDER BY created_at
+LIMIT @max_rows;
