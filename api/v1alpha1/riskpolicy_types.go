@@ -47,7 +47,18 @@ type RiskRule struct {
 // RiskPolicySpec is how sends (sms, sms_oneway, email, voice) are reviewed. The RiskPolicy in a
 // project's namespace reviews that project; otherwise the one in the installation's namespace
 // reviews every project. With none, nothing is reviewed.
+// +kubebuilder:validation:XValidation:rule="self.reviewer != 'external' || has(self.external)",message="reviewer external needs spec.external"
 type RiskPolicySpec struct {
+	// Reviewer decides sends: rules (spec.rules, the default) or external (the installation's
+	// moderation service, spec.external).
+	// +kubebuilder:validation:Enum=rules;external
+	// +kubebuilder:default=rules
+	// +optional
+	Reviewer string `json:"reviewer,omitempty"`
+	// External is the moderation service an external reviewer asks (docs/risk.md).
+	// +optional
+	External *ExternalReviewer `json:"external,omitempty"`
+
 	// Rules are evaluated on every reviewed send; the most severe outcome that matches decides
 	// (block, then refuse, then hold).
 	// +listType=map
@@ -67,6 +78,29 @@ type RiskPolicySpec struct {
 	// traffic's refusals suspend test traffic only).
 	// +optional
 	Suspension *RiskSuspension `json:"suspension,omitempty"`
+}
+
+// ExternalReviewer is an HTTP service that decides sends: Switchboard POSTs each send's features
+// and reads {decision, reason} back (docs/risk.md).
+type ExternalReviewer struct {
+	// URL the review requests are POSTed to.
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +kubebuilder:validation:MaxLength=2048
+	URL string `json:"url"`
+	// Timeout bounds one review (at most 30 s).
+	// +kubebuilder:default="5s"
+	// +optional
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	// SecretRef names the key of a labelled Secret whose value signs the requests
+	// (X-Service-Signature, v2, as webhooks are signed); unsigned without it.
+	// +optional
+	SecretRef *SecretKeyRef `json:"secretRef,omitempty"`
+	// OnFailure is what happens to a send the service did not decide (a timeout, an error, an
+	// answer that is not a decision): hold it (the default) or approve it.
+	// +kubebuilder:validation:Enum=hold;approve
+	// +kubebuilder:default=hold
+	// +optional
+	OnFailure string `json:"onFailure,omitempty"`
 }
 
 // RiskSuspension suspends a project's sending after Refusals refused or blocked sends within

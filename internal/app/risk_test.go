@@ -2,11 +2,19 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,6 +23,8 @@ import (
 	"github.com/switchboard-io/switchboard/internal/app"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/risk"
+	"github.com/switchboard-io/switchboard/pkg/webhook"
 )
 
 // TestRiskReview: a RiskPolicy's rules approve a plain SMS, hold one with a shortened link
@@ -189,4 +199,83 @@ func TestSuspension(t *testing.T) {
 		t.Fatalf("lift = %d, %v", n, err)
 	}
 	waitFor(t, func() bool { code, _ := send(test, "Hello again"); return code == 202 })
+}
+
+// TestExternalReviewer: with reviewer external, each reviewed send is POSTed to the
+// installation's moderation service, signed like webhooks; its decision is carried out, and a
+// service that does not answer within the timeout holds the send.
+func TestExternalReviewer(t *testing.T) {
+	secret := []byte("moderation-secret")
+	var mu sync.Mutex
+	var seen []risk.ExternalRequest
+	mod := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := webhook.Verify(r.Header.Get(webhook.SignatureHeader), body, secret, time.Minute, time.Now()); err != nil {
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		var req risk.ExternalRequest
+		_ = json.Unmarshal(body, &req)
+		mu.Lock()
+		seen = append(seen, req)
+		mu.Unlock()
+		switch {
+		case strings.Contains(req.Message.Text, "slow"):
+			time.Sleep(2 * time.Second)
+		case strings.Contains(req.Message.Text, "lottery"):
+			_, _ = w.Write([]byte(`{"decision":"refuse","reason":"lottery scam"}`))
+		default:
+			_, _ = w.Write([]byte(`{"decision":"approve"}`))
+		}
+	}))
+	t.Cleanup(mod.Close)
+
+	in := start(t, fastSandbox)
+	ctx := context.Background()
+	acme := newProject(t, in, v1alpha1.ProjectSpec{})
+	timeout := metav1.Duration{Duration: 500 * time.Millisecond}
+	for _, o := range []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "moderation", Labels: map[string]string{v1alpha1.SecretLabel: "true"}},
+			Data: map[string][]byte{"key": secret}},
+		&v1alpha1.RiskPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "external"}, Spec: v1alpha1.RiskPolicySpec{
+			Reviewer: "external", External: &v1alpha1.ExternalReviewer{URL: mod.URL, Timeout: &timeout,
+				SecretRef: &v1alpha1.SecretKeyRef{Name: "moderation", Key: "key"}}}},
+		&v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "main"}, Spec: v1alpha1.SenderSpec{
+			DisplayName: "Main", Default: true, PhoneNumber: "+15005550006", SMS: &v1alpha1.Activation{Active: true}}},
+	} {
+		if err := in.k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := newKey(t, in, acme, apikey.Test)
+	waitFor(t, func() bool { return in.get("/v1/senders/main", key).status == 200 })
+	send := func(text string) string {
+		r := in.post("/v2/messages", key, `{"to":"+34600000000","channel":"sms","text":"`+text+`"}`)
+		if r.status != 202 {
+			t.Fatalf("send = %d %v", r.status, r.body)
+		}
+		return r.body["message"].(map[string]any)["id"].(string)
+	}
+	get := func(id string) map[string]any {
+		return in.get("/v2/messages/"+id, key).body["message"].(map[string]any)
+	}
+	ok, scam, slow := send("Your code is 1234 at https://acme.example/login"), send("You won the lottery"), send("slow one")
+	waitFor(t, func() bool { return get(ok)["status"] == "delivered" })
+	waitFor(t, func() bool { return get(scam)["errorCode"] == "RISK_REJECTED" })
+	if m := get(scam); !strings.Contains(fmt.Sprint(m["errorMessage"]), "lottery scam") {
+		t.Fatalf("refused = %v", m)
+	}
+	waitFor(t, func() bool { return get(slow)["riskHold"] == true })
+	mu.Lock()
+	defer mu.Unlock()
+	var first *risk.ExternalRequest
+	for i := range seen {
+		if seen[i].MessageID == ok {
+			first = &seen[i]
+		}
+	}
+	if first == nil || first.Project.ID != acme || first.Message.RecipientCountry != "ES" || len(first.Message.Links) != 1 ||
+		first.Message.Links[0].Domain != "acme.example" {
+		t.Fatalf("the service was asked %+v", first)
+	}
 }

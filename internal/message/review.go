@@ -67,7 +67,7 @@ func (s *Service) review(ctx context.Context, m db.Message) (f *refusal, held bo
 	} else if p != nil {
 		proj.Plan, proj.Verification = string(p.Spec.Plan), string(p.Spec.Verification)
 	}
-	d := pol.Decide(features, proj)
+	d := pol.Decide(ctx, m.ID, features, proj)
 	switch d.Outcome {
 	case risk.Refuse:
 		return &refusal{&transport.Failure{Code: ErrRiskRejected, Message: "Risk review refused the message: " + d.Reason},

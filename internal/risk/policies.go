@@ -3,10 +3,12 @@ package risk
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sort"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
@@ -35,6 +37,8 @@ type Policy struct {
 	SuspendWithin time.Duration
 	// Invalid is why the policy's rules do not compile: every reviewed send is then held.
 	Invalid error
+	// External, when set, decides instead of the rules (reviewer: external).
+	External *External
 }
 
 // Policies finds the RiskPolicy of a project (its namespace's, else the installation's) and
@@ -42,6 +46,9 @@ type Policy struct {
 type Policies struct {
 	Reader                client.Reader
 	InstallationNamespace string
+	// HTTP is the client external reviews go through (nil: http.DefaultClient with the
+	// policy's timeout).
+	HTTP *http.Client
 
 	mu       sync.Mutex
 	compiled map[string]*Policy // by UID and generation
@@ -67,9 +74,42 @@ func (p *Policies) For(ctx context.Context, project string) (*Policy, error) {
 			}
 			return list.Items[i].Name < list.Items[j].Name
 		})
-		return p.compile(&list.Items[0]), nil
+		rp := &list.Items[0]
+		c := p.compile(rp)
+		if rp.Spec.Reviewer != "external" || rp.Spec.External == nil {
+			return c, nil
+		}
+		ext, err := p.external(ctx, rp)
+		if err != nil {
+			return nil, err
+		}
+		withExternal := *c
+		withExternal.External = ext
+		return &withExternal, nil
 	}
 	return nil, nil
+}
+
+// external is the moderation service of rp, with its signing secret read now (a rotated
+// secret signs the next review).
+func (p *Policies) external(ctx context.Context, rp *v1alpha1.RiskPolicy) (*External, error) {
+	x := rp.Spec.External
+	e := &External{URL: x.URL, Timeout: DefaultExternalTimeout, OnFailure: Hold, HTTP: p.HTTP}
+	if x.Timeout != nil && x.Timeout.Duration > 0 {
+		e.Timeout = min(x.Timeout.Duration, 30*time.Second)
+	}
+	if x.OnFailure == string(Approve) {
+		e.OnFailure = Approve
+	}
+	if ref := x.SecretRef; ref != nil {
+		var secret corev1.Secret
+		if err := p.Reader.Get(ctx, client.ObjectKey{Namespace: rp.Namespace, Name: ref.Name}, &secret); err != nil {
+			return nil, fmt.Errorf("read the external reviewer's secret %s/%s (it needs the label %s=true): %w",
+				rp.Namespace, ref.Name, v1alpha1.SecretLabel, err)
+		}
+		e.Secret = secret.Data[ref.Key]
+	}
+	return e, nil
 }
 
 // compile is rp compiled, once per generation.
@@ -107,9 +147,12 @@ func (p *Policies) compile(rp *v1alpha1.RiskPolicy) *Policy {
 	return c
 }
 
-// Decide reviews m with the policy: a policy whose rules do not compile holds the send, with
-// the reason.
-func (c *Policy) Decide(m Message, p Project) Decision {
+// Decide reviews the send messageID with the policy: its external reviewer when it has one,
+// else its rules; rules that do not compile hold the send, with the reason.
+func (c *Policy) Decide(ctx context.Context, messageID string, m Message, p Project) Decision {
+	if c.External != nil {
+		return c.External.Review(ctx, messageID, m, p)
+	}
 	if c.Invalid != nil {
 		return Decision{Outcome: Hold, Rule: "invalid-policy", Reason: "the risk policy's rules do not compile: " + c.Invalid.Error()}
 	}
