@@ -351,7 +351,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		ProjectWebhooks: projectwebhook.NewService(mgr.GetClient(), mgr.GetAPIReader()).WithURLPolicy(cfg.Delivery.Client.URLPolicy()),
 		Messages:        messages,
 		Contacts:        contact.NewService(cfg.Pool),
-		Phones:          &phonecheck.Service{Reader: mgr.GetClient()},
+		Phones:          &phonecheck.Service{Reader: mgr.GetClient(), Lookup: transports},
 		Balances: &billing.Service{Pool: cfg.Pool, Reader: mgr.GetClient(),
 			Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}},
 		EmailDomains: domains,

@@ -6,8 +6,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/transport/twilio/twiliotest"
 )
 
 // TestDailyCeilingThroughTheAPI: a project with nothing verified sends its 25th SMS of the day
@@ -113,6 +118,33 @@ func TestPhoneIntrospection(t *testing.T) {
 	}
 	if r := in.post("/v1/introspect/phone", key, `{"phoneNumber":"+12125550"}`); r.status != 200 || r.body["validNumber"] != false {
 		t.Fatalf("an unassigned number = %d %v", r.status, r.body)
+	}
+	// With a twilio Provider, a live key gets the carrier and line type of Twilio's Lookup (a
+	// North American number's, which the metadata cannot tell); a test key does not call it.
+	twilio := twiliotest.NewServer(t)
+	twilio.SetLineType("+14155552671", "Verizon Wireless", "mobile")
+	acme := newProject(t, in, v1alpha1.ProjectSpec{})
+	for _, o := range []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "twilio", Labels: map[string]string{v1alpha1.SecretLabel: "true"}},
+			StringData: map[string]string{"accountSid": twiliotest.AccountSID, "authToken": twiliotest.AuthToken}},
+		&v1alpha1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "twilio"}, Spec: v1alpha1.ProviderSpec{
+			Type: v1alpha1.ProviderTwilio, BaseURL: twilio.URL, Default: true, SecretRef: &v1alpha1.ProviderSecretRef{Name: "twilio"}}},
+	} {
+		if err := in.k8s.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	live, test := newKey(t, in, acme, apikey.Live), newKey(t, in, acme, apikey.Test)
+	waitFor(t, func() bool {
+		r = in.post("/v1/introspect/phone", live, `{"phoneNumber":"+14155552671"}`)
+		return r.body["lineType"] == "mobile"
+	})
+	if r.body["carrier"].(map[string]any)["name"] != "Verizon Wireless" || r.body["countryCode"] != "US" {
+		t.Fatalf("a live lookup = %v", r.body)
+	}
+	lookups := twilio.Lookups()
+	if r := in.post("/v1/introspect/phone", test, `{"phoneNumber":"+14155552671"}`); r.body["lineType"] != "unknown" || twilio.Lookups() != lookups {
+		t.Fatalf("a test key's introspection = %v (%d lookups, was %d)", r.body, twilio.Lookups(), lookups)
 	}
 	for _, body := range []string{`{}`, `{"phoneNumber":"4155552671"}`, `{"phoneNumber":"+abc"}`, `{"phoneNumber":12}`} {
 		if r := in.post("/v1/introspect/phone", key, body); r.status != 400 || fmt.Sprint(fieldPaths(r)) != "[phoneNumber]" {

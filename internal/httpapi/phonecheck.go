@@ -34,7 +34,8 @@ func (s *Server) introspectPhone(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, apperror.InvalidFields(apperror.FieldError{Path: "phoneNumber", Message: "is required"}))
 		return
 	}
-	res, err := s.phones.Introspect(r.Context(), keyFrom(r.Context()).Project, *req.PhoneNumber)
+	key := keyFrom(r.Context())
+	res, err := s.phones.Introspect(r.Context(), key.Project, !key.TestMode(), *req.PhoneNumber)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

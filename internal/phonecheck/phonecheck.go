@@ -114,15 +114,30 @@ func reaches(ch v1alpha1.Channel, line string) bool {
 	return false
 }
 
+// Lookup asks a provider what line a number is on now (Twilio's Lookup); ok is false when no
+// provider of the project offers one or it knows nothing of the number.
+type Lookup interface {
+	LookupLineType(ctx context.Context, project, number string) (carrier, lineType string, ok bool, err error)
+}
+
 // Service introspects numbers for a project.
 type Service struct {
 	// Reader reads the project's Senders (the informer cache).
 	Reader client.Reader
+	// Lookup, when set, gives live keys the carrier and line type a provider knows (a ported
+	// number's current carrier, mobile or fixed on North American numbers); test keys and
+	// projects without such a provider get libphonenumber's.
+	Lookup Lookup
 }
 
-// Introspect is Inspect, with the channels of project's senders that can reach the number now
-// (sending on: configured, active and ready), in the spec's channel order.
-func (s *Service) Introspect(ctx context.Context, project, number string) (Result, error) {
+// twilioLineTypes are the spec's line types of Twilio's.
+var twilioLineTypes = map[string]string{"mobile": Mobile, "pager": Mobile, "landline": Landline, "fixedVoip": VoIP,
+	"nonFixedVoip": VoIP, "personal": VoIP, "tollFree": TollFree}
+
+// Introspect is Inspect, with the carrier and line type a provider's lookup gives a live key,
+// and the channels of project's senders that can reach the number now (sending on: configured,
+// active and ready), in the spec's channel order. A lookup that fails leaves the metadata's.
+func (s *Service) Introspect(ctx context.Context, project string, live bool, number string) (Result, error) {
 	r, err := Inspect(number)
 	if err != nil {
 		return r, err
@@ -130,6 +145,16 @@ func (s *Service) Introspect(ctx context.Context, project, number string) (Resul
 	r.AvailableChannels = []string{}
 	if !r.ValidNumber {
 		return r, nil
+	}
+	if s.Lookup != nil && live {
+		if carrier, typ, ok, err := s.Lookup.LookupLineType(ctx, project, r.PhoneNumber); err == nil && ok {
+			r.Carrier.Name = carrier
+			r.LineType = Unknown
+			if t, known := twilioLineTypes[typ]; known {
+				r.LineType = t
+			}
+			r.Carrier.Type = r.LineType
+		}
 	}
 	var senders v1alpha1.SenderList
 	if err := s.Reader.List(ctx, &senders, client.InNamespace(project)); err != nil {

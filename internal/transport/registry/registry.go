@@ -310,3 +310,29 @@ func (r *Registry) Webhook(snd *v1alpha1.Sender, botID int64) (string, string) {
 	}
 	return CallbackURL(r.PublicURL, "telegram", snd.Namespace, snd.Name, "updates"), telegram.WebhookSecret(r.TelegramKey, botID)
 }
+
+// LookupLineType implements phonecheck.Lookup: the carrier and Twilio line type of number, from
+// the Lookup API of the twilio Provider that carries the project's SMS (its own default, else the
+// installation's). ok is false when no twilio Provider serves the project, or Twilio knows
+// nothing of the number.
+func (r *Registry) LookupLineType(ctx context.Context, project, number string) (carrier, lineType string, ok bool, err error) {
+	var own, installation v1alpha1.ProviderList
+	if err := r.Reader.List(ctx, &own, client.InNamespace(project)); err != nil {
+		return "", "", false, fmt.Errorf("list providers of %s: %w", project, err)
+	}
+	if r.InstallationNamespace != "" && r.InstallationNamespace != project {
+		if err := r.Reader.List(ctx, &installation, client.InNamespace(r.InstallationNamespace)); err != nil {
+			return "", "", false, fmt.Errorf("list installation providers: %w", err)
+		}
+	}
+	p, _ := v1alpha1.ResolveProvider(v1alpha1.ChannelSMS, "", own.Items, installation.Items)
+	if p == nil || p.Spec.Type != v1alpha1.ProviderTwilio || unusable(p) != nil {
+		return "", "", false, nil
+	}
+	t, err := r.twilioOf(ctx, p)
+	if err != nil {
+		return "", "", false, err
+	}
+	lt, ok, err := t.LookupLineType(ctx, number)
+	return lt.Carrier, lt.Type, ok, err
+}

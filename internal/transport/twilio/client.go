@@ -41,6 +41,16 @@ func (e *exchange) get() (int, http.Header) {
 // compile some sixty packages in) for the three resources used here; it builds this same
 // ApiService over the same client.Client, so that is built directly.
 func (t *Transport) api(ctx context.Context) (*openapi.ApiService, *exchange, error) {
+	h, ex, err := t.handler(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return openapi.NewApiService(h), ex, nil
+}
+
+// handler is the SDK's request handler for one call (api): any Twilio API's service is built
+// over it.
+func (t *Transport) handler(ctx context.Context) (*client.RequestHandler, *exchange, error) {
 	if t.baseErr != nil {
 		return nil, nil, t.baseErr
 	}
@@ -65,7 +75,7 @@ func (t *Transport) api(ctx context.Context) (*openapi.ApiService, *exchange, er
 	h := client.NewRequestHandler(c)
 	// The base URL chooses the endpoint, not TWILIO_EDGE and TWILIO_REGION from the environment.
 	h.Edge, h.Region = "", ""
-	return openapi.NewApiService(h), ex, nil
+	return h, ex, nil
 }
 
 // roundTripper sends the SDK's requests with the call's context to the base URL, and reads an

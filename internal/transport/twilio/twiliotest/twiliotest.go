@@ -107,6 +107,8 @@ type Server struct {
 	messages      []Message
 	calls         []Call
 	callbacks     []Callback
+	lineTypes     map[string]LineType
+	lookups       int
 }
 
 // NewServer starts a peer on loopback; it and its callbacks stop when t ends.
@@ -115,7 +117,7 @@ func NewServer(t testing.TB) *Server {
 	s := &Server{
 		ctx: ctx, cancel: cancel, hc: loopbackClient(),
 		delay: DefaultCallbackDelay, accountStatus: "active",
-		fails: map[string]refusal{}, deliveryFails: map[string]int{}, callOutcomes: map[string]string{},
+		fails: map[string]refusal{}, deliveryFails: map[string]int{}, callOutcomes: map[string]string{}, lineTypes: map[string]LineType{},
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
@@ -246,6 +248,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if number, ok := strings.CutPrefix(r.URL.Path, "/v2/PhoneNumbers/"); ok {
+		s.lookup(w, r, number)
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/"+apiVersion+"/Accounts/")
 	sid, resource, _ := strings.Cut(rest, "/")
 	if !ok || (sid != AccountSID && sid != AccountSID+".json") {
