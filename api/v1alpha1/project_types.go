@@ -81,6 +81,11 @@ type ProjectSpec struct {
 	// +optional
 	DailyLimits *DailyLimits `json:"dailyLimits,omitempty"`
 
+	// LiftSuspensionsBefore lifts the sending suspensions risk review made before this time:
+	// the resource's way to do what `switchboard project unsuspend` does (docs/risk.md).
+	// +optional
+	LiftSuspensionsBefore *metav1.Time `json:"liftSuspensionsBefore,omitempty"`
+
 	// Parent is the namespace of the parent project when this project is a sub-account. Set at
 	// creation only.
 	// +kubebuilder:validation:MaxLength=63

@@ -531,6 +531,10 @@ func (in *ProjectSpec) DeepCopyInto(out *ProjectSpec) {
 		*out = new(DailyLimits)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.LiftSuspensionsBefore != nil {
+		in, out := &in.LiftSuspensionsBefore, &out.LiftSuspensionsBefore
+		*out = (*in).DeepCopy()
+	}
 	if in.SubAccount != nil {
 		in, out := &in.SubAccount, &out.SubAccount
 		*out = new(SubAccountSettings)

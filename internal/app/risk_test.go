@@ -199,6 +199,31 @@ func TestSuspension(t *testing.T) {
 		t.Fatalf("lift = %d, %v", n, err)
 	}
 	waitFor(t, func() bool { code, _ := send(test, "Hello again"); return code == 202 })
+
+	// The refusals dealt with do not count again: one more refusal does not suspend, two do;
+	// the Project's liftSuspensionsBefore lifts it as the CLI does.
+	refuse := func() {
+		_, b := send(test, "Casino night")
+		id := b["message"].(map[string]any)["id"].(string)
+		waitFor(t, func() bool { return status(test, id)["errorCode"] == "RISK_REJECTED" })
+	}
+	refuse()
+	time.Sleep(1100 * time.Millisecond) // past the replicas' cache of the suspension state
+	if code, b := send(test, "Still fine"); code != 202 {
+		t.Fatalf("after one new refusal = %d %v", code, b)
+	}
+	refuse()
+	waitFor(t, func() bool { code, _ := send(test, "Hello"); return code == 403 })
+	var p v1alpha1.Project
+	if err := in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: "project"}, &p); err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.Now()
+	p.Spec.LiftSuspensionsBefore = &now
+	if err := in.k8s.Update(ctx, &p); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { code, _ := send(test, "Back again"); return code == 202 })
 }
 
 // TestExternalReviewer: with reviewer external, each reviewed send is POSTed to the

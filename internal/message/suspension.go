@@ -56,6 +56,22 @@ func (s *Service) suspension(ctx context.Context, project string, testMode bool)
 	case !errors.Is(err, pgx.ErrNoRows):
 		return nil, fmt.Errorf("read suspension of %s: %w", project, err)
 	}
+	if found != nil {
+		// The Project's liftSuspensionsBefore lifts it as `switchboard project unsuspend` does.
+		p, err := s.project(ctx, project)
+		if err != nil {
+			return nil, err
+		}
+		// Resource times are whole seconds: a suspension of the same second as the field is lifted.
+		if p != nil && p.Spec.LiftSuspensionsBefore != nil && !p.Spec.LiftSuspensionsBefore.Time.Before(found.Since.Truncate(time.Second)) {
+			by := "Project " + project + " spec.liftSuspensionsBefore"
+			if _, err := db.New(s.pool).LiftSuspensions(ctx, db.LiftSuspensionsParams{Project: project, LiftedBy: &by,
+				Now: ptrTime(now.UTC())}); err != nil {
+				return nil, fmt.Errorf("lift suspension of %s: %w", project, err)
+			}
+			found = nil
+		}
+	}
 	s.suspended.mu.Lock()
 	if s.suspended.seen == nil {
 		s.suspended.seen = map[suspensionKey]suspensionState{}

@@ -107,7 +107,10 @@ func (q *Queries) RecordRefusal(ctx context.Context, arg RecordRefusalParams) er
 }
 
 const riskRefusalsSince = `-- name: RiskRefusalsSince :one
-SELECT count(*) FROM risk_refusals WHERE project = $1 AND test_mode = $2 AND at > $3
+SELECT count(*) FROM risk_refusals r
+WHERE r.project = $1 AND r.test_mode = $2 AND r.at > $3
+  AND r.at > coalesce((SELECT max(s.lifted_at) FROM sending_suspensions s
+                       WHERE s.project = $1 AND s.test_mode = $2), '-infinity'::timestamptz)
 `
 
 type RiskRefusalsSinceParams struct {
@@ -116,7 +119,8 @@ type RiskRefusalsSinceParams struct {
 	Since    time.Time
 }
 
-// A project's sends that risk review refused or blocked since a time (in one mode).
+// A project's sends that risk review refused or blocked since a time (in one mode), and since
+// its last suspension was lifted: the refusals an operator has dealt with do not count again.
 func (q *Queries) RiskRefusalsSince(ctx context.Context, arg RiskRefusalsSinceParams) (int64, error) {
 	row := q.db.QueryRow(ctx, riskRefusalsSince, arg.Project, arg.TestMode, arg.Since)
 	var count int64

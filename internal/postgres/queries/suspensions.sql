@@ -18,8 +18,12 @@ INSERT INTO risk_refusals (project, test_mode, message_id, at) VALUES (@project,
 ON CONFLICT (message_id) DO NOTHING;
 
 -- name: RiskRefusalsSince :one
--- A project's sends that risk review refused or blocked since a time (in one mode).
-SELECT count(*) FROM risk_refusals WHERE project = @project AND test_mode = @test_mode AND at > @since;
+-- A project's sends that risk review refused or blocked since a time (in one mode), and since
+-- its last suspension was lifted: the refusals an operator has dealt with do not count again.
+SELECT count(*) FROM risk_refusals r
+WHERE r.project = @project AND r.test_mode = @test_mode AND r.at > @since
+  AND r.at > coalesce((SELECT max(s.lifted_at) FROM sending_suspensions s
+                       WHERE s.project = @project AND s.test_mode = @test_mode), '-infinity'::timestamptz);
 
 -- name: QueuedMessages :many
 -- A project's messages still waiting to go (in one mode), oldest first.
