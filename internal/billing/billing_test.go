@@ -2,6 +2,7 @@ package billing_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -191,5 +192,24 @@ func TestRefundAndCredit(t *testing.T) {
 	sum, err := db.New(pool).LedgerSum(ctx, "acme")
 	if err != nil || sum != 1_050_000 {
 		t.Fatalf("ledger sum %d (%v)", sum, err)
+	}
+}
+
+// BenchmarkCharge is one send's charge in a transaction of its own: the balance row moved and
+// the ledger entry written.
+func BenchmarkCharge(b *testing.B) {
+	pool := pgtest.NewPool(b)
+	ctx := context.Background()
+	acct := billing.Account{Project: "acme", OpeningCredit: 1 << 50}
+	now := time.Now()
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		i++
+		if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			return billing.ChargeAll(ctx, tx, acct, []billing.Charge{{MessageID: "msg_" + strconv.Itoa(i), Amount: 7_900}}, false, now)
+		}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

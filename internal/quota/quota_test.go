@@ -193,3 +193,20 @@ func TestMonthlyAllowance(t *testing.T) {
 		t.Fatalf("the 251st send of the day: %v", err)
 	}
 }
+
+// BenchmarkTake is one send's take of a ceiling in a transaction of its own, the same counter
+// row each time (a project sending alone).
+func BenchmarkTake(b *testing.B) {
+	pool := pgtest.NewPool(b)
+	ctx := context.Background()
+	l := quota.Of(project(v1alpha1.PlanPaid, v1alpha1.VerificationBusinessApproved, &v1alpha1.DailyLimits{SMS: ptr(int64(1 << 40))}))
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := take(ctx, pool, now, l, quota.Take{Project: "acme", Meter: quota.SMS, N: 1}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }

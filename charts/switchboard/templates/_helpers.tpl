@@ -207,3 +207,12 @@ spec:
 {{- end -}}
 {{- toYaml $args -}}
 {{- end -}}
+
+{{/* Arguments of the roles that serve the API: the SMTP listener's, and where a suspended project is sent. */}}
+{{- define "switchboard.apiArgs" -}}
+{{- $args := include "switchboard.smtpArgs" . | fromYamlArray -}}
+{{- if .Values.api.supportUrl -}}
+{{- $args = append $args (printf "--support-url=%s" .Values.api.supportUrl) -}}
+{{- end -}}
+{{- toYaml $args -}}
+{{- end -}}
