@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
@@ -88,6 +89,34 @@ func TestBalanceThroughTheAPI(t *testing.T) {
 	if r := in.get("/v1/sub-accounts/"+id+"/balance", live); r.status != 200 || r.body["balance"] != 0.0 || r.body["creditLimit"] != 100.0 ||
 		r.body["isSubAccount"] != true {
 		t.Fatalf("sub-account balance = %d %v", r.status, r.body)
+	}
+	// It pays for its SMS on its credit: below zero, and its parent sees what it spent.
+	for _, o := range []client.Object{
+		&v1alpha1.PriceList{ObjectMeta: metav1.ObjectMeta{Namespace: id, Name: "prices"},
+			Spec: v1alpha1.PriceListSpec{Prices: []v1alpha1.Price{{Channel: "sms", Prefix: "+1", Price: "0.0079"}}}},
+		&v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: id, Name: "main"}, Spec: v1alpha1.SenderSpec{
+			DisplayName: "Main", Default: true, Transport: v1alpha1.TransportSandbox, PhoneNumber: "+15005550006",
+			SMS: &v1alpha1.Activation{Active: true}}},
+	} {
+		if err := in.k8s.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	subLive := newKey(t, in, id, apikey.Live)
+	waitFor(t, func() bool { return in.get("/v1/senders/main", subLive).status == 200 })
+	if r := in.post("/v1/messages", subLive, `{"to":"+15005550100","text":"from the client"}`); r.status != 200 {
+		t.Fatalf("sub-account SMS = %d %v", r.status, r.body)
+	}
+	if r := in.get("/v1/sub-accounts/"+id+"/balance", live); r.body["balance"] != -0.79 || r.body["totalSpent"] != 0.79 {
+		t.Fatalf("sub-account balance after an SMS = %v", r.body)
+	}
+	r = in.get("/v1/sub-accounts", live)
+	items, _ := r.body["items"].([]any)
+	if len(items) != 1 || items[0].(map[string]any)["totalSpent"] != 0.79 {
+		t.Fatalf("sub-accounts = %v", r.body)
+	}
+	if r := in.get("/v1/sub-accounts/"+id, live); r.body["subAccount"].(map[string]any)["totalSpent"] != 0.79 {
+		t.Fatalf("sub-account = %v", r.body)
 	}
 	if r := in.get("/v1/sub-accounts/nope/balance", live); r.status != 404 {
 		t.Fatalf("unknown sub-account balance = %d", r.status)

@@ -3,12 +3,12 @@ package billing
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/kubewrite"
 )
 
 // +kubebuilder:rbac:groups=messaging.switchboard.io,resources=pricelists,verbs=get;list;watch
@@ -31,7 +31,7 @@ type Prices struct {
 }
 
 // For returns the price list that prices project, or nil when none does (nothing is charged).
-// Of several in one namespace the oldest is used.
+// Of several in one namespace the oldest is used; one being deleted no longer prices.
 func (p *Prices) For(ctx context.Context, project string) (*v1alpha1.PriceList, error) {
 	for _, ns := range []string{project, p.InstallationNamespace} {
 		if ns == "" {
@@ -41,17 +41,9 @@ func (p *Prices) For(ctx context.Context, project string) (*v1alpha1.PriceList, 
 		if err := p.Reader.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return nil, fmt.Errorf("read price lists of %s: %w", ns, err)
 		}
-		if len(list.Items) == 0 {
-			continue
+		if live := kubewrite.Live(list.Items); len(live) > 0 {
+			return &live[0], nil
 		}
-		sort.Slice(list.Items, func(i, j int) bool {
-			a, b := list.Items[i].CreationTimestamp, list.Items[j].CreationTimestamp
-			if !a.Equal(&b) {
-				return a.Before(&b)
-			}
-			return list.Items[i].Name < list.Items[j].Name
-		})
-		return &list.Items[0], nil
 	}
 	return nil, nil
 }

@@ -2,11 +2,9 @@ package billing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -97,14 +95,15 @@ func (s *Service) Credit(ctx context.Context, project string, amount Micros, not
 	return Credit(ctx, s.Pool, a, amount, note, s.now())
 }
 
-// Spent is what project has spent so far (0 before its first charge).
-func (s *Service) Spent(ctx context.Context, project string) (Micros, error) {
-	b, err := db.New(s.Pool).GetBalance(ctx, project)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, nil
-	}
+// Spent is what each of projects has spent so far (0 before its first charge), in one read.
+func (s *Service) Spent(ctx context.Context, projects ...string) (map[string]Micros, error) {
+	rows, err := db.New(s.Pool).SpentOf(ctx, projects)
 	if err != nil {
-		return 0, fmt.Errorf("read balance of %s: %w", project, err)
+		return nil, fmt.Errorf("read what %d projects spent: %w", len(projects), err)
 	}
-	return Micros(b.SpentMicros), nil
+	out := make(map[string]Micros, len(projects))
+	for _, r := range rows {
+		out[r.Project] = Micros(r.SpentMicros)
+	}
+	return out, nil
 }

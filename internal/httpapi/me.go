@@ -52,7 +52,7 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		resp.Project.TotalSpent = spent.Cents()
+		resp.Project.TotalSpent = spent[key.Project].Cents()
 	}
 	writeJSON(w, http.StatusOK, resp)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/internal/account"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/billing"
 )
 
 // subAccountJSON is a SubAccount on the wire (WIRE.md §9). totalSpent (cents) comes from the
@@ -23,8 +24,8 @@ type subAccountJSON struct {
 	APIKey      string          `json:"apiKey,omitempty"`
 }
 
-func (s *Server) subAccountView(r *http.Request, sa account.SubAccount) (subAccountJSON, error) {
-	out := subAccountJSON{ID: sa.ID, CreatedAt: sa.CreatedAt, Name: sa.Name, Status: "active", CreditLimit: sa.CreditLimit, Metadata: sa.Metadata}
+func subAccountView(sa account.SubAccount, spent map[string]billing.Micros) subAccountJSON {
+	out := subAccountJSON{TotalSpent: spent[sa.ID].Cents(), ID: sa.ID, CreatedAt: sa.CreatedAt, Name: sa.Name, Status: "active", CreditLimit: sa.CreditLimit, Metadata: sa.Metadata}
 	if !sa.Active {
 		out.Status = "inactive"
 	}
@@ -34,14 +35,19 @@ func (s *Server) subAccountView(r *http.Request, sa account.SubAccount) (subAcco
 	if len(out.Metadata) == 0 {
 		out.Metadata = json.RawMessage("null")
 	}
-	if s.balances != nil {
-		spent, err := s.balances.Spent(r.Context(), sa.ID)
-		if err != nil {
-			return out, err
-		}
-		out.TotalSpent = spent.Cents()
+	return out
+}
+
+// spentOf is what each of the sub-accounts has spent, in one read.
+func (s *Server) spentOf(r *http.Request, subs ...account.SubAccount) (map[string]billing.Micros, error) {
+	if s.balances == nil {
+		return nil, nil
 	}
-	return out, nil
+	ids := make([]string, len(subs))
+	for i, sa := range subs {
+		ids[i] = sa.ID
+	}
+	return s.balances.Spent(r.Context(), ids...)
 }
 
 func (s *Server) createSubAccount(w http.ResponseWriter, r *http.Request) {
@@ -62,11 +68,7 @@ func (s *Server) createSubAccount(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	out, err := s.subAccountView(r, sa)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+	out := subAccountView(sa, nil) // a new sub-account has spent nothing
 	out.APIKey = secret
 	writeJSON(w, http.StatusCreated, map[string]any{"subAccount": out})
 }
@@ -84,21 +86,25 @@ func (s *Server) listSubAccounts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := page[subAccountJSON]{Items: []subAccountJSON{}}
+	var shown []account.SubAccount
 	for _, sa := range all {
 		if !after.after(sa.CreatedAt, sa.ID) {
 			continue
 		}
-		if len(out.Items) == limit {
-			last := out.Items[len(out.Items)-1]
+		if len(shown) == limit {
+			last := shown[len(shown)-1]
 			out.NextCursor = s.cursors.encode(position{Project: key.Project, List: "sub-accounts", Time: last.CreatedAt.UnixMicro(), ID: last.ID})
 			break
 		}
-		v, err := s.subAccountView(r, sa)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		out.Items = append(out.Items, v)
+		shown = append(shown, sa)
+	}
+	spent, err := s.spentOf(r, shown...)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for _, sa := range shown {
+		out.Items = append(out.Items, subAccountView(sa, spent))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -209,10 +215,10 @@ func (s *Server) revokeSubAccountKey(w http.ResponseWriter, r *http.Request) {
 
 // writeSubAccount answers {subAccount}.
 func (s *Server) writeSubAccount(w http.ResponseWriter, r *http.Request, sa account.SubAccount) {
-	v, err := s.subAccountView(r, sa)
+	spent, err := s.spentOf(r, sa)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"subAccount": v})
+	writeJSON(w, http.StatusOK, map[string]any{"subAccount": subAccountView(sa, spent)})
 }

@@ -194,6 +194,29 @@ func TestMonthlyAllowance(t *testing.T) {
 	}
 }
 
+// TestFreeEmailMonth: a Free project's 3,000th email of the month goes, the 3,001st is refused
+// with daily_limit_exceeded naming the month, though the day's 100 are all left.
+func TestFreeEmailMonth(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ctx := context.Background()
+	l := quota.Of(project(v1alpha1.PlanFree, v1alpha1.VerificationBusinessApproved, nil))
+	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC) // 31 days: the 31st has its day's 100 left
+	for day := range 30 {
+		if err := take(ctx, pool, start.AddDate(0, 0, day), l, quota.Take{Project: "acme", Meter: quota.Email, N: 100}); err != nil {
+			t.Fatalf("day %d: %v", day+1, err)
+		}
+	}
+	err := take(ctx, pool, start.AddDate(0, 0, 30), l, quota.Take{Project: "acme", Meter: quota.Email, N: 1})
+	if e := apperror.As(err); e == nil || e.Code != "daily_limit_exceeded" || e.Details["period"] != "month" || e.Details["limit"] != int64(3000) {
+		t.Fatalf("the 3,001st email = %v", err)
+	}
+	// The 101st of a day is refused by the day's ceiling.
+	if err := take(ctx, pool, time.Date(2027, 1, 1, 9, 0, 0, 0, time.UTC), l, quota.Take{Project: "acme", Meter: quota.Email, N: 101}); code(err) != "daily_limit_exceeded" {
+		t.Fatalf("101 emails in a day = %v", err)
+	}
+}
+
 // BenchmarkTake is one send's take of a ceiling in a transaction of its own, the same counter
 // row each time (a project sending alone).
 func BenchmarkTake(b *testing.B) {

@@ -4,14 +4,15 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sort"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/kubewrite"
 )
 
 // +kubebuilder:rbac:groups=messaging.switchboard.io,resources=riskpolicies,verbs=get;list;watch
@@ -51,7 +52,13 @@ type Policies struct {
 	HTTP *http.Client
 
 	mu       sync.Mutex
-	compiled map[string]*Policy // by UID and generation
+	compiled map[types.UID]compiledPolicy
+}
+
+// compiledPolicy is a RiskPolicy's generation, compiled.
+type compiledPolicy struct {
+	generation int64
+	policy     *Policy
 }
 
 // For returns the policy that reviews project, or nil when none does.
@@ -64,17 +71,11 @@ func (p *Policies) For(ctx context.Context, project string) (*Policy, error) {
 		if err := p.Reader.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return nil, fmt.Errorf("read risk policies of %s: %w", ns, err)
 		}
-		if len(list.Items) == 0 {
+		live := kubewrite.Live(list.Items)
+		if len(live) == 0 {
 			continue
 		}
-		sort.Slice(list.Items, func(i, j int) bool {
-			a, b := list.Items[i].CreationTimestamp, list.Items[j].CreationTimestamp
-			if !a.Equal(&b) {
-				return a.Before(&b)
-			}
-			return list.Items[i].Name < list.Items[j].Name
-		})
-		rp := &list.Items[0]
+		rp := &live[0]
 		c := p.compile(rp)
 		if rp.Spec.Reviewer != "external" || rp.Spec.External == nil {
 			return c, nil
@@ -114,14 +115,13 @@ func (p *Policies) external(ctx context.Context, rp *v1alpha1.RiskPolicy) (*Exte
 
 // compile is rp compiled, once per generation.
 func (p *Policies) compile(rp *v1alpha1.RiskPolicy) *Policy {
-	key := fmt.Sprintf("%s/%d", rp.UID, rp.Generation)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if c, ok := p.compiled[key]; ok {
-		return c
+	if c, ok := p.compiled[rp.UID]; ok && c.generation == rp.Generation {
+		return c.policy
 	}
 	if p.compiled == nil {
-		p.compiled = map[string]*Policy{}
+		p.compiled = map[types.UID]compiledPolicy{}
 	}
 	rules := make([]Rule, len(rp.Spec.Rules))
 	for i, r := range rp.Spec.Rules {
@@ -138,12 +138,7 @@ func (p *Policies) compile(rp *v1alpha1.RiskPolicy) *Policy {
 		}
 	}
 	c.Rules, c.Invalid = Compile(rules, rp.Spec.Lists)
-	for k := range p.compiled {
-		if len(k) > len(string(rp.UID)) && k[:len(rp.UID)] == string(rp.UID) {
-			delete(p.compiled, k) // an older generation
-		}
-	}
-	p.compiled[key] = c
+	p.compiled[rp.UID] = compiledPolicy{generation: rp.Generation, policy: c}
 	return c
 }
 

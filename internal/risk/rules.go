@@ -72,6 +72,9 @@ func Compile(rules []Rule, lists map[string][]string) (*Rules, error) {
 	if err != nil {
 		return nil, fmt.Errorf("risk: CEL environment: %w", err)
 	}
+	if lists == nil {
+		lists = map[string][]string{} // a rule naming a list then meets a missing key, not a nil map
+	}
 	out := &Rules{rules: rules, lists: lists}
 	var errs []error
 	for _, r := range rules {
@@ -107,9 +110,6 @@ func Compile(rules []Rule, lists map[string][]string) (*Rules, error) {
 // be read is held, as the spec says, rather than let through.
 func (r *Rules) Review(m Message, p Project) Decision {
 	vars := map[string]any{"message": messageVars(m), "project": projectVars(p), "lists": r.lists}
-	if vars["lists"] == nil {
-		vars["lists"] = map[string][]string{}
-	}
 	best := Decision{Outcome: Approve}
 	for i, prg := range r.programs {
 		rule := r.rules[i]

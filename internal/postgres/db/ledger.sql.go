@@ -206,3 +206,33 @@ func (q *Queries) SetMessageCosts(ctx context.Context, arg SetMessageCostsParams
 	)
 	return err
 }
+
+const spentOf = `-- name: SpentOf :many
+SELECT project, spent_micros FROM balances WHERE project = ANY($1::text[])
+`
+
+type SpentOfRow struct {
+	Project     string
+	SpentMicros int64
+}
+
+// What each of the projects has spent (the ones with a balance).
+func (q *Queries) SpentOf(ctx context.Context, projects []string) ([]SpentOfRow, error) {
+	rows, err := q.db.Query(ctx, spentOf, projects)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SpentOfRow
+	for rows.Next() {
+		var i SpentOfRow
+		if err := rows.Scan(&i.Project, &i.SpentMicros); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

@@ -54,3 +54,7 @@ FROM ledger_entries l WHERE l.message_id = @msg::text AND l.kind IN ('charge', '
 
 -- name: ClearCharged :exec
 UPDATE messages SET charged_micros = 0 WHERE id = @id AND charged_micros IS NOT NULL;
+
+-- name: SpentOf :many
+-- What each of the projects has spent (the ones with a balance).
+SELECT project, spent_micros FROM balances WHERE project = ANY(@projects::text[]);

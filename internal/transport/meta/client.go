@@ -71,10 +71,16 @@ func (t *Transport) call(ctx context.Context, r request, out any) error {
 			return &transport.Failure{Code: CodeInvalidRequest, Message: fmt.Sprintf("%s: %q is not a Graph API id.", r.op, seg)}
 		}
 	}
-	u := *t.base
-	u.Path = strings.TrimRight(u.Path, "/") + "/" + t.cfg.Version + "/" + strings.Join(r.path, "/")
+	u := t.endpoint(strings.Join(r.path, "/"))
 	u.RawQuery = r.query.Encode()
 	return t.send(ctx, r, u, out)
+}
+
+// endpoint is the URL of path (node ids and edges) under the base URL and Graph API version.
+func (t *Transport) endpoint(path string) url.URL {
+	u := *t.base
+	u.Path = strings.TrimRight(u.Path, "/") + "/" + t.cfg.Version + "/" + path
+	return u
 }
 
 // send makes the request r to u; see call.

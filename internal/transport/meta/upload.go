@@ -47,8 +47,7 @@ func (t *Transport) UploadFile(ctx context.Context, token, fileName, mimeType st
 	}
 	// The session id is a path segment with its own query: it goes into the URL as Meta gave it.
 	path, query, _ := strings.Cut(session.ID, "?")
-	u := *t.base
-	u.Path = strings.TrimRight(u.Path, "/") + "/" + t.cfg.Version + "/" + path
+	u := t.endpoint(path)
 	u.RawQuery = query
 	var out struct {
 		Handle string `json:"h"`

@@ -144,16 +144,22 @@ func (r *Registry) transportOf(ctx context.Context, p *v1alpha1.Provider, snd *v
 // provider resolves the Provider of the sender's channel: the one it names, else its project's
 // default, else the installation's.
 func (r *Registry) provider(ctx context.Context, snd *v1alpha1.Sender, ch v1alpha1.Channel) (*v1alpha1.Provider, string, error) {
-	var project, installation v1alpha1.ProviderList
-	if err := r.Reader.List(ctx, &project, client.InNamespace(snd.Namespace)); err != nil {
-		return nil, "", fmt.Errorf("list providers of %s: %w", snd.Namespace, err)
+	return r.providerIn(ctx, snd.Namespace, ch, snd.ProviderName(ch))
+}
+
+// providerIn is the Provider of channel ch for project: the one named, else the project's
+// default, else the installation's.
+func (r *Registry) providerIn(ctx context.Context, project string, ch v1alpha1.Channel, name string) (*v1alpha1.Provider, string, error) {
+	var own, installation v1alpha1.ProviderList
+	if err := r.Reader.List(ctx, &own, client.InNamespace(project)); err != nil {
+		return nil, "", fmt.Errorf("list providers of %s: %w", project, err)
 	}
-	if r.InstallationNamespace != "" && r.InstallationNamespace != snd.Namespace {
+	if r.InstallationNamespace != "" && r.InstallationNamespace != project {
 		if err := r.Reader.List(ctx, &installation, client.InNamespace(r.InstallationNamespace)); err != nil {
 			return nil, "", fmt.Errorf("list installation providers: %w", err)
 		}
 	}
-	p, reason := v1alpha1.ResolveProvider(ch, snd.ProviderName(ch), project.Items, installation.Items)
+	p, reason := v1alpha1.ResolveProvider(ch, name, own.Items, installation.Items)
 	return p, reason, nil
 }
 
@@ -316,16 +322,10 @@ func (r *Registry) Webhook(snd *v1alpha1.Sender, botID int64) (string, string) {
 // installation's). ok is false when no twilio Provider serves the project, or Twilio knows
 // nothing of the number.
 func (r *Registry) LookupLineType(ctx context.Context, project, number string) (carrier, lineType string, ok bool, err error) {
-	var own, installation v1alpha1.ProviderList
-	if err := r.Reader.List(ctx, &own, client.InNamespace(project)); err != nil {
-		return "", "", false, fmt.Errorf("list providers of %s: %w", project, err)
+	p, _, err := r.providerIn(ctx, project, v1alpha1.ChannelSMS, "")
+	if err != nil {
+		return "", "", false, err
 	}
-	if r.InstallationNamespace != "" && r.InstallationNamespace != project {
-		if err := r.Reader.List(ctx, &installation, client.InNamespace(r.InstallationNamespace)); err != nil {
-			return "", "", false, fmt.Errorf("list installation providers: %w", err)
-		}
-	}
-	p, _ := v1alpha1.ResolveProvider(v1alpha1.ChannelSMS, "", own.Items, installation.Items)
 	if p == nil || p.Spec.Type != v1alpha1.ProviderTwilio || unusable(p) != nil {
 		return "", "", false, nil
 	}
