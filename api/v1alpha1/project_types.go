@@ -86,6 +86,16 @@ type ProjectSpec struct {
 	// +optional
 	LiftSuspensionsBefore *metav1.Time `json:"liftSuspensionsBefore,omitempty"`
 
+	// ApproveHoldsBefore approves the project's sends risk review held at or before this time,
+	// as `switchboard review approve` does for each: the resource's way to decide holds.
+	// +optional
+	ApproveHoldsBefore *metav1.Time `json:"approveHoldsBefore,omitempty"`
+
+	// RefuseHoldsBefore refuses them (RISK_REJECTED, an SMS's charge returned); for a hold both
+	// fields cover, refusal wins.
+	// +optional
+	RefuseHoldsBefore *metav1.Time `json:"refuseHoldsBefore,omitempty"`
+
 	// Parent is the namespace of the parent project when this project is a sub-account. Set at
 	// creation only.
 	// +kubebuilder:validation:MaxLength=63

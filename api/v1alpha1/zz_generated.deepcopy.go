@@ -535,6 +535,14 @@ func (in *ProjectSpec) DeepCopyInto(out *ProjectSpec) {
 		in, out := &in.LiftSuspensionsBefore, &out.LiftSuspensionsBefore
 		*out = (*in).DeepCopy()
 	}
+	if in.ApproveHoldsBefore != nil {
+		in, out := &in.ApproveHoldsBefore, &out.ApproveHoldsBefore
+		*out = (*in).DeepCopy()
+	}
+	if in.RefuseHoldsBefore != nil {
+		in, out := &in.RefuseHoldsBefore, &out.RefuseHoldsBefore
+		*out = (*in).DeepCopy()
+	}
 	if in.SubAccount != nil {
 		in, out := &in.SubAccount, &out.SubAccount
 		*out = new(SubAccountSettings)

@@ -26,11 +26,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/account"
+	"github.com/switchboard-io/switchboard/internal/admission"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/billing"
+	"github.com/switchboard-io/switchboard/internal/broadcast"
 	"github.com/switchboard-io/switchboard/internal/callback"
 	"github.com/switchboard-io/switchboard/internal/contact"
 	"github.com/switchboard-io/switchboard/internal/controller"
@@ -54,6 +57,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/sender"
 	"github.com/switchboard-io/switchboard/internal/template"
 	"github.com/switchboard-io/switchboard/internal/templatereview"
+	"github.com/switchboard-io/switchboard/internal/tendlc"
 	"github.com/switchboard-io/switchboard/internal/transport/registry"
 	"github.com/switchboard-io/switchboard/internal/transport/sandbox"
 	"github.com/switchboard-io/switchboard/internal/worker"
@@ -126,6 +130,12 @@ type Config struct {
 	// TemplateSyncEvery is how often the manager reads every project's WhatsApp business
 	// accounts for template verdicts and categories a webhook did not bring (an hour).
 	TemplateSyncEvery time.Duration
+	// TenDLCSyncEvery is how often the manager looks at pending 10DLC registrations (15 s).
+	TenDLCSyncEvery time.Duration
+	// WebhookCertDir holds the admission webhooks' serving certificate (tls.crt, tls.key); empty:
+	// the manager serves no admission webhooks. WebhookPort is where it serves them (9443).
+	WebhookCertDir string
+	WebhookPort    int
 	// HoldExpiryEvery is how often workers fail risk holds whose review window closed (30 s).
 	HoldExpiryEvery time.Duration
 	// SupportURL is where a project whose sending is suspended is sent (403 sending_suspended's
@@ -173,7 +183,14 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	log := cfg.Log.WithValues("role", string(cfg.Role))
 
+	// The admission webhooks are served by the manager role when it has a serving certificate.
+	serveWebhooks := cfg.Role.runs(RoleManager) && cfg.WebhookCertDir != ""
+	var webhookServer webhook.Server
+	if serveWebhooks {
+		webhookServer = webhook.NewServer(webhook.Options{Port: cfg.WebhookPort, CertDir: cfg.WebhookCertDir})
+	}
 	mgr, err := ctrl.NewManager(cfg.RestConfig, ctrl.Options{
+		WebhookServer:           webhookServer,
 		Scheme:                  Scheme(),
 		Logger:                  log,
 		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsAddr},
@@ -232,6 +249,11 @@ func Run(ctx context.Context, cfg Config) error {
 		return &templatereview.Reviewer{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), FieldManager: fieldManager,
 			Account: accounts, Pool: cfg.Pool, Deliveries: delivery.NewService(mgr.GetClient())}
 	}
+	if serveWebhooks {
+		if err := admission.Setup(mgr); err != nil {
+			return fmt.Errorf("set up admission webhooks: %w", err)
+		}
+	}
 	if cfg.Role.runs(RoleManager) {
 		every := cfg.SenderActivityEvery
 		if every == 0 {
@@ -246,6 +268,15 @@ func Run(ctx context.Context, cfg Config) error {
 			Every: cfg.TemplateSyncEvery, Log: log.WithName("template-sync")}
 		if err := mgr.Add(syncer); err != nil {
 			return fmt.Errorf("add template sync: %w", err)
+		}
+		every = cfg.TenDLCSyncEvery
+		if every == 0 {
+			every = 15 * time.Second
+		}
+		registrations := &tendlc.Syncer{Service: tendlc.NewService(cfg.Pool, mgr.GetClient(), accounts, nil), Every: every,
+			Log: log.WithName("10dlc-sync")}
+		if err := mgr.Add(registrations); err != nil {
+			return fmt.Errorf("add 10DLC sync: %w", err)
 		}
 	}
 	if cfg.Role.runs(RoleAPI) || cfg.Role.runs(RoleWorker) {
@@ -272,7 +303,9 @@ func Run(ctx context.Context, cfg Config) error {
 			AttachmentHTTP: cfg.Delivery.Client.HTTPClient(attachmentTimeout)}
 		dispatch := &message.DispatchWorker{}
 		catchUp := &sandbox.CatchUpWorker{Pool: cfg.Pool, Sandbox: sbx}
-		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Dispatch: dispatch, CatchUp: catchUp}, worker.Options{Concurrency: cfg.WorkerConcurrency}, cfg.Role.runs(RoleWorker), log)
+		broadcastReview := &broadcast.ReviewWorker{}
+		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Dispatch: dispatch, CatchUp: catchUp, BroadcastReview: broadcastReview},
+			worker.Options{Concurrency: cfg.WorkerConcurrency}, cfg.Role.runs(RoleWorker), log)
 		if err != nil {
 			return err
 		}
@@ -284,6 +317,14 @@ func Run(ctx context.Context, cfg Config) error {
 		messages.SetPrices(&billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace})
 		messages.SetRiskPolicies(&risk.Policies{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace})
 		messages.SetSupportURL(cfg.SupportURL)
+		registrations := tendlc.NewService(cfg.Pool, mgr.GetClient(), transports, nil)
+		messages.SetTenDLC(registrations)
+		broadcasts := broadcast.NewService(cfg.Pool, mgr.GetClient(), queue, delivery.NewService(mgr.GetClient()),
+			&risk.Policies{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace})
+		broadcastReview.Service = broadcasts
+		broadcasts.SetTenDLC(registrations)
+		broadcasts.SetMoney(&billing.Service{Pool: cfg.Pool, Reader: mgr.GetClient(),
+			Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}})
 		if cfg.DispatchAttempts > 0 {
 			messages.SetDispatchAttempts(cfg.DispatchAttempts)
 		}
@@ -314,7 +355,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.Role.runs(RoleAPI) {
 			domains := emaildomain.NewService(mgr.GetClient(), mgr.GetAPIReader(), verifier(kubewrite.FieldManager))
 			templates := template.NewService(mgr.GetClient(), mgr.GetAPIReader(), reviewer(kubewrite.FieldManager))
-			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, emailChecks, resolver, checks, log); err != nil {
+			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, emailChecks, resolver, checks, log); err != nil {
 				return err
 			}
 		}
@@ -328,6 +369,7 @@ func Run(ctx context.Context, cfg Config) error {
 // listener, the request-rate limiter, the cursor key shared by replicas, and the informers it reads.
 func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Service, queue *river.Client[pgx.Tx],
 	messages *message.Service, transports *registry.Registry, domains *emaildomain.Service, templates *template.Service,
+	registrations *tendlc.Service, broadcasts *broadcast.Service,
 	emailChecks *emailcheck.Checker,
 	resolver *dnsresolve.Resolver, checks map[string]healthz.Checker,
 	log logr.Logger) error {
@@ -351,11 +393,13 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		ProjectWebhooks: projectwebhook.NewService(mgr.GetClient(), mgr.GetAPIReader()).WithURLPolicy(cfg.Delivery.Client.URLPolicy()),
 		Messages:        messages,
 		Contacts:        contact.NewService(cfg.Pool),
-		Phones:          &phonecheck.Service{Reader: mgr.GetClient(), Lookup: transports},
+		Phones:          &phonecheck.Service{Reader: mgr.GetClient(), Lookup: transports, TenDLC: registrations},
 		Balances: &billing.Service{Pool: cfg.Pool, Reader: mgr.GetClient(),
 			Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}},
 		EmailDomains: domains,
 		Templates:    templates,
+		TenDLC:       registrations,
+		Broadcasts:   broadcasts,
 		EmailChecks:  emailChecks,
 		Disposable:   cfg.Disposable,
 		Limiter:      limiter,

@@ -19,6 +19,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/localredis"
 	"github.com/switchboard-io/switchboard/internal/postgres"
 	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
+	"github.com/switchboard-io/switchboard/internal/tendlc"
 )
 
 var (
@@ -47,8 +48,22 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// newProject creates a namespace with a Project and returns the namespace (the project id).
+// newProject creates a namespace with a Project and returns the namespace (the project id). The
+// project has an approved 10DLC campaign in both modes, so its SMS to the sandbox's and Twilio's
+// +1 test numbers go; newUnregisteredProject has none.
 func newProject(t testing.TB, in *instance, spec v1alpha1.ProjectSpec) string {
+	t.Helper()
+	ns := newUnregisteredProject(t, in, spec)
+	for _, testMode := range []bool{true, false} {
+		if err := tendlc.SeedApproved(context.Background(), in.db, ns, testMode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ns
+}
+
+// newUnregisteredProject is newProject without 10DLC registrations.
+func newUnregisteredProject(t testing.TB, in *instance, spec v1alpha1.ProjectSpec) string {
 	t.Helper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "p-"}}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/tendlc"
 )
 
 // TestBalanceThroughTheAPI: with a PriceList in the project's namespace, a live SMS is priced by
@@ -104,6 +105,10 @@ func TestBalanceThroughTheAPI(t *testing.T) {
 	}
 	subLive := newKey(t, in, id, apikey.Live)
 	waitFor(t, func() bool { return in.get("/v1/senders/main", subLive).status == 200 })
+	// A sub-account is another business: it registers for 10DLC on its own (here, seeded).
+	if err := tendlc.SeedApproved(ctx, in.db, id, false); err != nil {
+		t.Fatal(err)
+	}
 	if r := in.post("/v1/messages", subLive, `{"to":"+15005550100","text":"from the client"}`); r.status != 200 {
 		t.Fatalf("sub-account SMS = %d %v", r.status, r.body)
 	}

@@ -268,6 +268,7 @@ func TestWhatsAppFallsBackToSMS(t *testing.T) {
 	}
 
 	// v2 checks first: a +1 number needs 10DLC for the SMS leg.
+	unregister(t, in, key)
 	r := in.post("/v2/messages", key, `{"from":"+15005550006","to":"`+unreachable+`","text":"x","channel":"whatsapp"}`)
 	id = r.body["message"].(map[string]any)["id"].(string)
 	waitFor(t, func() bool { return messageOf(in, key, id)["status"] == "failed" })

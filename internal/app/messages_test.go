@@ -73,10 +73,21 @@ func sendingProject(t testing.TB, in *instance, rcv *hookReceiver, env apikey.En
 	return sendingProjectOf(t, in, v1alpha1.ProjectSpec{}, rcv, env)
 }
 
-// sendingProjectOf is sendingProject with the Project's spec.
+// sendingProjectOf is sendingProject with the Project's spec (registered for 10DLC, as newProject).
 func sendingProjectOf(t testing.TB, in *instance, spec v1alpha1.ProjectSpec, rcv *hookReceiver, env apikey.Environment) (string, string) {
 	t.Helper()
-	acme := newProject(t, in, spec)
+	return projectWithSender(t, in, newProject(t, in, spec), rcv, env)
+}
+
+// unregisteredProject is sendingProjectOf without 10DLC registrations.
+func unregisteredProject(t testing.TB, in *instance, spec v1alpha1.ProjectSpec, rcv *hookReceiver, env apikey.Environment) (string, string) {
+	t.Helper()
+	return projectWithSender(t, in, newUnregisteredProject(t, in, spec), rcv, env)
+}
+
+// projectWithSender gives project acme its default sandbox sender and a key of env.
+func projectWithSender(t testing.TB, in *instance, acme string, rcv *hookReceiver, env apikey.Environment) (string, string) {
+	t.Helper()
 	snd := &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "main"}, Spec: v1alpha1.SenderSpec{
 		DisplayName: "Main", Default: true, PhoneNumber: "+15005550006", SMS: &v1alpha1.Activation{Active: true},
 		Email:    &v1alpha1.EmailSettings{Address: "hello@acme.example"},
@@ -499,6 +510,9 @@ func deskProject(t testing.TB, in *instance) string {
 		t.Fatal(err)
 	}
 	key := newKey(t, in, acme, apikey.Test)
-	waitFor(t, func() bool { return len(in.get("/v1/senders/desk", key).body["channels"].([]any)) == 2 })
+	waitFor(t, func() bool {
+		chans, _ := in.get("/v1/senders/desk", key).body["channels"].([]any) // 404 until the cache has the sender
+		return len(chans) == 2
+	})
 	return key
 }

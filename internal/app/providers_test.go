@@ -290,7 +290,10 @@ func TestLiveSendsNeedAProvider(t *testing.T) {
 		t.Fatal(err)
 	}
 	live, test := newKey(t, in, acme, apikey.Live), newKey(t, in, acme, apikey.Test)
-	waitFor(t, func() bool { return len(in.get("/v1/senders/main", live).body["channels"].([]any)) == 1 })
+	waitFor(t, func() bool {
+		chans, _ := in.get("/v1/senders/main", live).body["channels"].([]any) // 404 until the cache has the sender
+		return len(chans) == 1
+	})
 
 	// No Provider serves sms: refused, nothing stored; a test key still sends (the sandbox).
 	before := in.count("SELECT count(*) FROM messages")

@@ -2,11 +2,21 @@ package app_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -14,11 +24,13 @@ import (
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/admission"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/app"
 	"github.com/switchboard-io/switchboard/internal/delivery"
@@ -214,15 +226,8 @@ func TestSuspension(t *testing.T) {
 	}
 	refuse()
 	waitFor(t, func() bool { code, _ := send(test, "Hello"); return code == 403 })
-	var p v1alpha1.Project
-	if err := in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: "project"}, &p); err != nil {
-		t.Fatal(err)
-	}
 	now := metav1.Now()
-	p.Spec.LiftSuspensionsBefore = &now
-	if err := in.k8s.Update(ctx, &p); err != nil {
-		t.Fatal(err)
-	}
+	updateProject(t, in, acme, func(s *v1alpha1.ProjectSpec) { s.LiftSuspensionsBefore = &now })
 	waitFor(t, func() bool { code, _ := send(test, "Back again"); return code == 202 })
 }
 
@@ -303,4 +308,151 @@ func TestExternalReviewer(t *testing.T) {
 		first.Message.Links[0].Domain != "acme.example" {
 		t.Fatalf("the service was asked %+v", first)
 	}
+}
+
+// TestHoldsDecidedByProjectFields: a Project's refuseHoldsBefore fails the sends held until then
+// with RISK_REJECTED, and approveHoldsBefore sends them, as `switchboard review` would; holds
+// made after the field's time wait.
+func TestHoldsDecidedByProjectFields(t *testing.T) {
+	in := start(t, fastSandbox, func(c *app.Config) { c.HoldExpiryEvery = 100 * time.Millisecond })
+	ctx := context.Background()
+	acme, key := sendingProject(t, in, nil, apikey.Test)
+	if err := in.k8s.Create(ctx, &v1alpha1.RiskPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "rules"}, Spec: v1alpha1.RiskPolicySpec{
+		Rules: []v1alpha1.RiskRule{{Name: "held", Expression: `message.text.startsWith("HOLD")`, Outcome: "hold"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	send := func(text string) string {
+		t.Helper()
+		r := in.post("/v2/messages", key, `{"to":"+447700900123","channel":"sms","text":"`+text+`"}`)
+		if r.status != 202 {
+			t.Fatalf("send = %d %v", r.status, r.body)
+		}
+		id := r.body["message"].(map[string]any)["id"].(string)
+		waitFor(t, func() bool {
+			return in.get("/v2/messages/"+id, key).body["message"].(map[string]any)["riskHold"] == true
+		})
+		return id
+	}
+	get := func(id string) map[string]any {
+		return in.get("/v2/messages/"+id, key).body["message"].(map[string]any)
+	}
+	set := func(change func(*v1alpha1.ProjectSpec)) { t.Helper(); updateProject(t, in, acme, change) }
+	waitFor(t, func() bool { // the policy is in the cache once a send is held
+		r := in.post("/v2/messages", key, `{"to":"+447700900123","channel":"sms","text":"HOLD probe"}`)
+		id := r.body["message"].(map[string]any)["id"].(string)
+		time.Sleep(200 * time.Millisecond)
+		return get(id)["riskHold"] == true
+	})
+
+	refused := send("HOLD one")
+	time.Sleep(1100 * time.Millisecond) // resource times are whole seconds
+	cut := metav1.NewTime(time.Now().Truncate(time.Second).Add(-time.Second))
+	waiting := send("HOLD two")
+	set(func(s *v1alpha1.ProjectSpec) { s.RefuseHoldsBefore = &cut })
+	waitFor(t, func() bool { return get(refused)["status"] == "failed" })
+	if m := get(refused); m["errorCode"] != "RISK_REJECTED" {
+		t.Errorf("refused by the field = %v", m)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if m := get(waiting); m["status"] != "queued" || m["riskHold"] != true {
+		t.Errorf("a hold after the field's time = %v", m)
+	}
+	var decidedBy string
+	if err := in.db.QueryRow(ctx, `SELECT decided_by FROM risk_holds WHERE message_id = $1`, refused).Scan(&decidedBy); err != nil ||
+		decidedBy != "Project "+acme+" spec.refuseHoldsBefore" {
+		t.Errorf("decided by %q, %v", decidedBy, err)
+	}
+
+	later := metav1.NewTime(time.Now().Add(time.Second))
+	set(func(s *v1alpha1.ProjectSpec) { s.ApproveHoldsBefore = &later })
+	waitFor(t, func() bool { return get(waiting)["status"] == "delivered" })
+}
+
+// TestRiskPolicyAdmission: with --webhook-cert-dir the manager serves the RiskPolicy admission
+// webhook, and the API server refuses a policy whose rules do not compile, naming the rule's
+// field and CEL's reason; a policy that compiles is stored.
+func TestRiskPolicyAdmission(t *testing.T) {
+	dir := t.TempDir()
+	caPEM := servingCert(t, dir)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	in := start(t, func(c *app.Config) { c.WebhookCertDir, c.WebhookPort = dir, port })
+	ctx := context.Background()
+
+	url := fmt.Sprintf("https://127.0.0.1:%d%s", port, admission.RiskPolicyPath)
+	none, fail := admissionv1.SideEffectClassNone, admissionv1.Fail
+	// Only this test's namespace is sent to the webhook: the other tests share the API server.
+	acme := newProject(t, in, v1alpha1.ProjectSpec{})
+	cfg := &admissionv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "switchboard-" + acme},
+		Webhooks: []admissionv1.ValidatingWebhook{{Name: "riskpolicies.messaging.switchboard.io", AdmissionReviewVersions: []string{"v1"},
+			SideEffects: &none, FailurePolicy: &fail,
+			ClientConfig:      admissionv1.WebhookClientConfig{URL: &url, CABundle: caPEM},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": acme}},
+			Rules: []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+				Rule: admissionv1.Rule{APIGroups: []string{"messaging.switchboard.io"}, APIVersions: []string{"v1alpha1"}, Resources: []string{"riskpolicies"}}}}}}}
+	if err := in.k8s.Create(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = in.k8s.Delete(context.Background(), cfg) })
+
+	broken := &v1alpha1.RiskPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "rules"}, Spec: v1alpha1.RiskPolicySpec{
+		Rules: []v1alpha1.RiskRule{{Name: "ok", Expression: "true", Outcome: "hold"}, {Name: "broken", Expression: `message.text.contains(`, Outcome: "hold"}}}}
+	// The API server takes a moment to call a new webhook configuration: probe with names of
+	// their own (and delete a probe that got through) until it does.
+	waitFor(t, func() bool {
+		probe := broken.DeepCopy()
+		probe.Name = ""
+		probe.GenerateName = "probe-"
+		err := in.k8s.Create(ctx, probe)
+		if err == nil {
+			_ = in.k8s.Delete(ctx, probe)
+			return false
+		}
+		return strings.Contains(err.Error(), "spec.rules[1].expression") && strings.Contains(err.Error(), "Syntax error")
+	})
+	if err := in.k8s.Create(ctx, broken.DeepCopy()); err == nil || !strings.Contains(err.Error(), "spec.rules[1].expression") {
+		t.Fatalf("a policy whose rules do not compile = %v", err)
+	}
+	var list v1alpha1.RiskPolicyList
+	if err := in.k8s.List(ctx, &list, client.InNamespace(acme)); err != nil || len(list.Items) != 0 {
+		t.Fatalf("refused policy stored: %v %v", list.Items, err)
+	}
+	broken.Spec.Rules = broken.Spec.Rules[:1]
+	if err := in.k8s.Create(ctx, broken); err != nil {
+		t.Fatalf("a policy that compiles = %v", err)
+	}
+}
+
+// servingCert writes a self-signed certificate for 127.0.0.1 into dir as tls.crt and tls.key,
+// and returns it in PEM (it is its own CA).
+func servingCert(t *testing.T, dir string) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	crt := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), crt, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return crt
 }

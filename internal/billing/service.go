@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/kubewrite"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
@@ -54,16 +55,20 @@ func (s *Service) now() time.Time {
 
 // accountOf reads what project's balance opens with and may go to.
 func (s *Service) accountOf(ctx context.Context, project string) (Account, *v1alpha1.Project, error) {
-	var list v1alpha1.ProjectList
-	if err := s.Reader.List(ctx, &list, client.InNamespace(project)); err != nil {
-		return Account{}, nil, fmt.Errorf("read project %s: %w", project, err)
+	p, err := kubewrite.ProjectOf(ctx, s.Reader, project)
+	if err != nil {
+		return Account{}, nil, err
 	}
-	p := v1alpha1.NamespaceProject(list.Items)
 	prices, err := s.Prices.For(ctx, project)
 	if err != nil {
 		return Account{}, nil, err
 	}
 	return AccountOf(project, p, prices), p, nil
+}
+
+// PriceList is the price list that prices project, nil when none does.
+func (s *Service) PriceList(ctx context.Context, project string) (*v1alpha1.PriceList, error) {
+	return s.Prices.For(ctx, project)
 }
 
 // Balance is project's balance, opened (with its free credit) when new.

@@ -34,6 +34,7 @@ func TestUsageErrorsExitTwoWithUsageOnStderr(t *testing.T) {
 		"zero credit":          {"balance", "credit", "--project", "acme", "--amount", "0.00", "--database-url", "postgres://x@127.0.0.1:1/x"},
 		"balance of nobody":    {"balance", "show", "--database-url", "postgres://x@127.0.0.1:1/x"},
 		"decide nothing":       {"review", "approve", "--database-url", "postgres://x@127.0.0.1:1/x"},
+		"decide no broadcast":  {"broadcast", "refuse", "--database-url", "postgres://x@127.0.0.1:1/x"},
 		"interval below zero":  {"manager", "--template-sync-interval", "-1s", "--database-url", "postgres://x@127.0.0.1:1/x"},
 	} {
 		t.Run(name, func(t *testing.T) {

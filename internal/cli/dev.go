@@ -23,8 +23,9 @@ func newDevCommand(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
     switchboard_dev), else a throwaway server started with initdb and removed at exit,
   - the manager, api and worker roles in this process,
 
-seeded with namespace and project "default", a default Sender on the sandbox transport and a
-test API key. Once ready it prints the base URL, the key and a curl to try, and writes
+seeded with namespace and project "default", a default Sender on the sandbox transport, a
+test-mode 10DLC brand and approved campaign (so test sends to +1 numbers go), and a test API
+key. Once ready it prints the base URL, the key and a curl to try, and writes
 <state-dir>/dev.env (SWITCHBOARD_URL, SWITCHBOARD_API_KEY, KUBECONFIG, DATABASE_URL). Ctrl-C stops
 everything.
 

@@ -63,33 +63,18 @@ review window closes (RISK_REVIEW_EXPIRED). See docs/risk.md.`,
 	list.Flags().StringVar(&project, "project", "", "only this project's holds (its namespace)")
 
 	var by string
-	decide := func(approve bool) *cobra.Command {
-		verb, short := "refuse", "Refuse held messages: they fail with RISK_REJECTED and their charge returns"
-		if approve {
-			verb, short = "approve", "Approve held messages: they are sent"
-		}
-		c := &cobra.Command{
-			Use:   verb + " MESSAGE_ID...",
-			Short: short,
-			Args:  cobra.MinimumNArgs(1),
-			RunE: func(cmd *cobra.Command, ids []string) error {
-				s, done, err := service(cmd)
-				if err != nil {
-					return err
-				}
-				defer done()
-				for _, id := range ids {
-					if err := s.DecideHold(cmd.Context(), id, approve, by); err != nil {
-						return fmt.Errorf("%s %s: %w", verb, id, err)
-					}
-					fmt.Fprintf(stderr, "%sd %s\n", verb, id)
-				}
-				return nil
-			},
-		}
-		c.Flags().StringVar(&by, "by", "operator", "who decides, kept with the decision")
-		return c
-	}
-	cmd.AddCommand(list, decide(true), decide(false))
+	cmd.AddCommand(list)
+	cmd.AddCommand(decisionCommands(stderr, "Approve held messages (by id): they are sent",
+		"Refuse held messages (by id): they fail with RISK_REJECTED and their charge returns",
+		func(c *cobra.Command) {
+			c.Flags().StringVar(&by, "by", "operator", "who decides, kept with the decision")
+		},
+		func(cmd *cobra.Command) (decider, func(), error) {
+			s, done, err := service(cmd)
+			if err != nil {
+				return nil, nil, err
+			}
+			return func(id string, approve bool) error { return s.DecideHold(cmd.Context(), id, approve, by) }, done, nil
+		})...)
 	return cmd
 }

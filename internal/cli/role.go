@@ -51,6 +51,9 @@ type roleFlags struct {
 	smtpListen        string
 	smtpMaxBytes      int64
 	templateSync      time.Duration
+	tenDLCSync        time.Duration
+	webhookCertDir    string
+	webhookPort       int
 	whatsAppStatus    time.Duration
 	supportURL        string
 }
@@ -113,6 +116,11 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 		fl.StringVar(&f.leaderElectionNS, "leader-election-namespace", "", "namespace of the leader-election Lease; default: the pod's namespace")
 		fl.DurationVar(&f.templateSync, "template-sync-interval", time.Hour,
 			"how often the WhatsApp business accounts of every project are read to apply template verdicts and categories a webhook did not bring (templates are not imported: POST /v1/templates/sync does that)")
+		fl.StringVar(&f.webhookCertDir, "webhook-cert-dir", "",
+			"directory with the admission webhooks' serving certificate (tls.crt, tls.key; reloaded when they change); empty: no admission webhooks are served (the Helm chart mounts one)")
+		fl.IntVar(&f.webhookPort, "webhook-port", 9443, "port the admission webhooks are served on, with --webhook-cert-dir")
+		fl.DurationVar(&f.tenDLCSync, "ten-dlc-sync-interval", 15*time.Second,
+			"how often pending 10DLC brands and campaigns are looked at for their registrar's verdict (a live one is asked at most every 5 minutes; POST /v1/10dlc/.../sync asks at once)")
 		fl.DurationVar(&f.whatsAppStatus, "whatsapp-status-interval", time.Hour,
 			"how often each WhatsApp sender's number, quality rating and payment status are read from the Graph API into its status (Sender.whatsapp.paymentStatus)")
 	}
@@ -136,8 +144,8 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 	if f.smtpMaxBytes < 0 {
 		return &UsageError{Err: errors.New("--smtp-max-message-bytes must be positive")}
 	}
-	if f.templateSync < 0 || f.whatsAppStatus < 0 {
-		return &UsageError{Err: errors.New("--template-sync-interval and --whatsapp-status-interval must be positive")}
+	if f.templateSync < 0 || f.whatsAppStatus < 0 || f.tenDLCSync < 0 {
+		return &UsageError{Err: errors.New("--template-sync-interval, --ten-dlc-sync-interval and --whatsapp-status-interval must be positive")}
 	}
 	if f.workerConcurrency < 0 {
 		return &UsageError{Err: errors.New("--worker-concurrency must be positive")}
@@ -237,6 +245,9 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		SMTPListener:            smtpListener,
 		SMTPMaxMessageBytes:     f.smtpMaxBytes,
 		TemplateSyncEvery:       f.templateSync,
+		TenDLCSyncEvery:         f.tenDLCSync,
+		WebhookCertDir:          f.webhookCertDir,
+		WebhookPort:             f.webhookPort,
 		WhatsAppStatusEvery:     f.whatsAppStatus,
 		SupportURL:              f.supportURL,
 		Log:                     log,

@@ -98,6 +98,7 @@ election on (the default): one leads, the others wait.`),
 		newAPIKeyCommand(g, stdout, stderr),
 		newBalanceCommand(g, stdout, stderr),
 		newReviewCommand(g, stdout, stderr),
+		newBroadcastCommand(g, stdout, stderr),
 		newProjectCommand(g, stdout, stderr),
 		newVersionCommand(stdout),
 	)

@@ -27,10 +27,7 @@ func (r *RiskPolicyReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := rp.DeepCopy()
-	rules := make([]risk.Rule, len(rp.Spec.Rules))
-	for i, rule := range rp.Spec.Rules {
-		rules[i] = risk.Rule{Name: rule.Name, Expression: rule.Expression, Outcome: risk.Outcome(rule.Outcome), Reason: rule.Reason}
-	}
+	rules := risk.RulesOf(rp.Spec)
 	ready := readyOK(fmt.Sprintf("%d rules compile", len(rules)))
 	if _, err := risk.Compile(rules, rp.Spec.Lists); err != nil {
 		ready = notReady(v1alpha1.ReasonInvalidRules, "reviewed sends are held until the rules compile: "+err.Error())

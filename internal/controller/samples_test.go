@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -231,7 +232,7 @@ var _ = Describe("the PriceList sample", func() {
 var _ = Describe("the RiskPolicy sample", func() {
 	ctx := context.Background()
 
-	It("applies and is Ready; a rule that does not compile makes it InvalidRules with CEL's reason", func() {
+	It("applies and is Ready; the API server refuses a rule that does not compile, with CEL's reason", func() {
 		b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_riskpolicy.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		var rp v1alpha1.RiskPolicy
@@ -241,11 +242,25 @@ var _ = Describe("the RiskPolicy sample", func() {
 		Expect(k8s.Create(ctx, &rp)).To(Succeed())
 		Eventually(readyCondition(ctx, &rp)).Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))
 
-		Expect(update(ctx, &rp, func(p *v1alpha1.RiskPolicy) {
-			p.Spec.Rules = append(p.Spec.Rules, v1alpha1.RiskRule{Name: "broken", Expression: "message.words.exists(w,", Outcome: "hold"})
-		})).To(Succeed())
-		Eventually(readyCondition(ctx, &rp)).Should(haveReady(metav1.ConditionFalse, v1alpha1.ReasonInvalidRules))
-		c := meta.FindStatusCondition(rp.Status.Conditions, "Ready")
+		generation := rp.Generation
+		err = update(ctx, &rp, func(p *v1alpha1.RiskPolicy) {
+			p.Spec.Rules = append(p.Spec.Rules, v1alpha1.RiskRule{Name: "broken", Expression: "message.words.exists(w,", Outcome: "hold"},
+				v1alpha1.RiskRule{Name: "not-a-bool", Expression: `size(message.text) + 1`, Outcome: "hold"})
+		})
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+		n := len(rp.Spec.Rules) - 2
+		Expect(err.Error()).To(SatisfyAll(ContainSubstring(fmt.Sprintf("spec.rules[%d].expression", n)), ContainSubstring("Syntax error"),
+			ContainSubstring(fmt.Sprintf("spec.rules[%d].expression", n+1)), ContainSubstring("not a bool")))
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&rp), &rp)).To(Succeed())
+		Expect(rp.Generation).To(Equal(generation), "a refused update changed the policy")
+
+		// One stored while the webhook could not be reached is InvalidRules, with CEL's reason.
+		stored := rp.DeepCopy()
+		stored.ObjectMeta = metav1.ObjectMeta{Namespace: rp.Namespace, Name: "stored-broken", Labels: map[string]string{skipAdmission: "true"}}
+		stored.Spec.Rules = []v1alpha1.RiskRule{{Name: "broken", Expression: "message.words.exists(w,", Outcome: "hold"}}
+		Expect(k8s.Create(ctx, stored)).To(Succeed())
+		Eventually(readyCondition(ctx, stored)).Should(haveReady(metav1.ConditionFalse, v1alpha1.ReasonInvalidRules))
+		c := meta.FindStatusCondition(stored.Status.Conditions, "Ready")
 		Expect(c.Message).To(ContainSubstring("rule broken"))
 
 		// An outcome that is not one of hold, refuse and block is refused by the API server.

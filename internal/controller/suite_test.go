@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,8 +23,11 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/yaml"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/admission"
 	"github.com/switchboard-io/switchboard/internal/controller"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/dnsresolve"
@@ -44,6 +49,9 @@ var (
 	pool      *pgxpool.Pool
 )
 
+// skipAdmission labels an object the suite's admission webhooks do not see.
+const skipAdmission = "switchboard.test/skip-admission"
+
 // emailInboundHost is the installation's inbound mail host in these tests.
 const emailInboundHost = "mx.switchboard.test"
 
@@ -57,10 +65,21 @@ func TestControllers(t *testing.T) {
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 
-	// The real CRDs, so their CEL rules run as they do for kubectl.
+	// The real CRDs, so their CEL rules run as they do for kubectl, and the real admission
+	// webhooks, served by the manager below. Objects labelled skipAdmission are not sent to them:
+	// they stand for what was stored while the webhook could not be reached.
+	webhooks, err := os.ReadFile(filepath.Join("..", "..", "config", "webhook", "manifests.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	var validating admissionv1.ValidatingWebhookConfiguration
+	Expect(yaml.Unmarshal(webhooks, &validating)).To(Succeed())
+	for i := range validating.Webhooks {
+		validating.Webhooks[i].ObjectSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: skipAdmission, Operator: metav1.LabelSelectorOpDoesNotExist}}}
+	}
 	testEnv = &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{ValidatingWebhooks: []*admissionv1.ValidatingWebhookConfiguration{&validating}},
 	}
 	cfg, err := testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
@@ -77,6 +96,8 @@ var _ = BeforeSuite(func() {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Cache:                  controller.CacheOptions(),
+		WebhookServer: webhook.NewServer(webhook.Options{Host: testEnv.WebhookInstallOptions.LocalServingHost,
+			Port: testEnv.WebhookInstallOptions.LocalServingPort, CertDir: testEnv.WebhookInstallOptions.LocalServingCertDir}),
 	})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(index.Register(context.Background(), mgr.GetFieldIndexer())).To(Succeed())
@@ -92,6 +113,7 @@ var _ = BeforeSuite(func() {
 		Deliveries: delivery.NewService(mgr.GetClient())}
 	Expect(controller.Setup(mgr, controller.Options{ProviderChecks: providercheck.Checks(), EmailDomains: verifier,
 		Templates: reviewer})).To(Succeed())
+	Expect(admission.Setup(mgr)).To(Succeed())
 
 	var ctx context.Context
 	ctx, cancel = context.WithCancel(context.Background())

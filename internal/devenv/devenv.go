@@ -26,6 +26,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/domainverify"
 	"github.com/switchboard-io/switchboard/internal/localpg"
 	"github.com/switchboard-io/switchboard/internal/postgres"
+	"github.com/switchboard-io/switchboard/internal/tendlc"
 )
 
 // Config of a dev run.
@@ -146,6 +147,10 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	key, err := seedKey(ctx, apikey.NewService(pool), filepath.Join(cfg.StateDir, "api-key"))
 	if err != nil {
 		return err
+	}
+	// The sandbox's +1 numbers need an approved 10DLC campaign in test mode, as every +1 SMS does.
+	if err := tendlc.SeedApproved(ctx, pool, DefaultNamespace, true); err != nil {
+		return fmt.Errorf("seed the default project's test-mode 10DLC campaign: %w", err)
 	}
 
 	url := "http://" + displayAddr(listener.Addr())

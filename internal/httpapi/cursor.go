@@ -98,6 +98,20 @@ func (s *Server) pageRequest(r *http.Request, project, list string) (int, *posit
 	return limit, after, nil
 }
 
+// seekPage reads limit and cursor for a list whose store continues after a position: that
+// position (zero from the top) and the page size; ok is false when it answered the error.
+func (s *Server) seekPage(w http.ResponseWriter, r *http.Request, list string) (after time.Time, afterID string, limit int, ok bool) {
+	limit, pos, err := s.pageRequest(r, keyFrom(r.Context()).Project, list)
+	if err != nil {
+		s.writeError(w, r, err)
+		return time.Time{}, "", 0, false
+	}
+	if t, id := pos.seek(); t != nil {
+		after, afterID = *t, *id
+	}
+	return after, afterID, limit, true
+}
+
 // page is the envelope of every cursor-paginated list (WIRE.md §1).
 type page[T any] struct {
 	Items      []T    `json:"items"`

@@ -11,11 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/kubewrite"
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
 )
 
@@ -177,11 +176,7 @@ func methodNotAllowed(method string, allowed []string) *apperror.Error {
 
 // project reads the key's project from the cache; nil when the namespace has none (yet).
 func (s *Server) project(ctx context.Context, namespace string) (*v1alpha1.Project, error) {
-	var projects v1alpha1.ProjectList
-	if err := s.reader.List(ctx, &projects, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("read project %s: %w", namespace, err)
-	}
-	return v1alpha1.NamespaceProject(projects.Items), nil
+	return kubewrite.ProjectOf(ctx, s.reader, namespace)
 }
 
 // bearer extracts the token of an `Authorization: Bearer <token>` header.

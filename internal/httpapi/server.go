@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/account"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/billing"
+	"github.com/switchboard-io/switchboard/internal/broadcast"
 	"github.com/switchboard-io/switchboard/internal/contact"
 	"github.com/switchboard-io/switchboard/internal/emailcheck"
 	"github.com/switchboard-io/switchboard/internal/emaildomain"
@@ -27,6 +28,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
 	"github.com/switchboard-io/switchboard/internal/sender"
 	"github.com/switchboard-io/switchboard/internal/template"
+	"github.com/switchboard-io/switchboard/internal/tendlc"
 )
 
 // KeyUsage records that a key was used; it must not block the request.
@@ -48,6 +50,9 @@ type Server struct {
 	contacts  *contact.Service
 	domains   *emaildomain.Service
 	templates *template.Service
+	tenDLC    *tendlc.Service
+	// broadcasts keeps the projects' broadcasts (v2: campaigns).
+	broadcasts *broadcast.Service
 	// emailChecks keeps the suppression list and inspects addresses; disposable is the list of
 	// throwaway domains introspection flags.
 	emailChecks *emailcheck.Checker
@@ -83,6 +88,10 @@ type Options struct {
 	EmailDomains *emaildomain.Service
 	// Templates manages the projects' message templates.
 	Templates *template.Service
+	// TenDLC keeps the projects' 10DLC registrations.
+	TenDLC *tendlc.Service
+	// Broadcasts keeps the projects' broadcasts.
+	Broadcasts *broadcast.Service
 	// EmailChecks keeps the suppression list and inspects addresses.
 	EmailChecks *emailcheck.Checker
 	// Disposable is the list of throwaway domains introspection flags; nil: the shipped list.
@@ -123,7 +132,7 @@ func New(o Options) (*Server, error) {
 	}
 	return &Server{
 		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
-		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, emailChecks: o.EmailChecks, disposable: o.Disposable,
+		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks,
 	}, nil

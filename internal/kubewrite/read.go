@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 )
 
@@ -65,4 +66,14 @@ func Retry[T any, P Object[T]](ctx context.Context, live client.Reader, obj P, s
 		first = false
 		return step(obj)
 	})
+}
+
+// ProjectOf reads the Project of a namespace through r (the informer cache); nil when the
+// namespace has none (yet).
+func ProjectOf(ctx context.Context, r client.Reader, namespace string) (*v1alpha1.Project, error) {
+	var list v1alpha1.ProjectList
+	if err := r.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("read project %s: %w", namespace, err)
+	}
+	return v1alpha1.NamespaceProject(list.Items), nil
 }

@@ -10,11 +10,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/delivery"
+	"github.com/switchboard-io/switchboard/internal/kubewrite"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/quota"
 	"github.com/switchboard-io/switchboard/internal/transport"
@@ -204,11 +204,7 @@ func (s *Service) account(ctx context.Context, project string, list *v1alpha1.Pr
 
 // project reads the Project of a namespace (the informer cache); nil when it has none.
 func (s *Service) project(ctx context.Context, project string) (*v1alpha1.Project, error) {
-	var list v1alpha1.ProjectList
-	if err := s.reader.List(ctx, &list, client.InNamespace(project)); err != nil {
-		return nil, fmt.Errorf("read project %s: %w", project, err)
-	}
-	return v1alpha1.NamespaceProject(list.Items), nil
+	return kubewrite.ProjectOf(ctx, s.reader, project)
 }
 
 // limitsOf reads the sending limits of a project from its Project resource.

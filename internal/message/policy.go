@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apperror"
@@ -63,7 +61,7 @@ func (s *Service) defaultPolicies(carries Carries) {
 	}
 	s.fallbackPolicies = []FallbackPolicy{
 		smsConnectionOn{},
-		tenDLCApproved{projects: s.reader},
+		tenDLCApproved{}, // SetTenDLC gives it the registrations
 	}
 }
 
@@ -202,25 +200,5 @@ func (smsConnectionOn) CheckFallback(_ context.Context, _ db.Message, snd *v1alp
 		return nil, nil
 	}
 	f := smsInactive
-	return &f, nil
-}
-
-// tenDLCApproved fails a fallback to a +1 number when the project has no approved 10DLC
-// campaign. 10DLC brands and campaigns are not modelled yet: a project verified up to its 10DLC
-// brand counts as having a campaign.
-type tenDLCApproved struct{ projects client.Reader }
-
-func (p tenDLCApproved) CheckFallback(ctx context.Context, m db.Message, _ *v1alpha1.Sender) (*transport.Failure, error) {
-	if !strings.HasPrefix(m.Recipient, "+1") {
-		return nil, nil
-	}
-	var list v1alpha1.ProjectList
-	if err := p.projects.List(ctx, &list, client.InNamespace(m.Project)); err != nil {
-		return nil, fmt.Errorf("read project %s: %w", m.Project, err)
-	}
-	if pr := v1alpha1.NamespaceProject(list.Items); pr != nil && pr.Spec.Verification == v1alpha1.VerificationTenDLCBrand {
-		return nil, nil
-	}
-	f := tenDLCRequired
 	return &f, nil
 }

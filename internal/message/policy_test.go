@@ -5,13 +5,11 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
+	"github.com/switchboard-io/switchboard/internal/tendlc"
 )
 
 func TestChannelCarries(t *testing.T) {
@@ -111,15 +109,11 @@ func TestFallbackPolicies(t *testing.T) {
 		SMS: &v1alpha1.Activation{Active: true}}}
 	smsOff := &v1alpha1.Sender{Spec: v1alpha1.SenderSpec{Transport: v1alpha1.TransportSandbox, PhoneNumber: "+15005550006",
 		SMS: &v1alpha1.Activation{Active: false}}}
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
+	pool := pgtest.NewPool(t)
+	if err := tendlc.SeedApproved(context.Background(), pool, "branded", true); err != nil {
 		t.Fatal(err)
 	}
-	project := func(ns string, v v1alpha1.Verification) *v1alpha1.Project {
-		return &v1alpha1.Project{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: ns}, Spec: v1alpha1.ProjectSpec{Verification: v}}
-	}
-	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
-		project("plain", ""), project("branded", v1alpha1.VerificationTenDLCBrand)).Build()
+	regs := tendlc.NewService(pool, nil, nil, nil)
 	for _, c := range []struct {
 		name   string
 		policy FallbackPolicy
@@ -129,9 +123,10 @@ func TestFallbackPolicies(t *testing.T) {
 	}{
 		{"sms on", smsConnectionOn{}, db.Message{}, smsOn, ""},
 		{"sms off", smsConnectionOn{}, db.Message{}, smsOff, "CHANNEL_INACTIVE"},
-		{"+1 without 10DLC", tenDLCApproved{projects: reader}, db.Message{Project: "plain", Recipient: "+15005550100"}, smsOn, "TEN_DLC_REQUIRED"},
-		{"+1 with 10DLC", tenDLCApproved{projects: reader}, db.Message{Project: "branded", Recipient: "+15005550100"}, smsOn, ""},
-		{"not +1", tenDLCApproved{projects: reader}, db.Message{Project: "plain", Recipient: "+447700900100"}, smsOn, ""},
+		{"+1 without 10DLC", tenDLCApproved{regs}, db.Message{Project: "plain", TestMode: true, Recipient: "+15005550100"}, smsOn, "TEN_DLC_REQUIRED"},
+		{"+1 with 10DLC", tenDLCApproved{regs}, db.Message{Project: "branded", TestMode: true, Recipient: "+15005550100"}, smsOn, ""},
+		{"+1 with a test-mode campaign only, live", tenDLCApproved{regs}, db.Message{Project: "branded", Recipient: "+15005550100"}, smsOn, "TEN_DLC_REQUIRED"},
+		{"not +1", tenDLCApproved{regs}, db.Message{Project: "plain", TestMode: true, Recipient: "+447700900100"}, smsOn, ""},
 	} {
 		f, err := c.policy.CheckFallback(context.Background(), c.m, c.snd)
 		got := ""

@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/phonecheck"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
@@ -122,17 +124,60 @@ func (s *Service) ExpireHolds(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("find expired holds: %w", err)
 	}
+	return decideEach(ids, func(id string) error {
+		return s.endHold(ctx, id, "expired", "review window", &transport.Failure{Code: ErrRiskReviewExpired,
+			Message: "Nobody decided on the message within its risk review window."})
+	})
+}
+
+// decideEach decides each held message and counts those it decided; one decided meanwhile (its
+// decision answers not found) is skipped.
+func decideEach(ids []string, decide func(id string) error) (int, error) {
 	n := 0
 	for _, id := range ids {
-		err := s.endHold(ctx, id, "expired", "review window", &transport.Failure{Code: ErrRiskReviewExpired,
-			Message: "Nobody decided on the message within its risk review window."})
+		err := decide(id)
 		if apperror.As(err) != nil {
-			continue // decided meanwhile
+			continue
 		}
 		if err != nil {
 			return n, err
 		}
 		n++
+	}
+	return n, nil
+}
+
+// DecideHoldsByProjects carries out the Projects' approveHoldsBefore and refuseHoldsBefore
+// (refusal first, so it wins for a hold both cover); it returns how many holds it decided.
+func (s *Service) DecideHoldsByProjects(ctx context.Context) (int, error) {
+	var projects v1alpha1.ProjectList
+	if err := s.reader.List(ctx, &projects); err != nil {
+		return 0, fmt.Errorf("list projects: %w", err)
+	}
+	n := 0
+	for _, p := range projects.Items {
+		for _, d := range []struct {
+			before  *metav1.Time
+			approve bool
+			field   string
+		}{{p.Spec.RefuseHoldsBefore, false, "refuseHoldsBefore"}, {p.Spec.ApproveHoldsBefore, true, "approveHoldsBefore"}} {
+			if d.before == nil {
+				continue
+			}
+			// Resource times are whole seconds: a hold of the field's second is covered.
+			ids, err := db.New(s.pool).OpenHoldsHeldBefore(ctx, db.OpenHoldsHeldBeforeParams{Project: p.Namespace,
+				Before: d.before.Time.Add(time.Second), MaxRows: 500})
+			if err != nil {
+				return n, fmt.Errorf("find holds of %s: %w", p.Namespace, err)
+			}
+			decided, err := decideEach(ids, func(id string) error {
+				return s.DecideHold(ctx, id, d.approve, "Project "+p.Namespace+" spec."+d.field)
+			})
+			n += decided
+			if err != nil {
+				return n, err
+			}
+		}
 	}
 	return n, nil
 }
@@ -162,8 +207,9 @@ func (s *Service) endHold(ctx context.Context, messageID, decision, by string, f
 	})
 }
 
-// HoldExpirer fails expired holds every Every (30 s when zero); every worker runs one: the
-// decision is a conditional update, so two never fail one message twice.
+// HoldExpirer fails expired holds, and decides those Projects' fields cover, every Every (30 s
+// when zero); every worker runs one: a decision is a conditional update, so two never decide one
+// message twice.
 type HoldExpirer struct {
 	Service *Service
 	Every   time.Duration
@@ -183,6 +229,7 @@ func (h *HoldExpirer) Start(ctx context.Context) error {
 			return nil
 		case <-t.C:
 			_, _ = h.Service.ExpireHolds(ctx) // tried again at the next tick
+			_, _ = h.Service.DecideHoldsByProjects(ctx)
 		}
 	}
 }

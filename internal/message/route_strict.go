@@ -52,6 +52,14 @@ func routeStrict(c checked, active []v1alpha1.Channel) (v1alpha1.Channel, string
 // noChannel is 409 no_channel with, for each channel that would reach the recipient, the
 // request that connects it.
 func noChannel(to string, channels []v1alpha1.Channel) error {
+	e := apperror.New(apperror.Conflict, "no_channel", fmt.Sprintf("Nothing active can reach %s; connect %s.", to, strings.Join(chanNames(channels), " or ")))
+	e.Details = map[string]any{"connect": ConnectRequests(channels)}
+	return e
+}
+
+// ConnectRequests are, for each channel, the request that connects it (409 no_channel's
+// details.connect).
+func ConnectRequests(channels []v1alpha1.Channel) []map[string]any {
 	connect := make([]map[string]any, 0, len(channels))
 	for _, ch := range channels {
 		entry := map[string]any{"type": string(ch)}
@@ -69,9 +77,7 @@ func noChannel(to string, channels []v1alpha1.Channel) error {
 		}
 		connect = append(connect, entry)
 	}
-	e := apperror.New(apperror.Conflict, "no_channel", fmt.Sprintf("Nothing active can reach %s; connect %s.", to, strings.Join(chanNames(channels), " or ")))
-	e.Details = map[string]any{"connect": connect}
-	return e
+	return connect
 }
 
 func chanNames(cs []v1alpha1.Channel) []string {

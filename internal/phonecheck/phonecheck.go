@@ -101,10 +101,10 @@ func lineType(t phonenumbers.PhoneNumberType) string {
 	return Unknown
 }
 
-// reaches says whether a channel can reach a number of a line type: SMS and WhatsApp need a
+// Reaches says whether a channel can reach a number of a line type: SMS and WhatsApp need a
 // number that may be a mobile (not a landline or a toll-free number); a call reaches any.
 // Telegram, Instagram, Messenger and email do not take phone numbers.
-func reaches(ch v1alpha1.Channel, line string) bool {
+func Reaches(ch v1alpha1.Channel, line string) bool {
 	switch ch {
 	case v1alpha1.ChannelVoice:
 		return true
@@ -128,6 +128,14 @@ type Service struct {
 	// number's current carrier, mobile or fixed on North American numbers); test keys and
 	// projects without such a provider get libphonenumber's.
 	Lookup Lookup
+	// TenDLC, when set, says whether the project may send SMS to +1 numbers (an approved 10DLC
+	// campaign in the key's mode): without one, SMS is not available to them.
+	TenDLC TenDLC
+}
+
+// TenDLC says whether a project has an approved 10DLC campaign in a mode (tendlc.Service).
+type TenDLC interface {
+	Approved(ctx context.Context, project string, testMode bool) (bool, error)
 }
 
 // twilioLineTypes are the spec's line types of Twilio's.
@@ -136,7 +144,8 @@ var twilioLineTypes = map[string]string{"mobile": Mobile, "pager": Mobile, "land
 
 // Introspect is Inspect, with the carrier and line type a provider's lookup gives a live key,
 // and the channels of project's senders that can reach the number now (sending on: configured,
-// active and ready), in the spec's channel order. A lookup that fails leaves the metadata's.
+// active and ready; SMS to a +1 number only with an approved 10DLC campaign), in the spec's
+// channel order. A lookup that fails leaves the metadata's.
 func (s *Service) Introspect(ctx context.Context, project string, live bool, number string) (Result, error) {
 	r, err := Inspect(number)
 	if err != nil {
@@ -168,8 +177,19 @@ func (s *Service) Introspect(ctx context.Context, project string, live bool, num
 		}
 		open = append(open, snd.Status.Channels...)
 	}
+	smsBlocked := false
+	if s.TenDLC != nil && strings.HasPrefix(r.PhoneNumber, "+1") {
+		ok, err := s.TenDLC.Approved(ctx, project, !live)
+		if err != nil {
+			return r, err
+		}
+		smsBlocked = !ok
+	}
 	for _, ch := range []v1alpha1.Channel{v1alpha1.ChannelSMS, v1alpha1.ChannelSMSOneway, v1alpha1.ChannelWhatsApp, v1alpha1.ChannelVoice} {
-		if slices.Contains(open, ch) && reaches(ch, r.LineType) {
+		if smsBlocked && (ch == v1alpha1.ChannelSMS || ch == v1alpha1.ChannelSMSOneway) {
+			continue
+		}
+		if slices.Contains(open, ch) && Reaches(ch, r.LineType) {
 			r.AvailableChannels = append(r.AvailableChannels, string(ch))
 		}
 	}

@@ -113,6 +113,15 @@ func (p *Policies) external(ctx context.Context, rp *v1alpha1.RiskPolicy) (*Exte
 	return e, nil
 }
 
+// RulesOf are a RiskPolicy's rules, to compile.
+func RulesOf(spec v1alpha1.RiskPolicySpec) []Rule {
+	rules := make([]Rule, len(spec.Rules))
+	for i, r := range spec.Rules {
+		rules[i] = Rule{Name: r.Name, Expression: r.Expression, Outcome: Outcome(r.Outcome), Reason: r.Reason}
+	}
+	return rules
+}
+
 // compile is rp compiled, once per generation.
 func (p *Policies) compile(rp *v1alpha1.RiskPolicy) *Policy {
 	p.mu.Lock()
@@ -123,10 +132,7 @@ func (p *Policies) compile(rp *v1alpha1.RiskPolicy) *Policy {
 	if p.compiled == nil {
 		p.compiled = map[types.UID]compiledPolicy{}
 	}
-	rules := make([]Rule, len(rp.Spec.Rules))
-	for i, r := range rp.Spec.Rules {
-		rules[i] = Rule{Name: r.Name, Expression: r.Expression, Outcome: Outcome(r.Outcome), Reason: r.Reason}
-	}
+	rules := RulesOf(rp.Spec)
 	c := &Policy{Window: DefaultReviewWindow, SuspendAfter: DefaultSuspendAfter, SuspendWithin: DefaultSuspendWithin}
 	if rp.Spec.ReviewWindow != nil && rp.Spec.ReviewWindow.Duration > 0 {
 		c.Window = rp.Spec.ReviewWindow.Duration

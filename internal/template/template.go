@@ -132,12 +132,13 @@ func (s *Service) Submit(ctx context.Context, project, id, sender string, catego
 	// Submitted first, then the request recorded in the spec: the controller, which submits a
 	// request whose status does not show it taken, finds it taken and does not submit again.
 	sub := &v1alpha1.TemplateSubmission{Sender: sender, Sandbox: sandbox, RequestedAt: metav1.Now().UTC().Format("2006-01-02T15:04:05.000000Z")}
+	answer := &templatereview.Answer{} // a write retried after a conflict does not submit again
 	err = s.refresh(ctx, t, func(t *v1alpha1.Template) error {
 		t.Spec.Submission = sub
 		if category != nil {
 			t.Spec.Category = v1alpha1.TemplateCategory(*category)
 		}
-		return s.reviewer.Submit(ctx, t, &snd)
+		return s.reviewer.SubmitOnce(ctx, t, &snd, answer)
 	})
 	if err != nil {
 		if apperror.As(err) != nil {

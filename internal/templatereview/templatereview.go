@@ -73,6 +73,16 @@ type Reviewer struct {
 // and records it: pending, with where it went. A live submission the provider refuses is an
 // error and changes nothing.
 func (r *Reviewer) Submit(ctx context.Context, t *v1alpha1.Template, snd *v1alpha1.Sender) error {
+	return r.SubmitOnce(ctx, t, snd, &Answer{})
+}
+
+// Answer keeps what the provider answered a submission: a caller that retries its status write
+// (a conflict with the controller) passes the same Answer, and the template is not submitted to
+// the business account a second time (Meta refuses a name it already has).
+type Answer struct{ got *Submitted }
+
+// SubmitOnce is Submit, calling the provider only when answer holds nothing yet.
+func (r *Reviewer) SubmitOnce(ctx context.Context, t *v1alpha1.Template, snd *v1alpha1.Sender, answer *Answer) error {
 	sub := t.Spec.Submission
 	before := t.DeepCopy()
 	st := &t.Status
@@ -90,10 +100,14 @@ func (r *Reviewer) Submit(ctx context.Context, t *v1alpha1.Template, snd *v1alph
 		if r.Account == nil {
 			return fmt.Errorf("%w: no meta Provider serves it", ErrNoAccount)
 		}
-		got, err := r.Account.SubmitTemplate(ctx, snd, t)
-		if err != nil {
-			return err
+		if answer.got == nil {
+			got, err := r.Account.SubmitTemplate(ctx, snd, t)
+			if err != nil {
+				return err
+			}
+			answer.got = &got
 		}
+		got := *answer.got
 		st.BusinessAccount, st.ProviderID, st.Namespace = snd.Spec.WhatsApp.BusinessAccountID, got.ID, got.Namespace
 		st.TemplateName = t.Spec.Name
 		if got.Category != "" {

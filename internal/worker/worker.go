@@ -16,6 +16,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/broadcast"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/transport/sandbox"
 )
@@ -26,6 +27,8 @@ type Deps struct {
 	Dispatch *message.DispatchWorker
 	// CatchUp makes the sandbox's overdue steps; it runs every sandbox.CatchUpEvery.
 	CatchUp *sandbox.CatchUpWorker
+	// BroadcastReview reviews broadcasts sent for review.
+	BroadcastReview *broadcast.ReviewWorker
 }
 
 // Options tune the queues.
@@ -50,6 +53,9 @@ func workers(d Deps) *river.Workers {
 	if d.Dispatch != nil {
 		river.AddWorker(w, d.Dispatch)
 		river.AddWorker(w, d.CatchUp)
+	}
+	if d.BroadcastReview != nil {
+		river.AddWorker(w, d.BroadcastReview)
 	}
 	return w
 }

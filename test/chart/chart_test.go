@@ -6,17 +6,23 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -138,6 +144,8 @@ func TestChartInstallsOnARealAPIServer(t *testing.T) {
 				}
 			}
 
+			checkAdmissionWebhooks(t, byKind)
+
 			// Everything the chart renders is accepted by a real API server (CRDs first).
 			for _, o := range objs {
 				if o.GetKind() == "CustomResourceDefinition" {
@@ -146,7 +154,7 @@ func TestChartInstallsOnARealAPIServer(t *testing.T) {
 			}
 			for _, o := range objs {
 				if o.GetKind() != "CustomResourceDefinition" {
-					if o.GetNamespace() == "" && o.GetKind() != "ClusterRole" && o.GetKind() != "ClusterRoleBinding" {
+					if o.GetNamespace() == "" && o.GetKind() != "ClusterRole" && o.GetKind() != "ClusterRoleBinding" && o.GetKind() != "ValidatingWebhookConfiguration" {
 						o.SetNamespace("switchboard-system")
 					}
 					create(t, ctx, k8s, o)
@@ -228,4 +236,80 @@ func startAPIServer(t *testing.T) client.Client {
 		t.Fatal(err)
 	}
 	return k8s
+}
+
+// checkAdmissionWebhooks: the chart's ValidatingWebhookConfiguration has the rules controller-gen
+// generated from the code (config/webhook), points at the webhook Service with a CA that signed
+// the serving certificate for that Service's name, and the manager role mounts the certificate.
+func checkAdmissionWebhooks(t *testing.T, byKind map[string][]*unstructured.Unstructured) {
+	t.Helper()
+	configs := byKind["ValidatingWebhookConfiguration"]
+	if len(configs) != 1 {
+		t.Fatalf("%d ValidatingWebhookConfigurations, want 1", len(configs))
+	}
+	generated, err := os.ReadFile("../../config/webhook/manifests.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want admissionv1.ValidatingWebhookConfiguration
+	if err := yaml.Unmarshal(generated, &want); err != nil {
+		t.Fatal(err)
+	}
+	var got admissionv1.ValidatingWebhookConfiguration
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(configs[0].Object, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Webhooks) != len(want.Webhooks) {
+		t.Fatalf("chart has %d webhooks, the code %d", len(got.Webhooks), len(want.Webhooks))
+	}
+	var secret *unstructured.Unstructured
+	for _, s := range byKind["Secret"] {
+		if s.GetName() == "sb-switchboard-webhook-cert" {
+			secret = s
+		}
+	}
+	if secret == nil {
+		t.Fatal("no webhook certificate Secret")
+	}
+	for i, w := range got.Webhooks {
+		g := want.Webhooks[i]
+		if w.Name != g.Name || *w.ClientConfig.Service.Path != *g.ClientConfig.Service.Path || !reflect.DeepEqual(w.Rules, g.Rules) ||
+			*w.SideEffects != *g.SideEffects || !reflect.DeepEqual(w.AdmissionReviewVersions, g.AdmissionReviewVersions) ||
+			*w.FailurePolicy != *g.FailurePolicy {
+			t.Errorf("chart webhook %s differs from config/webhook:\n%+v\n%+v", w.Name, w, g)
+		}
+		if w.ClientConfig.Service.Name != "sb-switchboard-webhook" || w.ClientConfig.Service.Namespace != "switchboard-system" {
+			t.Errorf("webhook %s calls %+v", w.Name, w.ClientConfig.Service)
+		}
+		roots := x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(w.ClientConfig.CABundle) {
+			t.Fatalf("webhook %s has no CA bundle", w.Name)
+		}
+		crt, _, _ := unstructured.NestedString(secret.Object, "data", "tls.crt")
+		pemCrt, _ := base64.StdEncoding.DecodeString(crt)
+		block, _ := pem.Decode(pemCrt)
+		if block == nil {
+			t.Fatal("the webhook Secret's tls.crt is not PEM")
+		}
+		cert, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: "sb-switchboard-webhook.switchboard-system.svc"}); err != nil {
+			t.Errorf("the serving certificate does not verify against the CA bundle: %v", err)
+		}
+	}
+	served := 0
+	for _, d := range byKind["Deployment"] {
+		text, _ := yaml.Marshal(d.Object)
+		if strings.Contains(string(text), "--webhook-cert-dir=") {
+			served++
+			if !strings.Contains(string(text), "secretName: sb-switchboard-webhook-cert") {
+				t.Errorf("%s serves webhooks without the certificate's volume", d.GetName())
+			}
+		}
+	}
+	if served != 1 {
+		t.Errorf("%d Deployments serve the admission webhooks, want the manager's (or all's) only", served)
+	}
 }

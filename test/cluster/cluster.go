@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -35,6 +36,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/controlplane"
 	"github.com/switchboard-io/switchboard/internal/localpg"
 	"github.com/switchboard-io/switchboard/internal/localredis"
+	"github.com/switchboard-io/switchboard/internal/tendlc"
 )
 
 // InstallationNamespace is the namespace of the installation (Providers serving every project,
@@ -229,6 +231,10 @@ func (c *Cluster) Project(name, webhookURL string) string {
 	}
 	secret, _, err := apikey.NewService(c.Pool).Create(ctx, name, "cluster", apikey.Test, nil)
 	if err != nil {
+		c.t.Fatal(err)
+	}
+	// Its test sends go to +1 numbers, which need an approved 10DLC campaign.
+	if err := tendlc.SeedApproved(ctx, c.Pool, name, true); err != nil {
 		c.t.Fatal(err)
 	}
 	c.waitFor("the sender of "+name+" is ready with its webhook secret", 2*time.Minute, func() bool {
@@ -454,10 +460,48 @@ func (c *Cluster) waitFor(what string, within time.Duration, cond func() bool) {
 
 // freeAddr returns a loopback address with a port free now.
 func freeAddr(t testing.TB) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	t.Helper()
+	addr, err := FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
+
+// FreeAddr is a loopback address nothing listens on now, for a process started later to bind.
+// Its port lies below the kernel's ephemeral range (32768 and up by default): a port the
+// kernel hands out (":0", or the local end of any outgoing connection, such as a manager's
+// to the API server) can be taken between this check and the child's bind, and the child
+// then fails with "address already in use". Ports are handed out once per test binary, and
+// the start is random so test binaries running side by side rarely try the same ones.
+func FreeAddr() (string, error) {
+	portMu.Lock()
+	defer portMu.Unlock()
+	if nextPort == 0 {
+		nextPort = lowPort + rand.IntN(highPort-lowPort)
+	}
+	for range highPort - lowPort {
+		port := nextPort
+		nextPort++
+		if nextPort >= highPort {
+			nextPort = lowPort
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return addr, nil
+	}
+	return "", fmt.Errorf("no free port in %d-%d", lowPort, highPort)
+}
+
+// The range FreeAddr takes ports from: under Linux's default ephemeral range (32768-60999)
+// and above the registered services most machines run.
+const lowPort, highPort = 20000, 32000
+
+var (
+	portMu   sync.Mutex
+	nextPort int
+)

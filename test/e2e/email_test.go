@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -21,17 +20,18 @@ import (
 	"github.com/switchboard-io/switchboard/internal/dnsresolve"
 	"github.com/switchboard-io/switchboard/internal/dnsresolve/dnstest"
 	"github.com/switchboard-io/switchboard/internal/transport/smtp/smtptest"
+	"github.com/switchboard-io/switchboard/test/cluster"
 )
 
-// freeAddr is a loopback address nothing listens on now.
+// freeAddr is a loopback address nothing listens on now, out of the kernel's ephemeral range
+// (see cluster.FreeAddr).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := cluster.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addr
 }
 
 // TestEmailThroughTheBinary runs the built binary with a DNS server and an SMTP relay on

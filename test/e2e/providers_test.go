@@ -98,6 +98,41 @@ func (a api) waitMessage(key, id, status string) map[string]any {
 	}
 }
 
+// registerTenDLC registers a brand and a campaign with a live key through the Twilio peer, which
+// approves both, and waits until they are.
+func (a api) registerTenDLC(key string, twilio *twiliotest.Server) {
+	a.t.Helper()
+	call := func(path, body, field string) map[string]any {
+		a.t.Helper()
+		status, resp := a.do(http.MethodPost, path, key, body)
+		if status/100 != 2 {
+			a.t.Fatalf("POST %s = %d %v", path, status, resp)
+		}
+		return resp[field].(map[string]any)
+	}
+	brand := call("/v1/10dlc/brands", `{"displayName":"Acme","companyName":"Acme Inc","entityType":"PRIVATE_PROFIT",
+		"ein":"12-3456789","vertical":"TECHNOLOGY","email":"ops@acme.example","phone":"+14155550100","street":"1 Main St",
+		"city":"San Francisco","state":"CA","postalCode":"94105","country":"US","firstName":"Ada","lastName":"Lovelace"}`, "brand")["id"].(string)
+	call("/v1/10dlc/brands/"+brand+"/submit", "", "brand")
+	reg := twilio.Registrations()
+	twilio.DecideBrand(reg.Brands[len(reg.Brands)-1].SID, "APPROVED", "VERIFIED", 80, "")
+	if b := call("/v1/10dlc/brands/"+brand+"/sync", "", "brand"); b["status"] != "verified" {
+		a.t.Fatalf("brand = %v", b)
+	}
+	campaign := call("/v1/10dlc/campaigns", `{"brandId":"`+brand+`","name":"Codes","useCase":"2FA",
+		"description":"One-time codes for Acme customers who sign in to their accounts.",
+		"sampleMessages":["Your Acme sign-in code is 123456. It expires in 10 minutes."],
+		"messageFlow":"Customers give their number when they create an Acme account and confirm it.",
+		"affiliateMarketing":false,"ageGated":false,"directLending":false,"embeddedLink":false,"embeddedPhone":false,
+		"numberPooling":false,"subscriberHelp":false,"subscriberOptIn":true,"subscriberOptOut":true}`, "campaign")["id"].(string)
+	call("/v1/10dlc/campaigns/"+campaign+"/submit", "", "campaign")
+	reg = twilio.Registrations()
+	twilio.DecideCampaign(reg.Campaigns[len(reg.Campaigns)-1].SID, "VERIFIED", "")
+	if c := call("/v1/10dlc/campaigns/"+campaign+"/sync", "", "campaign"); c["status"] != "approved" {
+		a.t.Fatalf("campaign = %v", c)
+	}
+}
+
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
@@ -146,6 +181,12 @@ func TestLiveDeliveryThroughProviders(t *testing.T) {
 		return k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: "twilio"}, &p) == nil && p.IsReady() &&
 			k8s.Get(ctx, client.ObjectKey{Namespace: "default", Name: "live"}, &s) == nil && s.IsReady() && s.Status.WebhookSecret != nil
 	})
+
+	// SMS to +1 needs the project's live 10DLC registration, which goes through Twilio.
+	if status, body := a.do(http.MethodPost, "/v1/messages", key, `{"to":"+15005550100","text":"x"}`, "Service-Sender", "live"); status != http.StatusForbidden || body["code"] != "ten_dlc_required" {
+		t.Fatalf("+1 SMS before registration = %d %v", status, body)
+	}
+	a.registerTenDLC(key, twilio)
 
 	// A live SMS: Twilio takes it, its signed callbacks move it to delivered, the webhooks arrive.
 	status, body := a.do(http.MethodPost, "/v1/messages", key, `{"to":"+15005550100","text":"Your code is 4321"}`, "Service-Sender", "live")

@@ -89,6 +89,7 @@ A Deployment of one role. Call with (dict "root" $ "role" "api" "replicas" 2 "re
 */}}
 {{- define "switchboard.deployment" -}}
 {{- $root := .root -}}
+{{- $webhooks := and (or (eq .role "manager") (eq .role "all")) $root.Values.admissionWebhooks.enabled -}}
 apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -109,6 +110,9 @@ spec:
         app.kubernetes.io/component: {{ .role }}
         {{- if .serves }}
         switchboard.io/serves-api: "true"
+        {{- end }}
+        {{- if $webhooks }}
+        switchboard.io/serves-webhooks: "true"
         {{- end }}
       annotations:
         checksum/secret: {{ include (print $root.Template.BasePath "/secret.yaml") $root | sha256sum }}
@@ -146,6 +150,9 @@ spec:
             {{- range .args }}
             - {{ . }}
             {{- end }}
+            {{- if $webhooks }}
+            - --webhook-cert-dir=/var/run/switchboard/webhook-certs
+            {{- end }}
           env:
             {{- include "switchboard.env" $root | nindent 12 }}
             - name: POD_NAMESPACE
@@ -161,6 +168,10 @@ spec:
               containerPort: 2525
             {{- end }}
             {{- end }}
+            {{- if $webhooks }}
+            - name: webhooks
+              containerPort: 9443
+            {{- end }}
             - name: metrics
               containerPort: 9090
             - name: probes
@@ -175,6 +186,18 @@ spec:
             {{- toYaml .resources | nindent 12 }}
           securityContext:
             {{- toYaml $root.Values.securityContext | nindent 12 }}
+          {{- if $webhooks }}
+          volumeMounts:
+            - name: webhook-certs
+              mountPath: /var/run/switchboard/webhook-certs
+              readOnly: true
+          {{- end }}
+      {{- if $webhooks }}
+      volumes:
+        - name: webhook-certs
+          secret:
+            secretName: {{ include "switchboard.fullname" $root }}-webhook-cert
+      {{- end }}
       {{- with $root.Values.nodeSelector }}
       nodeSelector:
         {{- toYaml . | nindent 8 }}

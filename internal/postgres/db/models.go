@@ -29,6 +29,56 @@ type Balance struct {
 	UpdatedAt     time.Time
 }
 
+type Broadcast struct {
+	ID                  string
+	Project             string
+	TestMode            bool
+	Name                string
+	Channel             string
+	MessageType         string
+	Text                *string
+	Content             []byte
+	EmailSubject        *string
+	EmailHtmlBody       *string
+	SenderID            *string
+	Metadata            []byte
+	Status              string
+	IdempotencyKey      *string
+	ScheduledAt         *time.Time
+	StartedAt           *time.Time
+	CompletedAt         *time.Time
+	CreatedAt           time.Time
+	UpdatedAt           time.Time
+	TotalContacts       int32
+	PendingCount        int32
+	SendingCount        int32
+	DeliveredCount      int32
+	FailedCount         int32
+	SkippedCount        int32
+	EstimatedCostMicros *int64
+	ReservedMicros      *int64
+	ActualCostMicros    *int64
+	ReviewAttempts      int32
+	ReviewResult        []byte
+}
+
+type BroadcastContact struct {
+	ID                      string
+	BroadcastID             string
+	Recipient               string
+	RecipientType           string
+	Status                  string
+	TemplateVariables       []byte
+	TemplateHeaderVariables []byte
+	TemplateButtonVariables []byte
+	MessageID               *string
+	CostMicros              *int64
+	ErrorCode               *string
+	ErrorMessage            *string
+	ProcessedAt             *time.Time
+	CreatedAt               time.Time
+}
+
 type Contact struct {
 	ID             string
 	Project        string
@@ -223,6 +273,57 @@ type TemplateAnnouncement struct {
 	Status      string
 	Category    string
 	ChangedAt   time.Time
+}
+
+type TenDlcAssignment struct {
+	ID            string
+	CampaignID    string
+	Project       string
+	TestMode      bool
+	PhoneNumberID string
+	PhoneNumber   string
+	Status        string
+	FailureReason *string
+	ProviderRef   *string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	AssignedAt    *time.Time
+}
+
+type TenDlcBrand struct {
+	ID             string
+	Project        string
+	TestMode       bool
+	Status         string
+	Details        []byte
+	IdentityStatus *string
+	BrandScore     *int32
+	FailureReason  *string
+	ProviderRef    *string
+	ProviderData   []byte
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	SubmittedAt    *time.Time
+	VerifiedAt     *time.Time
+}
+
+type TenDlcCampaign struct {
+	ID                    string
+	Project               string
+	TestMode              bool
+	BrandID               string
+	Status                string
+	Details               []byte
+	DailyLimit            *int32
+	FailureReason         *string
+	MonthlyFeeCents       *int32
+	RegistrationCostCents *int32
+	ProviderRef           *string
+	ProviderData          []byte
+	CreatedAt             time.Time
+	UpdatedAt             time.Time
+	SubmittedAt           *time.Time
+	ApprovedAt            *time.Time
 }
 
 type UsageCounter struct {

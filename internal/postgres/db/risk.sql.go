@@ -169,6 +169,40 @@ func (q *Queries) OpenHolds(ctx context.Context, arg OpenHoldsParams) ([]RiskHol
 	return items, nil
 }
 
+const openHoldsHeldBefore = `-- name: OpenHoldsHeldBefore :many
+SELECT message_id FROM risk_holds
+WHERE project = $1 AND decided_at IS NULL AND held_at < $2
+ORDER BY held_at
+LIMIT $3
+`
+
+type OpenHoldsHeldBeforeParams struct {
+	Project string
+	Before  time.Time
+	MaxRows int32
+}
+
+// A project's holds waiting for a decision that were made before a time, oldest first.
+func (q *Queries) OpenHoldsHeldBefore(ctx context.Context, arg OpenHoldsHeldBeforeParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, openHoldsHeldBefore, arg.Project, arg.Before, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var message_id string
+		if err := rows.Scan(&message_id); err != nil {
+			return nil, err
+		}
+		items = append(items, message_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const recordHold = `-- name: RecordHold :exec
 INSERT INTO risk_holds (message_id, project, test_mode, rule, reason, held_at, expires_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)

@@ -38,3 +38,10 @@ LIMIT @max_rows;
 -- name: NewConversationsSince :one
 -- How many conversations a project started since a time: its first-contact velocity.
 SELECT count(*) FROM conversations WHERE project = @project AND test_mode = @test_mode AND created_at > @since;
+
+-- name: OpenHoldsHeldBefore :many
+-- A project's holds waiting for a decision that were made before a time, oldest first.
+SELECT message_id FROM risk_holds
+WHERE project = @project AND decided_at IS NULL AND held_at < @before
+ORDER BY held_at
+LIMIT @max_rows;

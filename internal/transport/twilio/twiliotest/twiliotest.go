@@ -109,6 +109,7 @@ type Server struct {
 	callbacks     []Callback
 	lineTypes     map[string]LineType
 	lookups       int
+	reg           registry // A2P 10DLC registration resources (registration.go)
 }
 
 // NewServer starts a peer on loopback; it and its callbacks stop when t ends.
@@ -245,6 +246,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		default:
 			writeError(w, storm, 20000+storm, http.StatusText(storm))
 		}
+		return
+	}
+	if s.serveRegistration(w, r) {
 		return
 	}
 

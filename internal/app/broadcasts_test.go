@@ -1,0 +1,490 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/broadcast"
+	"github.com/switchboard-io/switchboard/internal/delivery"
+)
+
+// verified is a project whose identity is verified: broadcasts other than WhatsApp need it.
+var verified = v1alpha1.ProjectSpec{Verification: v1alpha1.VerificationIdentityApproved}
+
+func TestBroadcastDrafts(t *testing.T) {
+	in := start(t, fastSandbox)
+	acme, key := sendingProject(t, in, nil, apikey.Test)
+
+	// Create: the draft as the client sent it, with its defaults.
+	r := in.post("/v1/broadcasts", key, `{"channel":"sms","name":"Black Friday","text":"Hi {{name}}, 20% off today",
+		"senderId":"main","metadata":{"team":"growth"},"idempotencyKey":"bf-1"}`)
+	if r.status != 201 {
+		t.Fatalf("create = %d %v", r.status, r.body)
+	}
+	b := r.body["broadcast"].(map[string]any)
+	id := b["id"].(string)
+	if b["status"] != "draft" || b["messageType"] != "text" || b["totalContacts"] != 0.0 || b["senderId"] != "main" ||
+		b["metadata"].(map[string]any)["team"] != "growth" || b["estimatedCost"] != nil {
+		t.Errorf("broadcast = %v", b)
+	}
+	// The same idempotency key gives the original back, and makes nothing.
+	r = in.post("/v1/broadcasts", key, `{"channel":"sms","name":"Again","text":"x","idempotencyKey":"bf-1"}`)
+	if r.status != 409 || r.body["code"] != "idempotent_replay" || r.body["details"].(map[string]any)["broadcast"].(map[string]any)["id"] != id {
+		t.Errorf("replay = %d %v", r.status, r.body)
+	}
+
+	// Recipients: invalid ones with their reason, duplicates within and across requests.
+	r = in.post("/v1/broadcasts/"+id+"/contacts", key, `{"contacts":[{"recipient":"+447700900001","templateVariables":{"name":"Ann"}},
+		{"recipient":"+447700900002"},{"recipient":"+447700900001"},{"recipient":"ann@example.com"},{"recipient":"447700900003"},
+		{"recipient":"+447700900004","templateVariables":{"name":7}}]}`)
+	if r.status != 200 || r.body["added"] != 2.0 || r.body["duplicates"] != 1.0 || r.body["invalid"] != 3.0 || len(r.body["errors"].([]any)) != 3 {
+		t.Fatalf("add contacts = %d %v", r.status, r.body)
+	}
+	if e := r.body["errors"].([]any)[0].(map[string]any); e["recipient"] != "ann@example.com" || !strings.Contains(e["reason"].(string), "E.164") {
+		t.Errorf("first error = %v", e)
+	}
+	r = in.post("/v1/broadcasts/"+id+"/contacts", key, `{"contacts":[{"recipient":"+447700900002"},{"recipient":"+447700900005"}]}`)
+	if r.body["added"] != 1.0 || r.body["duplicates"] != 1.0 || r.body["invalid"] != 0.0 {
+		t.Errorf("second add = %v", r.body)
+	}
+	b = in.get("/v1/broadcasts/"+id, key).body["broadcast"].(map[string]any)
+	if b["totalContacts"] != 3.0 || b["pendingCount"] != 3.0 {
+		t.Errorf("counts = %v", b)
+	}
+	contacts := in.get("/v1/broadcasts/"+id+"/contacts?limit=2", key)
+	items := contacts.body["items"].([]any)
+	if len(items) != 2 || contacts.body["nextCursor"] == "" {
+		t.Fatalf("contacts page = %v", contacts.body)
+	}
+	first := items[0].(map[string]any)
+	if first["recipient"] != "+447700900001" || first["recipientType"] != "phone" || first["status"] != "pending" ||
+		first["templateVariables"].(map[string]any)["name"] != "Ann" {
+		t.Errorf("first contact = %v", first)
+	}
+	if r := in.do(http.MethodDelete, "/v1/broadcasts/"+id+"/contacts/"+first["id"].(string), key, nil); r.status != 204 {
+		t.Fatalf("remove contact = %d %v", r.status, r.body)
+	}
+	if p := in.get("/v1/broadcasts/"+id+"/progress", key).body; p["total"] != 2.0 || p["pending"] != 2.0 || p["percentComplete"] != 0.0 || p["status"] != "draft" {
+		t.Errorf("progress = %v", p)
+	}
+
+	// Update a draft; list with a status filter; another project sees none of it.
+	r = in.do(http.MethodPatch, "/v1/broadcasts/"+id, key, strings.NewReader(`{"name":"Cyber Monday","text":"Hi {{name}}, 30% off"}`))
+	if r.status != 200 || r.body["broadcast"].(map[string]any)["name"] != "Cyber Monday" {
+		t.Fatalf("patch = %d %v", r.status, r.body)
+	}
+	if items := in.get("/v1/broadcasts?status=draft", key).body["items"].([]any); len(items) != 1 {
+		t.Errorf("drafts = %v", items)
+	}
+	if items := in.get("/v1/broadcasts?status=sending", key).body["items"].([]any); len(items) != 0 {
+		t.Errorf("sending = %v", items)
+	}
+	_, other := sendingProject(t, in, nil, apikey.Test)
+	if r := in.get("/v1/broadcasts/"+id, other); r.status != 404 {
+		t.Errorf("another project's broadcast = %d", r.status)
+	}
+	live := newKey(t, in, acme, apikey.Live)
+	if items := in.get("/v1/broadcasts", live).body["items"].([]any); len(items) != 0 {
+		t.Errorf("a live key sees test broadcasts: %v", items)
+	}
+	if r := in.do(http.MethodDelete, "/v1/broadcasts/"+id, key, nil); r.status != 204 {
+		t.Fatalf("delete = %d %v", r.status, r.body)
+	}
+	if r := in.get("/v1/broadcasts/"+id+"/contacts", key); r.status != 404 {
+		t.Errorf("contacts of a deleted broadcast = %d", r.status)
+	}
+}
+
+func TestBroadcastBadInputChangesNothing(t *testing.T) {
+	in := start(t, fastSandbox)
+	acme, key := sendingProject(t, in, nil, apikey.Test)
+	count := func() int { return in.count(`SELECT count(*) FROM broadcasts WHERE project = $1`, acme) }
+	past := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	for body, paths := range map[string][]string{
+		`{}`: {"channel", "name"},
+		`{"channel":"fax","name":"x","text":"x"}`:                                                    {"channel"},
+		`{"channel":"sms","name":"x"}`:                                                               {"text"},
+		`{"channel":"email","name":"x","text":"x"}`:                                                  {"emailSubject"},
+		`{"channel":"sms","name":"x","text":"x","emailSubject":"s"}`:                                 {"emailSubject"},
+		`{"channel":"sms","name":"x","messageType":"image"}`:                                         {"content.mediaUrl"},
+		`{"channel":"whatsapp","name":"x","messageType":"template"}`:                                 {"content.templateId"},
+		`{"channel":"whatsapp","name":"x","messageType":"template","content":{"templateId":"nope"}}`: {"content.templateId"},
+		`{"channel":"sms","name":"x","text":"x","senderId":"nope"}`:                                  {"senderId"},
+		`{"channel":"telegram","name":"x","text":"x","senderId":"main"}`:                             {"senderId"},
+		`{"channel":"sms","name":"x","text":"x","scheduledAt":"` + past + `"}`:                       {"scheduledAt"},
+		`{"channel":"sms","name":"x","text":"x","scheduledAt":"tomorrow"}`:                           {"scheduledAt"},
+		`{"channel":"sms","name":"` + strings.Repeat("n", 256) + `","text":"x"}`:                     {"name"},
+	} {
+		r := in.post("/v1/broadcasts", key, body)
+		if r.status != 400 || r.body["code"] != "invalid_request" || !slices.Equal(fieldPaths(r), paths) {
+			t.Errorf("create %.70s = %d %v, want %v", body, r.status, fieldPaths(r), paths)
+		}
+	}
+	if r := in.post("/v1/broadcasts", key, `{"channel":`); r.status != 400 || r.body["code"] != "invalid_json" {
+		t.Errorf("broken JSON = %d %v", r.status, r.body)
+	}
+	if n := count(); n != 0 {
+		t.Fatalf("refused creates stored %d broadcasts", n)
+	}
+
+	// 1,001 recipients in one request: refused whole; none added.
+	id := in.post("/v1/broadcasts", key, `{"channel":"email","name":"News","emailSubject":"News","text":"Hello"}`).body["broadcast"].(map[string]any)["id"].(string)
+	var many []string
+	for i := range 1001 {
+		many = append(many, fmt.Sprintf(`{"recipient":"user%d@example.com"}`, i))
+	}
+	r := in.post("/v1/broadcasts/"+id+"/contacts", key, `{"contacts":[`+strings.Join(many, ",")+`]}`)
+	if r.status != 400 || !slices.Equal(fieldPaths(r), []string{"contacts"}) {
+		t.Errorf("1,001 recipients = %d %v", r.status, r.body)
+	}
+	if r := in.post("/v1/broadcasts/"+id+"/contacts", key, `{"contacts":[]}`); r.status != 400 {
+		t.Errorf("no recipients = %d", r.status)
+	}
+	// Email broadcasts take addresses, not numbers; domains are compared without case.
+	r = in.post("/v1/broadcasts/"+id+"/contacts", key, `{"contacts":[{"recipient":"+447700900001"},{"recipient":"Ann@Example.com"},{"recipient":"Ann@example.COM"}]}`)
+	if r.body["added"] != 1.0 || r.body["invalid"] != 1.0 || r.body["duplicates"] != 1.0 {
+		t.Errorf("email recipients = %v", r.body)
+	}
+	if b := in.get("/v1/broadcasts/"+id, key).body["broadcast"].(map[string]any); b["totalContacts"] != 1.0 {
+		t.Errorf("after refusals = %v", b)
+	}
+	for path, want := range map[string]int{"/v1/broadcasts?status=nope": 400, "/v1/broadcasts/" + id + "/contacts?status=nope": 400,
+		"/v1/broadcasts/bc_nope": 404, "/v1/broadcasts/bc_nope/progress": 404} {
+		if r := in.get(path, key); r.status != want {
+			t.Errorf("GET %s = %d, want %d", path, r.status, want)
+		}
+	}
+	// Without identity verification an SMS broadcast is not sent (403 kyc_required, still a
+	// draft); a WhatsApp one is.
+	sms := in.post("/v1/broadcasts", key, `{"channel":"sms","name":"x","text":"x"}`).body["broadcast"].(map[string]any)["id"].(string)
+	wa := in.post("/v1/broadcasts", key, `{"channel":"whatsapp","name":"x","text":"x"}`).body["broadcast"].(map[string]any)["id"].(string)
+	for _, b := range []string{sms, wa} {
+		in.post("/v1/broadcasts/"+b+"/contacts", key, `{"contacts":[{"recipient":"+447700900001"}]}`)
+	}
+	if r := in.post("/v1/broadcasts/"+sms+"/send", key, `{}`); r.status != 403 || r.body["code"] != "kyc_required" {
+		t.Errorf("unverified SMS broadcast = %d %v", r.status, r.body)
+	}
+	if b := in.get("/v1/broadcasts/"+sms, key).body["broadcast"].(map[string]any); b["status"] != "draft" {
+		t.Errorf("refused send changed it: %v", b)
+	}
+	if r := in.post("/v1/broadcasts/"+wa+"/send", key, `{}`); r.status != 200 {
+		t.Errorf("unverified WhatsApp broadcast = %d %v", r.status, r.body)
+	}
+
+	// A key that only reads cannot create.
+	reader := newKey(t, in, acme, apikey.Test, string(apikey.PermissionMessagesRead))
+	if r := in.post("/v1/broadcasts", reader, `{"channel":"sms","name":"x","text":"x"}`); r.status != 403 {
+		t.Errorf("create with a read key = %d", r.status)
+	}
+}
+
+// statusEvents are the broadcast.status_changed events of a broadcast, as previous→current.
+func (h *hookReceiver) statusEvents(broadcastID string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []string
+	for _, ev := range h.events {
+		if data, _ := ev["data"].(map[string]any); ev["event"] == "broadcast.status_changed" && data["broadcastId"] == broadcastID {
+			out = append(out, fmt.Sprint(data["previousStatus"], "→", data["currentStatus"]))
+		}
+	}
+	return out
+}
+
+func TestBroadcastReview(t *testing.T) {
+	rcv := newHookReceiver(t)
+	in := start(t, fastSandbox, rcv.trusted())
+	ctx := context.Background()
+	acme, key := sendingProjectOf(t, in, verified, rcv, apikey.Test)
+	if err := in.k8s.Create(ctx, &v1alpha1.RiskPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "rules"}, Spec: v1alpha1.RiskPolicySpec{
+		Lists: map[string][]string{"gambling": {"casino"}},
+		Rules: []v1alpha1.RiskRule{
+			{Name: "gambling", Expression: `message.words.exists(w, w in lists.gambling)`, Outcome: "refuse", Reason: "gambling is not allowed"},
+			{Name: "manual", Expression: `message.text.startsWith("HOLD")`, Outcome: "hold", Reason: "looked at by a person"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the informer cache takes the policy
+	queue, err := river.NewClient(riverpgxv5.New(in.db), &river.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	operator := broadcast.NewService(in.db, in.k8s, queue, delivery.NewService(in.k8s), nil)
+
+	draft := func(text string, extra string) string {
+		t.Helper()
+		r := in.post("/v1/broadcasts", key, `{"channel":"sms","name":"n","text":"`+text+`"`+extra+`}`)
+		if r.status != 201 {
+			t.Fatalf("create = %d %v", r.status, r.body)
+		}
+		id := r.body["broadcast"].(map[string]any)["id"].(string)
+		if r := in.post("/v1/broadcasts/"+id+"/contacts", key, `{"contacts":[{"recipient":"+447700900001"},{"recipient":"+447700900002"}]}`); r.body["added"] != 2.0 {
+			t.Fatalf("add = %v", r.body)
+		}
+		return id
+	}
+	get := func(id string) map[string]any {
+		return in.get("/v1/broadcasts/"+id, key).body["broadcast"].(map[string]any)
+	}
+	status := func(id, want string) map[string]any {
+		t.Helper()
+		waitFor(t, func() bool { return get(id)["status"] == want })
+		return get(id)
+	}
+
+	// Approved by the rules: pending_review, then approved with the review's result.
+	ok := draft("Our sale starts Friday", "")
+	r := in.post("/v1/broadcasts/"+ok+"/send", key, `{}`)
+	if r.status != 200 || r.body["broadcast"].(map[string]any)["status"] != "pending_review" || r.body["broadcast"].(map[string]any)["reviewAttempts"] != 1.0 {
+		t.Fatalf("send = %d %v", r.status, r.body)
+	}
+	b := status(ok, "approved")
+	if res := b["reviewResult"].(map[string]any); res["score"] != 0.0 || res["reviewedAt"] == nil {
+		t.Errorf("approved review = %v", res)
+	}
+	waitFor(t, func() bool { return len(rcv.statusEvents(ok)) == 2 })
+	// Deliveries run side by side: the receiver may get them in either order.
+	if got := rcv.statusEvents(ok); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"draft→pending_review", "pending_review→approved"}) {
+		t.Errorf("events = %v", got)
+	}
+	if r := in.post("/v1/broadcasts/"+ok+"/send", key, `{}`); r.status != 400 {
+		t.Errorf("a second send = %d %v", r.status, r.body)
+	}
+
+	// Rejected: with the rule's reason; reviewed again up to three times; escalated, then
+	// rejected for good by an operator.
+	bad := draft("Visit our casino tonight", "")
+	in.post("/v1/broadcasts/"+bad+"/send", key, "")
+	b = status(bad, "rejected")
+	if res := b["reviewResult"].(map[string]any); res["reasoning"] != "gambling is not allowed" || res["categories"].([]any)[0] != "gambling" {
+		t.Errorf("rejected review = %v", res)
+	}
+	for attempt := 2; attempt <= 3; attempt++ {
+		if r := in.post("/v1/broadcasts/"+bad+"/retry-review", key, ""); r.status != 200 || r.body["broadcast"].(map[string]any)["reviewAttempts"] != float64(attempt) {
+			t.Fatalf("retry %d = %d %v", attempt, r.status, r.body)
+		}
+		status(bad, "rejected")
+	}
+	if r := in.post("/v1/broadcasts/"+bad+"/retry-review", key, ""); r.status != 400 {
+		t.Errorf("a fourth review = %d %v", r.status, r.body)
+	}
+	if r := in.post("/v1/broadcasts/"+bad+"/escalate", key, ""); r.status != 200 || r.body["broadcast"].(map[string]any)["status"] != "escalated" {
+		t.Fatalf("escalate = %d %v", r.status, r.body)
+	}
+	if err := operator.Decide(ctx, bad, false, "alice", "still gambling"); err != nil {
+		t.Fatal(err)
+	}
+	if b := get(bad); b["status"] != "rejected_final" || b["reviewResult"].(map[string]any)["reasoning"] != "still gambling" {
+		t.Errorf("refused after escalation = %v", b)
+	}
+	if r := in.post("/v1/broadcasts/"+bad+"/cancel", key, ""); r.status != 400 {
+		t.Errorf("cancel a finally rejected broadcast = %d", r.status)
+	}
+
+	// Held by a rule: it waits for an operator, who approves it; then it is scheduled, as its
+	// time is ahead; the time moves; cancelling skips its recipients.
+	later := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	held := draft("HOLD this one", "")
+	in.post("/v1/broadcasts/"+held+"/send", key, `{"scheduledAt":"`+later+`"}`)
+	time.Sleep(500 * time.Millisecond)
+	if b := get(held); b["status"] != "pending_review" {
+		t.Fatalf("held = %v", b)
+	}
+	waiting, err := operator.Awaiting(ctx, acme, 10)
+	if err != nil || len(waiting) != 1 || waiting[0].ID != held {
+		t.Fatalf("awaiting = %+v %v", waiting, err)
+	}
+	if err := operator.Decide(ctx, held, true, "bob", ""); err != nil {
+		t.Fatal(err)
+	}
+	b = get(held)
+	if b["status"] != "scheduled" || b["scheduledAt"] != later {
+		t.Fatalf("approved with a time ahead = %v", b)
+	}
+	evenLater := time.Now().Add(2 * time.Hour).UTC().Format(time.RFC3339)
+	r = in.do(http.MethodPatch, "/v1/broadcasts/"+held+"/schedule", key, strings.NewReader(`{"scheduledAt":"`+evenLater+`"}`))
+	if r.status != 200 || r.body["broadcast"].(map[string]any)["scheduledAt"] != evenLater {
+		t.Errorf("reschedule = %d %v", r.status, r.body)
+	}
+	r = in.post("/v1/broadcasts/"+held+"/cancel", key, "")
+	b = r.body["broadcast"].(map[string]any)
+	if r.status != 200 || b["status"] != "cancelled" || b["skippedCount"] != 2.0 || b["pendingCount"] != 0.0 || b["completedAt"] == nil {
+		t.Fatalf("cancel = %d %v", r.status, r.body)
+	}
+	if items := in.get("/v1/broadcasts/"+held+"/contacts?status=skipped", key).body["items"].([]any); len(items) != 2 {
+		t.Errorf("skipped recipients = %v", items)
+	}
+	waitFor(t, func() bool { return slices.Contains(rcv.statusEvents(held), "scheduled→cancelled") })
+
+	// Bad input: nothing changes.
+	empty := in.post("/v1/broadcasts", key, `{"channel":"sms","name":"empty","text":"x"}`).body["broadcast"].(map[string]any)["id"].(string)
+	for _, c := range []struct {
+		method, path, body, message string
+	}{
+		{"POST", "/v1/broadcasts/" + empty + "/send", `{}`, "no recipients"},
+		{"POST", "/v1/broadcasts/" + empty + "/escalate", "", "Only rejected broadcasts can be escalated"},
+		{"POST", "/v1/broadcasts/" + empty + "/retry-review", "", "rejected"},
+		{"PATCH", "/v1/broadcasts/" + empty + "/schedule", `{"scheduledAt":"` + later + `"}`, "scheduled"},
+		{"POST", "/v1/broadcasts/" + ok + "/send", `{"scheduledAt":"2020-01-01T00:00:00Z"}`, "future"},
+		{"PATCH", "/v1/broadcasts/" + held + "/schedule", `{"scheduledAt":"2020-01-01T00:00:00Z"}`, "future"},
+		{"POST", "/v1/broadcasts/" + held + "/cancel", "", "nothing left to cancel"},
+	} {
+		r := in.do(c.method, c.path, key, strings.NewReader(c.body))
+		if r.status != 400 || !strings.Contains(r.body["message"].(string), c.message) {
+			t.Errorf("%s %s = %d %v", c.method, c.path, r.status, r.body)
+		}
+	}
+	if b := get(empty); b["status"] != "draft" || b["reviewAttempts"] != nil {
+		t.Errorf("refused operations changed the draft: %v", b)
+	}
+	if r := in.post("/v1/broadcasts/bc_nope/send", key, `{}`); r.status != 404 {
+		t.Errorf("send an unknown broadcast = %d", r.status)
+	}
+}
+
+func TestV2Campaigns(t *testing.T) {
+	in := start(t, fastSandbox)
+	_, key := sendingProjectOf(t, in, verified, nil, apikey.Test)
+	total := func(id string) any {
+		return in.get("/v1/broadcasts/"+id, key).body["broadcast"].(map[string]any)["totalContacts"]
+	}
+
+	// The channel is checked at creation.
+	if r := in.post("/v2/campaigns", key, `{"channel":"sms","name":"x","text":"x"}`); r.status != 400 || !slices.Equal(fieldPaths(r), []string{"from"}) {
+		t.Errorf("without from = %d %v", r.status, r.body)
+	}
+	r := in.post("/v2/campaigns", key, `{"channel":"telegram","name":"x","text":"x","from":"+15005550006"}`)
+	connect, _ := r.body["details"].(map[string]any)["connect"].([]any)
+	if r.status != 409 || r.body["code"] != "no_channel" || len(connect) != 1 || connect[0].(map[string]any)["type"] != "telegram" {
+		t.Errorf("from without the channel = %d %v", r.status, r.body)
+	}
+	r = in.post("/v2/campaigns", key, `{"channel":"sms","name":"Spring","text":"Hi {{name}}","from":"+15005550006"}`)
+	c := r.body["campaign"].(map[string]any)
+	if r.status != 201 || c["from"] != "+15005550006" || c["senderId"] != nil || c["status"] != "draft" {
+		t.Fatalf("create = %d %v", r.status, r.body)
+	}
+	id := c["id"].(string)
+	// A campaign is a broadcast.
+	if b := in.get("/v1/broadcasts/"+id, key).body["broadcast"].(map[string]any); b["senderId"] != "main" || b["name"] != "Spring" {
+		t.Errorf("the campaign on v1 = %v", b)
+	}
+
+	// Malformed recipients, or bare digits, refuse the whole request with the path.
+	for body, path := range map[string]string{
+		`{"recipients":[{"to":"+447700900001"},{"to":"447700900002"}]}`:   "recipients[1].to",
+		`{"recipients":[{"to":"ann@example.com"}]}`:                       "recipients[0].to",
+		`{"recipients":[{"to":"+447700900001","templateVariables":[1]}]}`: "recipients[0].templateVariables",
+	} {
+		if r := in.post("/v2/campaigns/"+id+"/recipients", key, body); r.status != 400 || !slices.Equal(fieldPaths(r), []string{path}) {
+			t.Errorf("%s = %d %v", body, r.status, r.body)
+		}
+	}
+	if n := total(id); n != 0.0 {
+		t.Fatalf("refused requests added %v recipients", n)
+	}
+	// A landline cannot take SMS: reported, not added.
+	r = in.post("/v2/campaigns/"+id+"/recipients", key, `{"recipients":[{"to":"+447700900001"},{"to":"+442071838750"},{"to":"+15005550100"},{"to":"+447700900001"}]}`)
+	invalid, _ := r.body["invalid"].([]any)
+	if r.status != 200 || r.body["added"] != 2.0 || r.body["duplicates"] != 1.0 || len(invalid) != 1 ||
+		invalid[0].(map[string]any)["code"] != "unreachable_by_channel" || invalid[0].(map[string]any)["to"] != "+442071838750" {
+		t.Fatalf("recipients = %d %v", r.status, r.body)
+	}
+
+	// Without 10DLC, +1 numbers of an SMS campaign are reported as ten_dlc_required.
+	_, plain := unregisteredProject(t, in, v1alpha1.ProjectSpec{}, nil, apikey.Test)
+	other := in.post("/v2/campaigns", plain, `{"channel":"sms","name":"x","text":"x","from":"+15005550006"}`).body["campaign"].(map[string]any)["id"].(string)
+	r = in.post("/v2/campaigns/"+other+"/recipients", plain, `{"recipients":[{"to":"+15005550100"},{"to":"+447700900001"}]}`)
+	if invalid, _ := r.body["invalid"].([]any); r.body["added"] != 1.0 || len(invalid) != 1 || invalid[0].(map[string]any)["code"] != "ten_dlc_required" {
+		t.Errorf("+1 without 10DLC = %v", r.body)
+	}
+
+	// Send; then it is no longer a draft: 409 invalid_status for recipients and delete.
+	if r := in.post("/v2/campaigns/"+id+"/send", key, ""); r.status != 200 || r.body["campaign"].(map[string]any)["status"] != "pending_review" {
+		t.Fatalf("send = %d %v", r.status, r.body)
+	}
+	if r := in.post("/v2/campaigns/"+id+"/recipients", key, `{"recipients":[{"to":"+447700900009"}]}`); r.status != 409 || r.body["code"] != "invalid_status" {
+		t.Errorf("recipients after send = %d %v", r.status, r.body)
+	}
+	// Even when every recipient is unreachable: the campaign's state is checked first.
+	if r := in.post("/v2/campaigns/"+id+"/recipients", key, `{"recipients":[{"to":"+442071838750"}]}`); r.status != 409 || r.body["code"] != "invalid_status" {
+		t.Errorf("unreachable recipients after send = %d %v", r.status, r.body)
+	}
+	if r := in.do(http.MethodDelete, "/v2/campaigns/"+id, key, nil); r.status != 409 || r.body["code"] != "invalid_status" {
+		t.Errorf("delete after send = %d %v", r.status, r.body)
+	}
+	if p := in.get("/v2/campaigns/"+id+"/progress", key).body; p["total"] != 2.0 || p["broadcastId"] != id {
+		t.Errorf("progress = %v", p)
+	}
+	if r := in.post("/v2/campaigns/"+id+"/cancel", key, ""); r.status != 200 || r.body["campaign"].(map[string]any)["status"] != "cancelled" {
+		t.Fatalf("cancel = %d %v", r.status, r.body)
+	}
+	if r := in.post("/v2/campaigns/"+id+"/cancel", key, ""); r.status != 409 || r.body["code"] != "invalid_status" {
+		t.Errorf("cancel a finished campaign = %d %v", r.status, r.body)
+	}
+	if items := in.get("/v2/campaigns", key).body["items"].([]any); len(items) != 1 || items[0].(map[string]any)["from"] != "+15005550006" {
+		t.Errorf("list = %v", items)
+	}
+	if r := in.do(http.MethodDelete, "/v2/campaigns/"+other, plain, nil); r.status != 204 {
+		t.Errorf("delete a draft = %d %v", r.status, r.body)
+	}
+}
+
+// TestBroadcastEstimate: sending prices every recipient's message (segments included) at the
+// project's price list into estimatedCost, and refuses a live send the balance cannot cover with
+// 402 insufficient_balance, changing nothing; test keys see the estimate and are never refused.
+func TestBroadcastEstimate(t *testing.T) {
+	in := start(t, fastSandbox)
+	ctx := context.Background()
+	acme, test := sendingProjectOf(t, in, verified, nil, apikey.Test)
+	if err := in.k8s.Create(ctx, &v1alpha1.PriceList{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "prices"},
+		Spec: v1alpha1.PriceListSpec{FreeCredit: "1.00", Prices: []v1alpha1.Price{{Channel: "sms", Prefix: "+44", Price: "0.04"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	live := newKey(t, in, acme, apikey.Live)
+	broadcastOf := func(key string, n int, long bool) string {
+		t.Helper()
+		id := in.post("/v1/broadcasts", key, `{"channel":"sms","name":"n","text":"Hi {{name}}, your order shipped"}`).body["broadcast"].(map[string]any)["id"].(string)
+		var rs []string
+		for i := range n {
+			rs = append(rs, fmt.Sprintf(`{"recipient":"+4477009%05d","templateVariables":{"name":"Ann"}}`, i))
+		}
+		if long { // one recipient's message takes two segments
+			rs = append(rs, `{"recipient":"+447700999999","templateVariables":{"name":"`+strings.Repeat("a", 160)+`"}}`)
+		}
+		if r := in.post("/v1/broadcasts/"+id+"/contacts", key, `{"contacts":[`+strings.Join(rs, ",")+`]}`); r.status != 200 {
+			t.Fatalf("add = %v", r.body)
+		}
+		return id
+	}
+	time.Sleep(300 * time.Millisecond) // the informer cache takes the price list
+
+	ok := broadcastOf(live, 2, true)
+	r := in.post("/v1/broadcasts/"+ok+"/send", live, `{}`)
+	if r.status != 200 || r.body["broadcast"].(map[string]any)["estimatedCost"] != 0.16 {
+		t.Fatalf("send = %d %v", r.status, r.body)
+	}
+
+	dear := broadcastOf(live, 30, false)
+	r = in.post("/v1/broadcasts/"+dear+"/send", live, `{}`)
+	if r.status != 402 || r.body["code"] != "insufficient_balance" || r.body["details"].(map[string]any)["estimatedCost"] != 1.2 {
+		t.Fatalf("send beyond the balance = %d %v", r.status, r.body)
+	}
+	if b := in.get("/v1/broadcasts/"+dear, live).body["broadcast"].(map[string]any); b["status"] != "draft" || b["estimatedCost"] != nil {
+		t.Errorf("a refused send changed the broadcast: %v", b)
+	}
+
+	sandbox := broadcastOf(test, 30, false)
+	if r := in.post("/v1/broadcasts/"+sandbox+"/send", test, `{}`); r.status != 200 || r.body["broadcast"].(map[string]any)["estimatedCost"] != 1.2 {
+		t.Errorf("test send = %d %v", r.status, r.body)
+	}
+}

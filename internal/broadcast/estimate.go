@@ -1,0 +1,110 @@
+package broadcast
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/billing"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+)
+
+// Money prices a broadcast and reads the balance that pays for it (billing.Service).
+type Money interface {
+	PriceList(ctx context.Context, project string) (*v1alpha1.PriceList, error)
+	Balance(ctx context.Context, project string) (billing.View, error)
+}
+
+// SetMoney makes sends estimate their cost and, for live keys, refuse one the balance cannot
+// cover.
+func (s *Service) SetMoney(m Money) { s.money = m }
+
+// variable is a placeholder filled per recipient: {{name}}, {{1}}.
+var variable = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_]+)\s*\}\}`)
+
+// fill puts a recipient's variables into text; a placeholder without a value stays.
+func fill(text string, vars map[string]string) string {
+	if len(vars) == 0 {
+		return text
+	}
+	return variable.ReplaceAllStringFunc(text, func(ph string) string {
+		if v, ok := vars[variable.FindStringSubmatch(ph)[1]]; ok {
+			return v
+		}
+		return ph
+	})
+}
+
+// pricedChannel is the channel a broadcast's messages are priced on: smart is priced as SMS,
+// the dearest channel it may pick, so the estimate is a ceiling. "" for channels not charged
+// per message.
+func pricedChannel(channel string) string {
+	switch channel {
+	case "smart":
+		return "sms"
+	case "sms", "sms_oneway":
+		return channel
+	}
+	return ""
+}
+
+// estimate prices the recipients still to send to at the project's price list (nil when no list
+// prices the project: nothing is charged) and, for a live key, refuses a send the balance
+// (with a sub-account's credit) cannot cover: 402 insufficient_balance.
+func (s *Service) estimate(ctx context.Context, tx pgx.Tx, b db.Broadcast) error {
+	if s.money == nil {
+		return nil
+	}
+	list, err := s.money.PriceList(ctx, b.Project)
+	if err != nil || list == nil {
+		return err
+	}
+	var total billing.Micros
+	if ch := pricedChannel(b.Channel); ch != "" {
+		rows, err := db.New(tx).BroadcastRecipientTexts(ctx, b.ID)
+		if err != nil {
+			return fmt.Errorf("read recipients of %s: %w", b.ID, err)
+		}
+		text := deref(b.Text)
+		for _, r := range rows {
+			var vars map[string]string
+			_ = json.Unmarshal(r.TemplateVariables, &vars)
+			q, ok, err := billing.QuoteOf(list, ch, r.Recipient, fill(text, vars))
+			if err != nil {
+				return err
+			}
+			if ok {
+				total += q.Price
+			}
+		}
+	}
+	if err := db.New(tx).SetBroadcastEstimate(ctx, db.SetBroadcastEstimateParams{ID: b.ID, EstimatedCostMicros: ptr(int64(total))}); err != nil {
+		return err
+	}
+	if b.TestMode || total == 0 {
+		return nil
+	}
+	v, err := s.money.Balance(ctx, b.Project)
+	if err != nil {
+		return err
+	}
+	available := v.Balance
+	if v.CreditLimit != nil {
+		available += billing.FromCents(*v.CreditLimit)
+	}
+	if available < total {
+		e := apperror.New(apperror.PaymentRequired, "insufficient_balance", fmt.Sprintf(
+			"The broadcast is estimated at %s USD and the balance covers %s USD; add credit (switchboard balance credit) and send again.",
+			total, max(available, 0)))
+		e.Details = map[string]any{"estimatedCost": total.USD(), "balance": v.Balance.USD()}
+		return e
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }
