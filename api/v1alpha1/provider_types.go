@@ -89,6 +89,17 @@ type ProviderSpec struct {
 	// Meta holds what a meta Provider needs besides its Secret.
 	// +optional
 	Meta *MetaSettings `json:"meta,omitempty"`
+
+	// MessagesPerSecond is how many messages a second one sending address (a number, a
+	// WhatsApp number, a bot, a mail domain) may send through this Provider in a broadcast:
+	// the throughput the upstream gives that address (Twilio: 1 for a long code, 3 for
+	// toll-free, 100 for a short code, or the 10DLC campaign's; WhatsApp Cloud API: 80).
+	// Broadcasts sharing an address share it; single sends are not held to it. Unset: broadcasts
+	// go as fast as the workers send.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	// +optional
+	MessagesPerSecond *int32 `json:"messagesPerSecond,omitempty"`
 }
 
 // MetaSettings are a Meta app's public settings.

@@ -138,6 +138,9 @@ type Config struct {
 	WebhookPort    int
 	// HoldExpiryEvery is how often workers fail risk holds whose review window closed (30 s).
 	HoldExpiryEvery time.Duration
+	// BroadcastChunk is how many recipients of a broadcast one transaction hands to the send
+	// path (broadcast.DefaultChunk when zero).
+	BroadcastChunk int
 	// SupportURL is where a project whose sending is suspended is sent (403 sending_suspended's
 	// details.dashboardUrl).
 	SupportURL string
@@ -325,6 +328,8 @@ func Run(ctx context.Context, cfg Config) error {
 		broadcasts.SetTenDLC(registrations)
 		broadcasts.SetMoney(&billing.Service{Pool: cfg.Pool, Reader: mgr.GetClient(),
 			Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}})
+		broadcasts.SetSendPath(messages, transports)
+		messages.SetBroadcastFollower(broadcasts)
 		if cfg.DispatchAttempts > 0 {
 			messages.SetDispatchAttempts(cfg.DispatchAttempts)
 		}
@@ -345,6 +350,9 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 			if err := mgr.Add(&message.HoldExpirer{Service: messages, Every: cfg.HoldExpiryEvery}); err != nil {
 				return fmt.Errorf("add risk hold expirer: %w", err)
+			}
+			if err := mgr.Add(&broadcast.Fanout{Service: broadcasts, Log: log.WithName("broadcasts"), Chunk: cfg.BroadcastChunk}); err != nil {
+				return fmt.Errorf("add broadcast fan-out: %w", err)
 			}
 			deliveryOpts := cfg.Delivery
 			deliveryOpts.Log = log.WithName("deliveries")

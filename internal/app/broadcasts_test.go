@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/app"
 	"github.com/switchboard-io/switchboard/internal/broadcast"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 )
@@ -252,11 +253,12 @@ func TestBroadcastReview(t *testing.T) {
 	if res := b["reviewResult"].(map[string]any); res["score"] != 0.0 || res["reviewedAt"] == nil {
 		t.Errorf("approved review = %v", res)
 	}
-	waitFor(t, func() bool { return len(rcv.statusEvents(ok)) == 2 })
-	// Deliveries run side by side: the receiver may get them in either order.
-	if got := rcv.statusEvents(ok); !slices.Equal(slices.Sorted(slices.Values(got)), []string{"draft→pending_review", "pending_review→approved"}) {
-		t.Errorf("events = %v", got)
-	}
+	// Deliveries run side by side: the receiver may get them in either order. The fan-out
+	// then sends it (TestBroadcastSends).
+	waitFor(t, func() bool {
+		got := rcv.statusEvents(ok)
+		return slices.Contains(got, "draft→pending_review") && slices.Contains(got, "pending_review→approved")
+	})
 	if r := in.post("/v1/broadcasts/"+ok+"/send", key, `{}`); r.status != 400 {
 		t.Errorf("a second send = %d %v", r.status, r.body)
 	}
@@ -486,5 +488,129 @@ func TestBroadcastEstimate(t *testing.T) {
 	sandbox := broadcastOf(test, 30, false)
 	if r := in.post("/v1/broadcasts/"+sandbox+"/send", test, `{}`); r.status != 200 || r.body["broadcast"].(map[string]any)["estimatedCost"] != 1.2 {
 		t.Errorf("test send = %d %v", r.status, r.body)
+	}
+}
+
+// TestBroadcastSends follows broadcasts through the fan-out to the sandbox: every recipient's
+// message goes through the send path, the recipients and counters follow the messages, and the
+// broadcast completes; a recipient without a value for a placeholder fails alone.
+func TestBroadcastSends(t *testing.T) {
+	rcv := newHookReceiver(t)
+	in := start(t, fastSandbox, rcv.trusted(), func(c *app.Config) { c.BroadcastChunk = 2 })
+	_, key := sendingProjectOf(t, in, verified, rcv, apikey.Test)
+	get := func(id string) map[string]any {
+		return in.get("/v1/broadcasts/"+id, key).body["broadcast"].(map[string]any)
+	}
+
+	r := in.post("/v1/broadcasts", key, `{"channel":"sms","name":"Sale","text":"Hi {{name}}, 20% off today","metadata":{"team":"growth"}}`)
+	id := r.body["broadcast"].(map[string]any)["id"].(string)
+	r = in.post("/v1/broadcasts/"+id+"/contacts", key, `{"contacts":[{"recipient":"+447700900001","templateVariables":{"name":"Ann"}},
+		{"recipient":"+447700900002","templateVariables":{"name":"Bo"}},{"recipient":"+447700900003"},
+		{"recipient":"+15005550100","templateVariables":{"name":"Cy"}},{"recipient":"+447700900005","templateVariables":{"name":"Di"}}]}`)
+	if r.body["added"] != 5.0 {
+		t.Fatalf("add = %v", r.body)
+	}
+	if r := in.post("/v1/broadcasts/"+id+"/send", key, `{}`); r.status != 200 {
+		t.Fatalf("send = %d %v", r.status, r.body)
+	}
+	waitFor(t, func() bool { return get(id)["status"] == "completed" })
+	waitFor(t, func() bool { return get(id)["deliveredCount"] == 4.0 })
+	b := get(id)
+	if b["totalContacts"] != 5.0 || b["pendingCount"] != 0.0 || b["sendingCount"] != 0.0 || b["failedCount"] != 1.0 ||
+		b["skippedCount"] != 0.0 || b["sentCount"] != 4.0 || b["startedAt"] == nil || b["completedAt"] == nil {
+		t.Errorf("completed broadcast = %v", b)
+	}
+	if p := in.get("/v1/broadcasts/"+id+"/progress", key).body; p["percentComplete"] != 100.0 || p["delivered"] != 4.0 || p["failed"] != 1.0 {
+		t.Errorf("progress = %v", p)
+	}
+
+	// The recipients: delivered with their messages, one failed with why.
+	items := in.get("/v1/broadcasts/"+id+"/contacts", key).body["items"].([]any)
+	for _, it := range items {
+		c := it.(map[string]any)
+		switch c["recipient"] {
+		case "+447700900003":
+			if c["status"] != "failed" || c["errorCode"] != "VARIABLE_MISSING" || !strings.Contains(c["errorMessage"].(string), "{{name}}") ||
+				c["messageId"] != nil {
+				t.Errorf("recipient without a name = %v", c)
+			}
+		default:
+			if c["status"] != "delivered" || c["messageId"] == nil || c["processedAt"] == nil {
+				t.Errorf("recipient = %v", c)
+				continue
+			}
+			m := in.get("/v1/messages/"+c["messageId"].(string), key).body["message"].(map[string]any)
+			if m["to"] != c["recipient"] || m["channel"] != "sms" || m["status"] != "delivered" || !strings.HasPrefix(m["text"].(string), "Hi ") ||
+				m["metadata"].(map[string]any)["broadcastId"] != id || m["metadata"].(map[string]any)["team"] != "growth" {
+				t.Errorf("message of %v = %v", c["recipient"], m)
+			}
+		}
+	}
+	if n := in.count(`SELECT count(*) FROM messages WHERE broadcast_contact_id IN (SELECT id FROM broadcast_contacts WHERE broadcast_id = $1)`, id); n != 4 {
+		t.Errorf("%d messages, want 4", n)
+	}
+	if n := in.count(`SELECT count(*) FROM messages WHERE body = 'Hi Ann, 20% off today'`); n != 1 {
+		t.Errorf("Ann's message: %d", n)
+	}
+	// Each change of an announced status raised one event.
+	waitFor(t, func() bool { return len(rcv.statusEvents(id)) == 4 })
+	time.Sleep(200 * time.Millisecond)
+	if got := slices.Sorted(slices.Values(rcv.statusEvents(id))); !slices.Equal(got,
+		[]string{"approved→sending", "draft→pending_review", "pending_review→approved", "sending→completed"}) {
+		t.Errorf("events = %v", got)
+	}
+	if rcv.event("conversation.new", "to", "+447700900001") != nil {
+		t.Error("a broadcast announced a new conversation for a recipient")
+	}
+}
+
+// TestBroadcastCancelMidSend cancels a broadcast while the fan-out works through it: what was
+// handed to the send path goes on, the rest is skipped, and the counters add up.
+func TestBroadcastCancelMidSend(t *testing.T) {
+	in := start(t, fastSandbox, func(c *app.Config) { c.BroadcastChunk = 2 }) // slow enough to cancel midway
+	_, key := sendingProjectOf(t, in, verified, nil, apikey.Test)
+	r := in.post("/v1/broadcasts", key, `{"channel":"sms","name":"Big","text":"Hello"}`)
+	id := r.body["broadcast"].(map[string]any)["id"].(string)
+	for page := range 3 {
+		var sb strings.Builder
+		for i := range 1000 {
+			if i > 0 {
+				sb.WriteString(",")
+			}
+			fmt.Fprintf(&sb, `{"recipient":"+4477009%05d"}`, page*1000+i)
+		}
+		if r := in.post("/v1/broadcasts/"+id+"/contacts", key, `{"contacts":[`+sb.String()+`]}`); r.body["added"] != 1000.0 {
+			t.Fatalf("add = %v", r.body)
+		}
+	}
+	in.post("/v1/broadcasts/"+id+"/send", key, `{}`)
+	waitFor(t, func() bool {
+		b := in.get("/v1/broadcasts/"+id, key).body["broadcast"].(map[string]any)
+		return b["status"] == "sending" && b["pendingCount"].(float64) < 2900
+	})
+	r = in.post("/v1/broadcasts/"+id+"/cancel", key, "")
+	if r.status != 200 {
+		t.Fatalf("cancel = %d %v", r.status, r.body)
+	}
+	b := r.body["broadcast"].(map[string]any)
+	if b["status"] != "cancelled" || b["pendingCount"] != 0.0 || b["skippedCount"].(float64) == 0 {
+		t.Fatalf("cancelled = %v", b)
+	}
+	skipped := b["skippedCount"].(float64)
+	// What was queued is still delivered; nothing else is sent.
+	waitFor(t, func() bool {
+		b := in.get("/v1/broadcasts/"+id, key).body["broadcast"].(map[string]any)
+		return b["sendingCount"] == 0.0
+	})
+	b = in.get("/v1/broadcasts/"+id, key).body["broadcast"].(map[string]any)
+	if b["deliveredCount"].(float64)+b["failedCount"].(float64)+skipped != 3000 || b["skippedCount"] != skipped {
+		t.Errorf("counters = %v", b)
+	}
+	sent := in.count(`SELECT count(*) FROM messages WHERE broadcast_contact_id IN (SELECT id FROM broadcast_contacts WHERE broadcast_id = $1)`, id)
+	if float64(sent) != 3000-skipped {
+		t.Errorf("%d messages for %v recipients not skipped", sent, 3000-skipped)
+	}
+	if n := in.count(`SELECT count(*) FROM broadcast_contacts WHERE broadcast_id = $1 AND status = 'skipped'`, id); float64(n) != skipped {
+		t.Errorf("%d skipped recipients, counter says %v", n, skipped)
 	}
 }

@@ -153,3 +153,38 @@ func Read(ctx context.Context, pool *pgxpool.Pool, a Account, now time.Time) (Ba
 	}
 	return Balance{Balance: Micros(b.BalanceMicros), Spent: Micros(b.SpentMicros)}, nil
 }
+
+// Reserve sets amount aside from the project's balance inside tx (a broadcast's estimate, when
+// it starts sending), past which it is 402 insufficient_balance; note names what for. What is
+// reserved is not spent: Release gives it back as the broadcast's messages are charged.
+func Reserve(ctx context.Context, tx pgx.Tx, a Account, amount Micros, note string, now time.Time) error {
+	if amount <= 0 {
+		return nil
+	}
+	q := db.New(tx)
+	if err := open(ctx, q, a, now); err != nil {
+		return err
+	}
+	_, err := q.ReserveBalance(ctx, db.ReserveBalanceParams{Project: a.Project, Amount: int64(amount), CreditLimit: int64(a.CreditLimit), Now: now})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrInsufficient(false)
+	}
+	if err != nil {
+		return fmt.Errorf("reserve for %s: %w", a.Project, err)
+	}
+	return q.AddLedgerEntries(ctx, db.AddLedgerEntriesParams{Project: a.Project, Kind: "reserve", Amounts: []int64{int64(amount)},
+		MessageIds: []string{""}, Note: note, Now: now})
+}
+
+// Release returns amount of what Reserve set aside to the project's balance inside tx.
+func Release(ctx context.Context, tx pgx.Tx, project string, amount Micros, note string, now time.Time) error {
+	if amount <= 0 {
+		return nil
+	}
+	q := db.New(tx)
+	if _, err := q.CreditBalance(ctx, db.CreditBalanceParams{Project: project, Amount: int64(amount), Now: now}); err != nil {
+		return fmt.Errorf("release for %s: %w", project, err)
+	}
+	return q.AddLedgerEntries(ctx, db.AddLedgerEntriesParams{Project: project, Kind: "release", Amounts: []int64{int64(amount)},
+		MessageIds: []string{""}, Note: note, Now: now})
+}

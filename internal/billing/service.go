@@ -66,6 +66,12 @@ func (s *Service) accountOf(ctx context.Context, project string) (Account, *v1al
 	return AccountOf(project, p, prices), p, nil
 }
 
+// Account is what charging project needs (its opening credit and credit limit).
+func (s *Service) Account(ctx context.Context, project string) (Account, error) {
+	a, _, err := s.accountOf(ctx, project)
+	return a, err
+}
+
 // PriceList is the price list that prices project, nil when none does.
 func (s *Service) PriceList(ctx context.Context, project string) (*v1alpha1.PriceList, error) {
 	return s.Prices.For(ctx, project)

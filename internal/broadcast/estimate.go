@@ -18,6 +18,7 @@ import (
 type Money interface {
 	PriceList(ctx context.Context, project string) (*v1alpha1.PriceList, error)
 	Balance(ctx context.Context, project string) (billing.View, error)
+	Account(ctx context.Context, project string) (billing.Account, error)
 }
 
 // SetMoney makes sends estimate their cost and, for live keys, refuse one the balance cannot

@@ -145,19 +145,39 @@ func (s *Service) RetryReview(ctx context.Context, k Key, id string) (Broadcast,
 }
 
 // Cancel stops a broadcast that has not ended: recipients not yet handed to the send path are
-// skipped; messages already queued may still be delivered.
+// skipped; messages already queued may still be delivered. What it still has reserved returns
+// to the balance. The recipients are locked before the broadcast, as the fan-out locks them, so
+// a chunk under way finishes first and its recipients stay queued.
 func (s *Service) Cancel(ctx context.Context, k Key, id string) (Broadcast, error) {
-	return s.transition(ctx, k, id, func(tx pgx.Tx, row db.Broadcast) (db.Broadcast, error) {
-		if slices.Contains(final, row.Status) {
-			return row, wrong(row, fmt.Sprintf("Broadcast %s is %s: there is nothing left to cancel.", id, row.Status))
-		}
-		skipped, err := db.New(tx).SkipPendingBroadcastContacts(ctx, db.SkipPendingBroadcastContactsParams{ID: id, Now: s.now().UTC()})
+	var out Broadcast
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		row, err := q.Broadcast(ctx, db.BroadcastParams{ID: id, Project: k.Project, TestMode: k.TestMode})
 		if err != nil {
-			return row, fmt.Errorf("skip recipients of %s: %w", id, err)
+			return notFound(err, id)
 		}
-		skipped.Status = row.Status // the event's previous status
-		return s.move(ctx, tx, skipped, db.SetBroadcastStatusParams{Status: StatusCancelled})
+		if slices.Contains(final, row.Status) {
+			return wrong(row, fmt.Sprintf("Broadcast %s is %s: there is nothing left to cancel.", id, row.Status))
+		}
+		now := s.now().UTC()
+		skipped, err := q.SkipPendingBroadcastContacts(ctx, db.SkipPendingBroadcastContactsParams{ID: id, Now: now})
+		if err != nil {
+			return fmt.Errorf("skip recipients of %s: %w", id, err)
+		}
+		if row, err = q.CountBroadcast(ctx, db.CountBroadcastParams{ID: id, Pending: -int32(skipped), Skipped: int32(skipped), Now: now}); err != nil {
+			return notFound(err, id)
+		}
+		if slices.Contains(final, row.Status) { // it ended meanwhile
+			return wrong(row, fmt.Sprintf("Broadcast %s is %s: there is nothing left to cancel.", id, row.Status))
+		}
+		if row, err = s.settle(ctx, tx, row, now); err != nil {
+			return err
+		}
+		row, err = s.move(ctx, tx, row, db.SetBroadcastStatusParams{Status: StatusCancelled})
+		out = viewOf(row)
+		return err
 	})
+	return out, err
 }
 
 // Reschedule moves the time of a scheduled broadcast.

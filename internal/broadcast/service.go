@@ -29,6 +29,8 @@ type Service struct {
 	policies   Policies
 	tenDLC     TenDLC
 	money      Money
+	send       SendPath
+	pacer      Pacer
 	now        func() time.Time
 }
 

@@ -47,6 +47,8 @@ type Broadcast struct {
 	ActualCost     *float64          `json:"actualCost"`
 	ReviewAttempts *int32            `json:"reviewAttempts"`
 	ReviewResult   *ReviewResult     `json:"reviewResult"`
+	// queued are the recipients in SendingCount whose message has not left yet.
+	queued int32
 }
 
 func usd(m *int64) *float64 {
@@ -62,8 +64,9 @@ func viewOf(b db.Broadcast) Broadcast {
 	v := Broadcast{ID: b.ID, Name: b.Name, Status: b.Status, Channel: b.Channel, MessageType: b.MessageType,
 		TotalContacts: b.TotalContacts, CreatedAt: b.CreatedAt.UTC(), UpdatedAt: b.UpdatedAt.UTC(), Text: b.Text, Content: f.content,
 		EmailSubject: b.EmailSubject, SenderID: b.SenderID, Metadata: f.metadata, ScheduledAt: utc(b.ScheduledAt),
-		StartedAt: utc(b.StartedAt), CompletedAt: utc(b.CompletedAt), PendingCount: b.PendingCount, SendingCount: b.SendingCount,
-		SentCount: b.SendingCount, DeliveredCount: b.DeliveredCount, FailedCount: b.FailedCount, SkippedCount: b.SkippedCount,
+		StartedAt: utc(b.StartedAt), CompletedAt: utc(b.CompletedAt), PendingCount: b.PendingCount,
+		SendingCount: b.QueuedCount + b.SendingCount, SentCount: b.SendingCount + b.DeliveredCount, DeliveredCount: b.DeliveredCount,
+		FailedCount: b.FailedCount, SkippedCount: b.SkippedCount, queued: b.QueuedCount,
 		EstimatedCost: usd(b.EstimatedCostMicros), ReservedAmount: usd(b.ReservedMicros), ActualCost: usd(b.ActualCostMicros)}
 	if b.ReviewAttempts > 0 {
 		n := b.ReviewAttempts
@@ -102,13 +105,14 @@ type Progress struct {
 	EstimatedCompletionAt *time.Time `json:"estimatedCompletionAt,omitempty"`
 }
 
-// progressOf is b's progress at now: the share of recipients that reached a final state, and,
-// while it sends, when it will finish at the pace so far.
+// progressOf is b's progress at now: the share of recipients whose message has left (sent,
+// delivered or failed) or who were skipped, and, while it sends, when it will get there at the
+// pace so far.
 func progressOf(b Broadcast, now time.Time) Progress {
 	p := Progress{BroadcastID: b.ID, Status: b.Status, Total: b.TotalContacts, Pending: b.PendingCount, Sending: b.SendingCount,
 		Delivered: b.DeliveredCount, Failed: b.FailedCount, Skipped: b.SkippedCount, EstimatedCost: b.EstimatedCost,
 		ReservedAmount: b.ReservedAmount, ActualCost: b.ActualCost, StartedAt: b.StartedAt}
-	done := b.DeliveredCount + b.FailedCount + b.SkippedCount
+	done := b.TotalContacts - b.PendingCount - b.queued
 	if b.TotalContacts > 0 {
 		p.PercentComplete = math.Round(float64(done)*10000/float64(b.TotalContacts)) / 100
 	}

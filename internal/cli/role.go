@@ -39,6 +39,7 @@ type roleFlags struct {
 	leaderElect       bool
 	leaderElectionNS  string
 	workerConcurrency int
+	broadcastChunk    int
 	webhookAllow      []string
 	telegramAPI       string
 	publicURL         string
@@ -126,6 +127,8 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 	}
 	if r == app.RoleWorker || r == app.RoleAll {
 		fl.IntVar(&f.workerConcurrency, "worker-concurrency", 50, "jobs one worker process works at once")
+		fl.IntVar(&f.broadcastChunk, "broadcast-chunk", 500,
+			"recipients of a broadcast handed to the send path in one transaction: larger chunks accept a broadcast faster, smaller ones hold its rows for less time")
 		fl.IntVar(&f.dispatchAttempts, "dispatch-attempts", 8,
 			"calls to a provider for one message, backing off from 1 s to 1 min while it answers 429 or 5xx or cannot be reached; then the message fails with PROVIDER_UNAVAILABLE")
 		fl.StringSliceVar(&f.webhookAllow, "webhook-allow-cidr", nil,
@@ -149,6 +152,9 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 	}
 	if f.workerConcurrency < 0 {
 		return &UsageError{Err: errors.New("--worker-concurrency must be positive")}
+	}
+	if f.broadcastChunk < 0 || f.broadcastChunk > 5000 {
+		return &UsageError{Err: errors.New("--broadcast-chunk must be between 1 and 5000")}
 	}
 	if f.publicURL != "" {
 		if u, err := url.Parse(f.publicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
@@ -234,6 +240,7 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		LeaderElection:          f.leaderElect,
 		LeaderElectionNamespace: f.leaderElectionNS,
 		WorkerConcurrency:       f.workerConcurrency,
+		BroadcastChunk:          f.broadcastChunk,
 		Delivery:                delivery.WorkerOptions{Client: delivery.ClientOptions{Allow: allow}},
 		TelegramAPI:             f.telegramAPI,
 		PublicURL:               f.publicURL,

@@ -37,7 +37,13 @@ type Outbound struct {
 	Options     Options
 	// IdempotencyKey, when set, makes a second send with the same key return the first message.
 	IdempotencyKey *string
-	attachments    []attachment
+	// BroadcastContactID is the broadcast recipient the message is for: its status follows the
+	// message's (SetBroadcastFollower). A broadcast is reviewed as a whole, so its messages are
+	// not reviewed again one by one, and their dispatch yields to single sends.
+	BroadcastContactID string
+	// DispatchAt, when set, is the earliest its transport is called (a broadcast's pace).
+	DispatchAt  time.Time
+	attachments []attachment
 	// sender is the Sender resource, for the accept policies; strict, the send's rules.
 	sender *v1alpha1.Sender
 	strict bool
@@ -76,7 +82,7 @@ func (s *Service) Accept(ctx context.Context, tx pgx.Tx, batch []Outbound) ([]db
 				return nil, &ErrDuplicate{Original: db.Message{ID: owner}}
 			}
 		}
-		msgs[i], jobs[i] = m, river.InsertManyParams{Args: DispatchArgs{MessageID: m.ID}}
+		msgs[i], jobs[i] = m, river.InsertManyParams{Args: DispatchArgs{MessageID: m.ID}, InsertOpts: dispatchOpts(&batch[i])}
 	}
 	// The events of the whole batch, one statement a project.
 	byProject := map[string][]delivery.Event{}
@@ -218,6 +224,22 @@ func (s *Service) limitsOf(ctx context.Context) func(project string) (quota.Limi
 	}
 }
 
+// bulkPriority is the River priority of a broadcast's dispatches: a single send's (1) goes
+// first, so a running broadcast does not hold it up.
+const bulkPriority = 3
+
+// dispatchOpts are the dispatch job's options for o: nil (River's defaults) for a single send.
+func dispatchOpts(o *Outbound) *river.InsertOpts {
+	if o.BroadcastContactID == "" {
+		return nil
+	}
+	opts := &river.InsertOpts{Priority: bulkPriority}
+	if !o.DispatchAt.IsZero() {
+		opts.ScheduledAt = o.DispatchAt
+	}
+	return opts
+}
+
 // stored is o as its row: queued, with a new id.
 func stored(o *Outbound, now time.Time) (db.Message, error) {
 	id, err := newID("msg_")
@@ -228,6 +250,10 @@ func stored(o *Outbound, now time.Time) (db.Message, error) {
 	m := db.Message{ID: id, Project: o.Project, TestMode: o.TestMode, Sender: o.Sender, Direction: "outbound",
 		Channel: o.Channel, MessageType: o.MessageType, Status: "queued", Recipient: o.To, Originator: o.From,
 		Subject: o.Subject, ConversationID: &conversation, CreatedAt: now, UpdatedAt: now}
+	if o.BroadcastContactID != "" {
+		contact := o.BroadcastContactID
+		m.BroadcastContactID, m.RiskReviewed = &contact, true
+	}
 	if o.Text != "" {
 		text := o.Text
 		m.Body = &text

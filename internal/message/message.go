@@ -131,6 +131,9 @@ type Service struct {
 	suspended  suspensions
 	supportURL string
 
+	// follower moves broadcast recipients with their messages; nil when nothing follows.
+	follower BulkFollower
+
 	acceptPolicies   []AcceptPolicy
 	dispatchPolicies []DispatchPolicy
 	fallbackPolicies []FallbackPolicy

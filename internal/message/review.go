@@ -202,8 +202,11 @@ func (s *Service) endHold(ctx context.Context, messageID, decision, by string, f
 		if err := q.EndHold(ctx, messageID); err != nil {
 			return err
 		}
-		_, err := s.applyIn(ctx, tx, StatusChange{MessageID: messageID, Status: transport.StatusFailed, Failure: failure})
-		return err
+		var f followed
+		if _, err := s.applyIn(ctx, tx, StatusChange{MessageID: messageID, Status: transport.StatusFailed, Failure: failure}, &f); err != nil {
+			return err
+		}
+		return s.follow(ctx, tx, f)
 	})
 }
 

@@ -44,14 +44,38 @@ func (s *Service) ApplyStatus(ctx context.Context, ch StatusChange) (bool, error
 	}
 	moved := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
-		moved, err = s.applyIn(ctx, tx, ch)
-		return err
+		var f followed
+		if moved, err = s.applyIn(ctx, tx, ch, &f); err != nil {
+			return err
+		}
+		return s.follow(ctx, tx, f)
 	})
 	return moved, err
 }
 
-// applyIn is ApplyStatus inside tx.
-func (s *Service) applyIn(ctx context.Context, tx pgx.Tx, ch StatusChange) (bool, error) {
+// BulkFollower moves the broadcast recipients of messages that moved, inside the transaction
+// that moved them, so that a broadcast's counters always match its messages.
+type BulkFollower interface {
+	FollowMessages(ctx context.Context, tx pgx.Tx, moved []db.Message) error
+}
+
+// SetBroadcastFollower makes f follow the moves of broadcast messages.
+func (s *Service) SetBroadcastFollower(f BulkFollower) { s.follower = f }
+
+// followed are the broadcast messages a transaction moved, for its follower.
+type followed []db.Message
+
+// follow hands f to the follower, last in the transaction: the broadcasts' rows it changes are
+// the ones every move of a broadcast's messages waits on.
+func (s *Service) follow(ctx context.Context, tx pgx.Tx, f followed) error {
+	if len(f) == 0 || s.follower == nil {
+		return nil
+	}
+	return s.follower.FollowMessages(ctx, tx, f)
+}
+
+// applyIn is ApplyStatus inside tx; a broadcast message it moves is added to f.
+func (s *Service) applyIn(ctx context.Context, tx pgx.Tx, ch StatusChange, f *followed) (bool, error) {
 	q := db.New(tx)
 	id := ch.MessageID
 	if id == "" {
@@ -99,6 +123,9 @@ func (s *Service) applyIn(ctx context.Context, tx pgx.Tx, ch StatusChange) (bool
 				return false, err
 			}
 		}
+	}
+	if moved.BroadcastContactID != nil {
+		*f = append(*f, moved)
 	}
 	return true, s.event(ctx, tx, moved)
 }

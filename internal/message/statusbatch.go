@@ -99,17 +99,18 @@ func (b *StatusBatcher) apply(ctx context.Context, batch []statusRequest) {
 	})
 	moved := make([]bool, len(batch))
 	err := pgx.BeginFunc(ctx, b.s.pool, func(tx pgx.Tx) error {
+		var f followed
 		for i, r := range batch {
 			if _, ok := statusFrom[r.change.Status]; !ok {
 				continue // refused below, on its own
 			}
-			m, err := b.s.applyIn(ctx, tx, r.change)
+			m, err := b.s.applyIn(ctx, tx, r.change, &f)
 			if err != nil {
 				return err
 			}
 			moved[i] = m
 		}
-		return nil
+		return b.s.follow(ctx, tx, f)
 	})
 	for i, r := range batch {
 		if err == nil {

@@ -85,7 +85,7 @@ func record(ctx context.Context, tx pgx.Tx, t thread) (db.RecordMessageRow, erro
 		ProviderMessageID: m.ProviderMessageID, ProviderTimestamp: m.ProviderTimestamp, CreatedAt: m.CreatedAt,
 		ConversationID: *m.ConversationID, ContactIdentifier: addr.Key(address), Address: ours, ContactID: t.contactID,
 		ContactChannels: contactChannels(m.Channel), Unread: unread, ProfileName: t.profileName, Referral: t.referral,
-		WhatsappWindowUntil: window,
+		WhatsappWindowUntil: window, BroadcastContactID: m.BroadcastContactID, RiskReviewed: m.RiskReviewed,
 	})
 	if err != nil {
 		return row, fmt.Errorf("store message %s in conversation %s: %w", m.ID, *m.ConversationID, err)

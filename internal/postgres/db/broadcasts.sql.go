@@ -63,7 +63,7 @@ func (q *Queries) AddBroadcastContacts(ctx context.Context, arg AddBroadcastCont
 }
 
 const broadcast = `-- name: Broadcast :one
-SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result FROM broadcasts WHERE id = $1 AND project = $2 AND test_mode = $3
+SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason FROM broadcasts WHERE id = $1 AND project = $2 AND test_mode = $3
 `
 
 type BroadcastParams struct {
@@ -97,6 +97,7 @@ func (q *Queries) Broadcast(ctx context.Context, arg BroadcastParams) (Broadcast
 		&i.UpdatedAt,
 		&i.TotalContacts,
 		&i.PendingCount,
+		&i.QueuedCount,
 		&i.SendingCount,
 		&i.DeliveredCount,
 		&i.FailedCount,
@@ -106,12 +107,14 @@ func (q *Queries) Broadcast(ctx context.Context, arg BroadcastParams) (Broadcast
 		&i.ActualCostMicros,
 		&i.ReviewAttempts,
 		&i.ReviewResult,
+		&i.PausedUntil,
+		&i.PauseReason,
 	)
 	return i, err
 }
 
 const broadcastByID = `-- name: BroadcastByID :one
-SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result FROM broadcasts WHERE id = $1
+SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason FROM broadcasts WHERE id = $1
 `
 
 func (q *Queries) BroadcastByID(ctx context.Context, id string) (Broadcast, error) {
@@ -139,6 +142,7 @@ func (q *Queries) BroadcastByID(ctx context.Context, id string) (Broadcast, erro
 		&i.UpdatedAt,
 		&i.TotalContacts,
 		&i.PendingCount,
+		&i.QueuedCount,
 		&i.SendingCount,
 		&i.DeliveredCount,
 		&i.FailedCount,
@@ -148,12 +152,14 @@ func (q *Queries) BroadcastByID(ctx context.Context, id string) (Broadcast, erro
 		&i.ActualCostMicros,
 		&i.ReviewAttempts,
 		&i.ReviewResult,
+		&i.PausedUntil,
+		&i.PauseReason,
 	)
 	return i, err
 }
 
 const broadcastByIdempotencyKey = `-- name: BroadcastByIdempotencyKey :one
-SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result FROM broadcasts WHERE project = $1 AND test_mode = $2 AND idempotency_key = $3
+SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason FROM broadcasts WHERE project = $1 AND test_mode = $2 AND idempotency_key = $3
 `
 
 type BroadcastByIdempotencyKeyParams struct {
@@ -187,6 +193,7 @@ func (q *Queries) BroadcastByIdempotencyKey(ctx context.Context, arg BroadcastBy
 		&i.UpdatedAt,
 		&i.TotalContacts,
 		&i.PendingCount,
+		&i.QueuedCount,
 		&i.SendingCount,
 		&i.DeliveredCount,
 		&i.FailedCount,
@@ -196,6 +203,8 @@ func (q *Queries) BroadcastByIdempotencyKey(ctx context.Context, arg BroadcastBy
 		&i.ActualCostMicros,
 		&i.ReviewAttempts,
 		&i.ReviewResult,
+		&i.PausedUntil,
+		&i.PauseReason,
 	)
 	return i, err
 }
@@ -258,7 +267,7 @@ func (q *Queries) BroadcastContacts(ctx context.Context, arg BroadcastContactsPa
 }
 
 const broadcastForUpdate = `-- name: BroadcastForUpdate :one
-SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result FROM broadcasts WHERE id = $1 AND project = $2 AND test_mode = $3 FOR UPDATE
+SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason FROM broadcasts WHERE id = $1 AND project = $2 AND test_mode = $3 FOR UPDATE
 `
 
 type BroadcastForUpdateParams struct {
@@ -292,6 +301,7 @@ func (q *Queries) BroadcastForUpdate(ctx context.Context, arg BroadcastForUpdate
 		&i.UpdatedAt,
 		&i.TotalContacts,
 		&i.PendingCount,
+		&i.QueuedCount,
 		&i.SendingCount,
 		&i.DeliveredCount,
 		&i.FailedCount,
@@ -301,6 +311,8 @@ func (q *Queries) BroadcastForUpdate(ctx context.Context, arg BroadcastForUpdate
 		&i.ActualCostMicros,
 		&i.ReviewAttempts,
 		&i.ReviewResult,
+		&i.PausedUntil,
+		&i.PauseReason,
 	)
 	return i, err
 }
@@ -336,7 +348,7 @@ func (q *Queries) BroadcastRecipientTexts(ctx context.Context, broadcastID strin
 }
 
 const broadcasts = `-- name: Broadcasts :many
-SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result FROM broadcasts
+SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason FROM broadcasts
 WHERE project = $1 AND test_mode = $2 AND ($3::text = '' OR status = $3)
     AND (created_at, id) > ($4::timestamptz, $5::text)
 ORDER BY created_at, id
@@ -392,6 +404,7 @@ func (q *Queries) Broadcasts(ctx context.Context, arg BroadcastsParams) ([]Broad
 			&i.UpdatedAt,
 			&i.TotalContacts,
 			&i.PendingCount,
+			&i.QueuedCount,
 			&i.SendingCount,
 			&i.DeliveredCount,
 			&i.FailedCount,
@@ -401,6 +414,8 @@ func (q *Queries) Broadcasts(ctx context.Context, arg BroadcastsParams) ([]Broad
 			&i.ActualCostMicros,
 			&i.ReviewAttempts,
 			&i.ReviewResult,
+			&i.PausedUntil,
+			&i.PauseReason,
 		); err != nil {
 			return nil, err
 		}
@@ -413,7 +428,7 @@ func (q *Queries) Broadcasts(ctx context.Context, arg BroadcastsParams) ([]Broad
 }
 
 const broadcastsAwaitingOperator = `-- name: BroadcastsAwaitingOperator :many
-SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result FROM broadcasts
+SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason FROM broadcasts
 WHERE status IN ('pending_review', 'escalated') AND ($1::text = '' OR project = $1)
 ORDER BY updated_at
 LIMIT $2
@@ -457,6 +472,7 @@ func (q *Queries) BroadcastsAwaitingOperator(ctx context.Context, arg Broadcasts
 			&i.UpdatedAt,
 			&i.TotalContacts,
 			&i.PendingCount,
+			&i.QueuedCount,
 			&i.SendingCount,
 			&i.DeliveredCount,
 			&i.FailedCount,
@@ -466,6 +482,8 @@ func (q *Queries) BroadcastsAwaitingOperator(ctx context.Context, arg Broadcasts
 			&i.ActualCostMicros,
 			&i.ReviewAttempts,
 			&i.ReviewResult,
+			&i.PausedUntil,
+			&i.PauseReason,
 		); err != nil {
 			return nil, err
 		}
@@ -475,6 +493,85 @@ func (q *Queries) BroadcastsAwaitingOperator(ctx context.Context, arg Broadcasts
 		return nil, err
 	}
 	return items, nil
+}
+
+const countBroadcast = `-- name: CountBroadcast :one
+UPDATE broadcasts
+SET pending_count = pending_count + $1::integer, queued_count = queued_count + $2::integer,
+    sending_count = sending_count + $3::integer, delivered_count = delivered_count + $4::integer,
+    failed_count = failed_count + $5::integer, skipped_count = skipped_count + $6::integer,
+    actual_cost_micros = CASE WHEN $7::bigint = 0 THEN actual_cost_micros ELSE coalesce(actual_cost_micros, 0) + $7::bigint END,
+    reserved_micros = CASE WHEN reserved_micros IS NULL THEN NULL ELSE reserved_micros - $8::bigint END,
+    updated_at = $9
+WHERE id = $10
+RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason
+`
+
+type CountBroadcastParams struct {
+	Pending   int32
+	Queued    int32
+	Sending   int32
+	Delivered int32
+	Failed    int32
+	Skipped   int32
+	Cost      int64
+	Released  int64
+	Now       time.Time
+	ID        string
+}
+
+// Adds to a broadcast's counters and costs (the recipients that moved), and releases what it
+// no longer needs reserved.
+func (q *Queries) CountBroadcast(ctx context.Context, arg CountBroadcastParams) (Broadcast, error) {
+	row := q.db.QueryRow(ctx, countBroadcast,
+		arg.Pending,
+		arg.Queued,
+		arg.Sending,
+		arg.Delivered,
+		arg.Failed,
+		arg.Skipped,
+		arg.Cost,
+		arg.Released,
+		arg.Now,
+		arg.ID,
+	)
+	var i Broadcast
+	err := row.Scan(
+		&i.ID,
+		&i.Project,
+		&i.TestMode,
+		&i.Name,
+		&i.Channel,
+		&i.MessageType,
+		&i.Text,
+		&i.Content,
+		&i.EmailSubject,
+		&i.EmailHtmlBody,
+		&i.SenderID,
+		&i.Metadata,
+		&i.Status,
+		&i.IdempotencyKey,
+		&i.ScheduledAt,
+		&i.StartedAt,
+		&i.CompletedAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.TotalContacts,
+		&i.PendingCount,
+		&i.QueuedCount,
+		&i.SendingCount,
+		&i.DeliveredCount,
+		&i.FailedCount,
+		&i.SkippedCount,
+		&i.EstimatedCostMicros,
+		&i.ReservedMicros,
+		&i.ActualCostMicros,
+		&i.ReviewAttempts,
+		&i.ReviewResult,
+		&i.PausedUntil,
+		&i.PauseReason,
+	)
+	return i, err
 }
 
 const countBroadcastContacts = `-- name: CountBroadcastContacts :exec
@@ -519,13 +616,121 @@ func (q *Queries) DeleteBroadcastContact(ctx context.Context, arg DeleteBroadcas
 	return id, err
 }
 
+const dueBroadcasts = `-- name: DueBroadcasts :many
+SELECT id FROM broadcasts
+WHERE status IN ('approved', 'scheduled') AND coalesce(scheduled_at, '-infinity'::timestamptz) <= $1::timestamptz
+ORDER BY updated_at
+LIMIT 20
+`
+
+// Broadcasts the fan-out starts now: approved ones, and scheduled ones whose time has come.
+func (q *Queries) DueBroadcasts(ctx context.Context, now time.Time) ([]string, error) {
+	rows, err := q.db.Query(ctx, dueBroadcasts, now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const ensurePace = `-- name: EnsurePace :exec
+INSERT INTO broadcast_paces (key, next_at) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING
+`
+
+type EnsurePaceParams struct {
+	PaceKey string
+	Now     time.Time
+}
+
+func (q *Queries) EnsurePace(ctx context.Context, arg EnsurePaceParams) error {
+	_, err := q.db.Exec(ctx, ensurePace, arg.PaceKey, arg.Now)
+	return err
+}
+
+const followBroadcastContacts = `-- name: FollowBroadcastContacts :many
+UPDATE broadcast_contacts bc
+SET status = u.status, error_code = coalesce(nullif(u.error_code, ''), bc.error_code),
+    error_message = coalesce(nullif(u.error_message, ''), bc.error_message), cost_micros = nullif(u.cost, -1), processed_at = $1::timestamptz
+FROM (SELECT unnest($2::text[]) AS id, unnest($3::text[]) AS status, unnest($4::text[]) AS error_code,
+             unnest($5::text[]) AS error_message, unnest($6::bigint[]) AS cost) AS u,
+     broadcast_contacts old
+WHERE bc.id = u.id AND old.id = bc.id AND bc.status <> u.status AND bc.status NOT IN ('delivered', 'failed', 'skipped')
+    AND NOT (bc.status = 'sending' AND u.status = 'queued')
+RETURNING bc.broadcast_id, old.status AS old_status, bc.status AS new_status, coalesce(old.cost_micros, 0)::bigint AS old_cost,
+    coalesce(bc.cost_micros, 0)::bigint AS new_cost
+`
+
+type FollowBroadcastContactsParams struct {
+	Now           time.Time
+	Ids           []string
+	Statuses      []string
+	ErrorCodes    []string
+	ErrorMessages []string
+	Costs         []int64
+}
+
+type FollowBroadcastContactsRow struct {
+	BroadcastID string
+	OldStatus   string
+	NewStatus   string
+	OldCost     int64
+	NewCost     int64
+}
+
+// Moves recipients along with their messages (queued, sending, delivered, failed), forward
+// only, and returns each move with the status it left: the message's lock orders the moves of
+// one recipient, so the joined row is the one this statement changes.
+func (q *Queries) FollowBroadcastContacts(ctx context.Context, arg FollowBroadcastContactsParams) ([]FollowBroadcastContactsRow, error) {
+	rows, err := q.db.Query(ctx, followBroadcastContacts,
+		arg.Now,
+		arg.Ids,
+		arg.Statuses,
+		arg.ErrorCodes,
+		arg.ErrorMessages,
+		arg.Costs,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []FollowBroadcastContactsRow
+	for rows.Next() {
+		var i FollowBroadcastContactsRow
+		if err := rows.Scan(
+			&i.BroadcastID,
+			&i.OldStatus,
+			&i.NewStatus,
+			&i.OldCost,
+			&i.NewCost,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const insertBroadcast = `-- name: InsertBroadcast :one
 INSERT INTO broadcasts (id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body,
     sender_id, metadata, status, idempotency_key, scheduled_at, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
     $11, $12, 'draft', $13, $14, $15, $15)
 ON CONFLICT (project, test_mode, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result
+RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason
 `
 
 type InsertBroadcastParams struct {
@@ -587,6 +792,7 @@ func (q *Queries) InsertBroadcast(ctx context.Context, arg InsertBroadcastParams
 		&i.UpdatedAt,
 		&i.TotalContacts,
 		&i.PendingCount,
+		&i.QueuedCount,
 		&i.SendingCount,
 		&i.DeliveredCount,
 		&i.FailedCount,
@@ -596,12 +802,14 @@ func (q *Queries) InsertBroadcast(ctx context.Context, arg InsertBroadcastParams
 		&i.ActualCostMicros,
 		&i.ReviewAttempts,
 		&i.ReviewResult,
+		&i.PausedUntil,
+		&i.PauseReason,
 	)
 	return i, err
 }
 
 const lockBroadcast = `-- name: LockBroadcast :one
-SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result FROM broadcasts WHERE id = $1 FOR UPDATE
+SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason FROM broadcasts WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockBroadcast(ctx context.Context, id string) (Broadcast, error) {
@@ -629,6 +837,7 @@ func (q *Queries) LockBroadcast(ctx context.Context, id string) (Broadcast, erro
 		&i.UpdatedAt,
 		&i.TotalContacts,
 		&i.PendingCount,
+		&i.QueuedCount,
 		&i.SendingCount,
 		&i.DeliveredCount,
 		&i.FailedCount,
@@ -638,12 +847,180 @@ func (q *Queries) LockBroadcast(ctx context.Context, id string) (Broadcast, erro
 		&i.ActualCostMicros,
 		&i.ReviewAttempts,
 		&i.ReviewResult,
+		&i.PausedUntil,
+		&i.PauseReason,
 	)
 	return i, err
 }
 
+const lockPace = `-- name: LockPace :one
+SELECT next_at FROM broadcast_paces WHERE key = $1 FOR UPDATE
+`
+
+func (q *Queries) LockPace(ctx context.Context, paceKey string) (time.Time, error) {
+	row := q.db.QueryRow(ctx, lockPace, paceKey)
+	var next_at time.Time
+	err := row.Scan(&next_at)
+	return next_at, err
+}
+
+const paceOf = `-- name: PaceOf :one
+SELECT next_at FROM broadcast_paces WHERE key = $1
+`
+
+func (q *Queries) PaceOf(ctx context.Context, paceKey string) (time.Time, error) {
+	row := q.db.QueryRow(ctx, paceOf, paceKey)
+	var next_at time.Time
+	err := row.Scan(&next_at)
+	return next_at, err
+}
+
+const pauseBroadcast = `-- name: PauseBroadcast :one
+UPDATE broadcasts SET status = 'paused', paused_until = $1, pause_reason = $2, updated_at = $3
+WHERE id = $4 AND status IN ('approved', 'scheduled', 'sending', 'paused')
+RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason
+`
+
+type PauseBroadcastParams struct {
+	PausedUntil *time.Time
+	PauseReason *string
+	Now         time.Time
+	ID          string
+}
+
+// Pauses a broadcast that is starting or sending until a time, for a reason.
+func (q *Queries) PauseBroadcast(ctx context.Context, arg PauseBroadcastParams) (Broadcast, error) {
+	row := q.db.QueryRow(ctx, pauseBroadcast,
+		arg.PausedUntil,
+		arg.PauseReason,
+		arg.Now,
+		arg.ID,
+	)
+	var i Broadcast
+	err := row.Scan(
+		&i.ID,
+		&i.Project,
+		&i.TestMode,
+		&i.Name,
+		&i.Channel,
+		&i.MessageType,
+		&i.Text,
+		&i.Content,
+		&i.EmailSubject,
+		&i.EmailHtmlBody,
+		&i.SenderID,
+		&i.Metadata,
+		&i.Status,
+		&i.IdempotencyKey,
+		&i.ScheduledAt,
+		&i.StartedAt,
+		&i.CompletedAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.TotalContacts,
+		&i.PendingCount,
+		&i.QueuedCount,
+		&i.SendingCount,
+		&i.DeliveredCount,
+		&i.FailedCount,
+		&i.SkippedCount,
+		&i.EstimatedCostMicros,
+		&i.ReservedMicros,
+		&i.ActualCostMicros,
+		&i.ReviewAttempts,
+		&i.ReviewResult,
+		&i.PausedUntil,
+		&i.PauseReason,
+	)
+	return i, err
+}
+
+const pendingBroadcastContacts = `-- name: PendingBroadcastContacts :many
+SELECT id, broadcast_id, recipient, recipient_type, status, template_variables, template_header_variables, template_button_variables, message_id, cost_micros, error_code, error_message, processed_at, created_at FROM broadcast_contacts
+WHERE broadcast_id = $1 AND status = 'pending'
+ORDER BY created_at, id
+LIMIT $2
+FOR UPDATE SKIP LOCKED
+`
+
+type PendingBroadcastContactsParams struct {
+	BroadcastID string
+	MaxRows     int32
+}
+
+// The next recipients to hand to the send path, oldest first; one another fan-out holds is
+// passed over.
+func (q *Queries) PendingBroadcastContacts(ctx context.Context, arg PendingBroadcastContactsParams) ([]BroadcastContact, error) {
+	rows, err := q.db.Query(ctx, pendingBroadcastContacts, arg.BroadcastID, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []BroadcastContact
+	for rows.Next() {
+		var i BroadcastContact
+		if err := rows.Scan(
+			&i.ID,
+			&i.BroadcastID,
+			&i.Recipient,
+			&i.RecipientType,
+			&i.Status,
+			&i.TemplateVariables,
+			&i.TemplateHeaderVariables,
+			&i.TemplateButtonVariables,
+			&i.MessageID,
+			&i.CostMicros,
+			&i.ErrorCode,
+			&i.ErrorMessage,
+			&i.ProcessedAt,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const queueBroadcastContacts = `-- name: QueueBroadcastContacts :exec
+UPDATE broadcast_contacts bc
+SET status = u.status, message_id = nullif(u.message_id, ''), cost_micros = nullif(u.cost, -1), error_code = nullif(u.error_code, ''),
+    error_message = nullif(u.error_message, ''), processed_at = $1::timestamptz
+FROM (SELECT unnest($2::text[]) AS id, unnest($3::text[]) AS status, unnest($4::text[]) AS message_id,
+             unnest($5::bigint[]) AS cost, unnest($6::text[]) AS error_code,
+             unnest($7::text[]) AS error_message) AS u
+WHERE bc.id = u.id AND bc.status = 'pending'
+`
+
+type QueueBroadcastContactsParams struct {
+	Now           time.Time
+	Ids           []string
+	Statuses      []string
+	MessageIds    []string
+	Costs         []int64
+	ErrorCodes    []string
+	ErrorMessages []string
+}
+
+// Recipients handed to the send path: queued with their message, or failed with why not.
+func (q *Queries) QueueBroadcastContacts(ctx context.Context, arg QueueBroadcastContactsParams) error {
+	_, err := q.db.Exec(ctx, queueBroadcastContacts,
+		arg.Now,
+		arg.Ids,
+		arg.Statuses,
+		arg.MessageIds,
+		arg.Costs,
+		arg.ErrorCodes,
+		arg.ErrorMessages,
+	)
+	return err
+}
+
 const reschedulePendingBroadcast = `-- name: ReschedulePendingBroadcast :one
-UPDATE broadcasts SET scheduled_at = $1, updated_at = $2 WHERE id = $3 RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result
+UPDATE broadcasts SET scheduled_at = $1, updated_at = $2 WHERE id = $3 RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason
 `
 
 type ReschedulePendingBroadcastParams struct {
@@ -677,6 +1054,7 @@ func (q *Queries) ReschedulePendingBroadcast(ctx context.Context, arg Reschedule
 		&i.UpdatedAt,
 		&i.TotalContacts,
 		&i.PendingCount,
+		&i.QueuedCount,
 		&i.SendingCount,
 		&i.DeliveredCount,
 		&i.FailedCount,
@@ -686,8 +1064,53 @@ func (q *Queries) ReschedulePendingBroadcast(ctx context.Context, arg Reschedule
 		&i.ActualCostMicros,
 		&i.ReviewAttempts,
 		&i.ReviewResult,
+		&i.PausedUntil,
+		&i.PauseReason,
 	)
 	return i, err
+}
+
+const sendingBroadcasts = `-- name: SendingBroadcasts :many
+SELECT id, project, test_mode, status, paused_until FROM broadcasts
+WHERE (status = 'sending' AND pending_count > 0) OR status = 'paused'
+ORDER BY updated_at
+LIMIT 200
+`
+
+type SendingBroadcastsRow struct {
+	ID          string
+	Project     string
+	TestMode    bool
+	Status      string
+	PausedUntil *time.Time
+}
+
+// Broadcasts with recipients still to hand to the send path, and paused ones whose pause may be
+// over; least recently served first, so that each gets its turn.
+func (q *Queries) SendingBroadcasts(ctx context.Context) ([]SendingBroadcastsRow, error) {
+	rows, err := q.db.Query(ctx, sendingBroadcasts)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SendingBroadcastsRow
+	for rows.Next() {
+		var i SendingBroadcastsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Project,
+			&i.TestMode,
+			&i.Status,
+			&i.PausedUntil,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const setBroadcastEstimate = `-- name: SetBroadcastEstimate :exec
@@ -708,9 +1131,11 @@ const setBroadcastStatus = `-- name: SetBroadcastStatus :one
 UPDATE broadcasts SET status = $1, review_attempts = review_attempts + $2::integer,
     review_result = COALESCE($3, review_result), scheduled_at = COALESCE($4, scheduled_at),
     completed_at = CASE WHEN $1 IN ('completed', 'cancelled', 'failed') THEN $5 ELSE completed_at END,
+    paused_until = CASE WHEN $1 = 'paused' THEN paused_until END,
+    pause_reason = CASE WHEN $1 = 'paused' THEN pause_reason END,
     updated_at = $5
 WHERE id = $6
-RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result
+RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason
 `
 
 type SetBroadcastStatusParams struct {
@@ -755,6 +1180,7 @@ func (q *Queries) SetBroadcastStatus(ctx context.Context, arg SetBroadcastStatus
 		&i.UpdatedAt,
 		&i.TotalContacts,
 		&i.PendingCount,
+		&i.QueuedCount,
 		&i.SendingCount,
 		&i.DeliveredCount,
 		&i.FailedCount,
@@ -764,20 +1190,33 @@ func (q *Queries) SetBroadcastStatus(ctx context.Context, arg SetBroadcastStatus
 		&i.ActualCostMicros,
 		&i.ReviewAttempts,
 		&i.ReviewResult,
+		&i.PausedUntil,
+		&i.PauseReason,
 	)
 	return i, err
 }
 
+const setPace = `-- name: SetPace :exec
+UPDATE broadcast_paces SET next_at = $1 WHERE key = $2
+`
+
+type SetPaceParams struct {
+	NextAt  time.Time
+	PaceKey string
+}
+
+func (q *Queries) SetPace(ctx context.Context, arg SetPaceParams) error {
+	_, err := q.db.Exec(ctx, setPace, arg.NextAt, arg.PaceKey)
+	return err
+}
+
 const skipPendingBroadcastContacts = `-- name: SkipPendingBroadcastContacts :one
 WITH skipped AS (
-    UPDATE broadcast_contacts SET status = 'skipped', processed_at = $1
+    UPDATE broadcast_contacts SET status = 'skipped', processed_at = $1::timestamptz
     WHERE broadcast_id = $2 AND status = 'pending'
     RETURNING 1
 )
-UPDATE broadcasts SET skipped_count = skipped_count + (SELECT count(*) FROM skipped)::integer,
-    pending_count = pending_count - (SELECT count(*) FROM skipped)::integer, updated_at = $1
-WHERE broadcasts.id = $2
-RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result
+SELECT count(*)::integer FROM skipped
 `
 
 type SkipPendingBroadcastContactsParams struct {
@@ -785,9 +1224,31 @@ type SkipPendingBroadcastContactsParams struct {
 	ID  string
 }
 
-// A cancelled broadcast's recipients not yet handed to the send path are skipped.
-func (q *Queries) SkipPendingBroadcastContacts(ctx context.Context, arg SkipPendingBroadcastContactsParams) (Broadcast, error) {
+// A cancelled broadcast's recipients not yet handed to the send path are skipped; returns how
+// many (the caller counts them on the broadcast).
+func (q *Queries) SkipPendingBroadcastContacts(ctx context.Context, arg SkipPendingBroadcastContactsParams) (int32, error) {
 	row := q.db.QueryRow(ctx, skipPendingBroadcastContacts, arg.Now, arg.ID)
+	var column_1 int32
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
+const startBroadcast = `-- name: StartBroadcast :one
+UPDATE broadcasts SET started_at = coalesce(started_at, $1), reserved_micros = coalesce(reserved_micros, $2),
+    actual_cost_micros = coalesce(actual_cost_micros, 0), updated_at = $1
+WHERE id = $3
+RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason
+`
+
+type StartBroadcastParams struct {
+	Now            time.Time
+	ReservedMicros *int64
+	ID             string
+}
+
+// Records a broadcast's start (the first one) and what it reserved; the status moves apart.
+func (q *Queries) StartBroadcast(ctx context.Context, arg StartBroadcastParams) (Broadcast, error) {
+	row := q.db.QueryRow(ctx, startBroadcast, arg.Now, arg.ReservedMicros, arg.ID)
 	var i Broadcast
 	err := row.Scan(
 		&i.ID,
@@ -811,6 +1272,7 @@ func (q *Queries) SkipPendingBroadcastContacts(ctx context.Context, arg SkipPend
 		&i.UpdatedAt,
 		&i.TotalContacts,
 		&i.PendingCount,
+		&i.QueuedCount,
 		&i.SendingCount,
 		&i.DeliveredCount,
 		&i.FailedCount,
@@ -820,6 +1282,8 @@ func (q *Queries) SkipPendingBroadcastContacts(ctx context.Context, arg SkipPend
 		&i.ActualCostMicros,
 		&i.ReviewAttempts,
 		&i.ReviewResult,
+		&i.PausedUntil,
+		&i.PauseReason,
 	)
 	return i, err
 }
@@ -828,7 +1292,7 @@ const updateBroadcastDraft = `-- name: UpdateBroadcastDraft :one
 UPDATE broadcasts SET name = $1, text = $2, content = $3, email_subject = $4,
     email_html_body = $5, metadata = $6, updated_at = $7
 WHERE id = $8
-RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result
+RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason
 `
 
 type UpdateBroadcastDraftParams struct {
@@ -876,6 +1340,7 @@ func (q *Queries) UpdateBroadcastDraft(ctx context.Context, arg UpdateBroadcastD
 		&i.UpdatedAt,
 		&i.TotalContacts,
 		&i.PendingCount,
+		&i.QueuedCount,
 		&i.SendingCount,
 		&i.DeliveredCount,
 		&i.FailedCount,
@@ -885,6 +1350,8 @@ func (q *Queries) UpdateBroadcastDraft(ctx context.Context, arg UpdateBroadcastD
 		&i.ActualCostMicros,
 		&i.ReviewAttempts,
 		&i.ReviewResult,
+		&i.PausedUntil,
+		&i.PauseReason,
 	)
 	return i, err
 }

@@ -155,7 +155,7 @@ func (q *Queries) InsertInboundContactChannel(ctx context.Context, arg InsertInb
 }
 
 const listConversationMessages = `-- name: ListConversationMessages :many
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id FROM messages
 WHERE conversation_id = $1 AND project = $2 AND test_mode = $3
   AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, $5::text))
 ORDER BY created_at DESC, id DESC
@@ -218,6 +218,7 @@ func (q *Queries) ListConversationMessages(ctx context.Context, arg ListConversa
 			&i.ChargedMicros,
 			&i.RiskHold,
 			&i.RiskReviewed,
+			&i.BroadcastContactID,
 		); err != nil {
 			return nil, err
 		}
@@ -393,10 +394,11 @@ const recordMessage = `-- name: RecordMessage :one
 WITH m AS (
     INSERT INTO messages (id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator,
                           body, content, subject, metadata, options, conversation_id, provider_message_id,
-                          provider_timestamp, created_at, updated_at)
+                          provider_timestamp, broadcast_contact_id, risk_reviewed, created_at, updated_at)
     VALUES ($10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
             $20, $21, $22, $23, $24,
-            $1, $25, $26, $27, $27)
+            $1, $25, $26, $27,
+            $28, $29, $29)
     RETURNING id, project, test_mode, sender, channel, direction, body, created_at
 )
 INSERT INTO conversations AS c (id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count,
@@ -463,6 +465,8 @@ type RecordMessageParams struct {
 	Options             []byte
 	ProviderMessageID   *string
 	ProviderTimestamp   *time.Time
+	BroadcastContactID  *string
+	RiskReviewed        bool
 	CreatedAt           time.Time
 }
 
@@ -504,6 +508,8 @@ func (q *Queries) RecordMessage(ctx context.Context, arg RecordMessageParams) (R
 		arg.Options,
 		arg.ProviderMessageID,
 		arg.ProviderTimestamp,
+		arg.BroadcastContactID,
+		arg.RiskReviewed,
 		arg.CreatedAt,
 	)
 	var i RecordMessageRow

@@ -94,7 +94,7 @@ func (q *Queries) ForgetDomainAnnouncement(ctx context.Context, arg ForgetDomain
 }
 
 const getOutboundEmail = `-- name: GetOutboundEmail :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id FROM messages
 WHERE project = $1 AND provider_message_id = $2 AND direction = 'outbound' AND channel = 'email'
   AND NOT test_mode
 LIMIT 1
@@ -141,6 +141,7 @@ func (q *Queries) GetOutboundEmail(ctx context.Context, arg GetOutboundEmailPara
 		&i.ChargedMicros,
 		&i.RiskHold,
 		&i.RiskReviewed,
+		&i.BroadcastContactID,
 	)
 	return i, err
 }

@@ -129,11 +129,11 @@ func (q *Queries) GetBalance(ctx context.Context, project string) (Balance, erro
 }
 
 const ledgerSum = `-- name: LedgerSum :one
-SELECT coalesce(sum(CASE WHEN kind = 'charge' THEN -amount_micros ELSE amount_micros END), 0)::bigint
+SELECT coalesce(sum(CASE WHEN kind IN ('charge', 'reserve') THEN -amount_micros ELSE amount_micros END), 0)::bigint
 FROM ledger_entries WHERE project = $1
 `
 
-// The balance as the ledger has it: credits and refunds less charges.
+// The balance as the ledger has it: credits, refunds and releases less charges and reservations.
 func (q *Queries) LedgerSum(ctx context.Context, project string) (int64, error) {
 	row := q.db.QueryRow(ctx, ledgerSum, project)
 	var column_1 int64
@@ -177,6 +177,34 @@ type RefundBalanceParams struct {
 
 func (q *Queries) RefundBalance(ctx context.Context, arg RefundBalanceParams) (int64, error) {
 	row := q.db.QueryRow(ctx, refundBalance, arg.Amount, arg.Now, arg.Project)
+	var balance_micros int64
+	err := row.Scan(&balance_micros)
+	return balance_micros, err
+}
+
+const reserveBalance = `-- name: ReserveBalance :one
+UPDATE balances
+SET balance_micros = balance_micros - $1::bigint, updated_at = $2
+WHERE project = $3 AND balance_micros + $4::bigint >= $1::bigint
+RETURNING balance_micros
+`
+
+type ReserveBalanceParams struct {
+	Amount      int64
+	Now         time.Time
+	Project     string
+	CreditLimit int64
+}
+
+// Sets amount aside from the balance (a broadcast's estimate) unless it would go below minus the
+// credit limit; it is not spent until charged. No row means refused.
+func (q *Queries) ReserveBalance(ctx context.Context, arg ReserveBalanceParams) (int64, error) {
+	row := q.db.QueryRow(ctx, reserveBalance,
+		arg.Amount,
+		arg.Now,
+		arg.Project,
+		arg.CreditLimit,
+	)
 	var balance_micros int64
 	err := row.Scan(&balance_micros)
 	return balance_micros, err

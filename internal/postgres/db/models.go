@@ -51,6 +51,7 @@ type Broadcast struct {
 	UpdatedAt           time.Time
 	TotalContacts       int32
 	PendingCount        int32
+	QueuedCount         int32
 	SendingCount        int32
 	DeliveredCount      int32
 	FailedCount         int32
@@ -60,6 +61,8 @@ type Broadcast struct {
 	ActualCostMicros    *int64
 	ReviewAttempts      int32
 	ReviewResult        []byte
+	PausedUntil         *time.Time
+	PauseReason         *string
 }
 
 type BroadcastContact struct {
@@ -77,6 +80,11 @@ type BroadcastContact struct {
 	ErrorMessage            *string
 	ProcessedAt             *time.Time
 	CreatedAt               time.Time
+}
+
+type BroadcastPace struct {
+	Key    string
+	NextAt time.Time
 }
 
 type Contact struct {
@@ -200,6 +208,7 @@ type Message struct {
 	ChargedMicros      *int64
 	RiskHold           bool
 	RiskReviewed       bool
+	BroadcastContactID *string
 }
 
 type MessageAttachment struct {

@@ -24,7 +24,11 @@ CREATE TABLE broadcasts (
     created_at            timestamptz NOT NULL,
     updated_at            timestamptz NOT NULL,
     total_contacts        integer     NOT NULL DEFAULT 0,
+    -- One counter per recipient status: pending (not handed to the send path yet), queued
+    -- (accepted, waiting for its transport), sending (the provider took it; no receipt yet),
+    -- delivered, failed, skipped (cancelled before it went).
     pending_count         integer     NOT NULL DEFAULT 0,
+    queued_count          integer     NOT NULL DEFAULT 0,
     sending_count         integer     NOT NULL DEFAULT 0,
     delivered_count       integer     NOT NULL DEFAULT 0,
     failed_count          integer     NOT NULL DEFAULT 0,
@@ -33,10 +37,16 @@ CREATE TABLE broadcasts (
     reserved_micros       bigint,
     actual_cost_micros    bigint,
     review_attempts       integer     NOT NULL DEFAULT 0,
-    review_result         jsonb
+    review_result         jsonb,
+    -- A paused broadcast goes on by itself at this time (a daily ceiling's reset) or, when it
+    -- is null, once the balance pays for its next recipients; pause_reason says which.
+    paused_until          timestamptz,
+    pause_reason          text
 );
 
 CREATE INDEX broadcasts_project ON broadcasts (project, test_mode, created_at, id);
+-- The fan-out's scan: broadcasts to start or to go on with.
+CREATE INDEX broadcasts_active ON broadcasts (status, updated_at) WHERE status IN ('approved', 'scheduled', 'sending', 'paused');
 CREATE UNIQUE INDEX broadcasts_idempotency ON broadcasts (project, test_mode, idempotency_key) WHERE idempotency_key IS NOT NULL;
 
 CREATE TABLE broadcast_contacts (
@@ -59,7 +69,29 @@ CREATE TABLE broadcast_contacts (
 -- A recipient is in a broadcast once, whichever request added it.
 CREATE UNIQUE INDEX broadcast_contacts_recipient ON broadcast_contacts (broadcast_id, recipient);
 CREATE INDEX broadcast_contacts_page ON broadcast_contacts (broadcast_id, created_at, id);
+-- The fan-out takes a broadcast's pending recipients in the order they were added.
+CREATE INDEX broadcast_contacts_pending ON broadcast_contacts (broadcast_id, created_at, id) WHERE status = 'pending';
+
+-- The pace of sends from one address through one Provider (its messagesPerSecond): the time
+-- the next broadcast message from it may be dispatched. Broadcasts sharing an address share it.
+CREATE TABLE broadcast_paces (
+    key     text        PRIMARY KEY,
+    next_at timestamptz NOT NULL
+);
+
+-- A broadcast's message names its recipient, so that its status moves the recipient's.
+ALTER TABLE messages ADD COLUMN broadcast_contact_id text;
+
+-- A broadcast reserves its estimate when it starts sending and releases it as its messages are
+-- charged (and what is left when it ends).
+ALTER TABLE ledger_entries DROP CONSTRAINT ledger_entries_kind_check;
+ALTER TABLE ledger_entries ADD CONSTRAINT ledger_entries_kind_check CHECK (kind IN ('credit', 'charge', 'refund', 'reserve', 'release'));
 
 -- +goose Down
+DROP TABLE broadcast_paces;
+DELETE FROM ledger_entries WHERE kind IN ('reserve', 'release');
+ALTER TABLE ledger_entries DROP CONSTRAINT ledger_entries_kind_check;
+ALTER TABLE ledger_entries ADD CONSTRAINT ledger_entries_kind_check CHECK (kind IN ('credit', 'charge', 'refund'));
+ALTER TABLE messages DROP COLUMN broadcast_contact_id;
 DROP TABLE broadcast_contacts;
 DROP TABLE broadcasts;

@@ -65,21 +65,21 @@ DELETE FROM broadcast_contacts WHERE id = @id AND broadcast_id = @broadcast_id R
 UPDATE broadcasts SET status = @status, review_attempts = review_attempts + @add_attempts::integer,
     review_result = COALESCE(@review_result, review_result), scheduled_at = COALESCE(@scheduled_at, scheduled_at),
     completed_at = CASE WHEN @status IN ('completed', 'cancelled', 'failed') THEN @now ELSE completed_at END,
+    paused_until = CASE WHEN @status = 'paused' THEN paused_until END,
+    pause_reason = CASE WHEN @status = 'paused' THEN pause_reason END,
     updated_at = @now
 WHERE id = @id
 RETURNING *;
 
 -- name: SkipPendingBroadcastContacts :one
--- A cancelled broadcast's recipients not yet handed to the send path are skipped.
+-- A cancelled broadcast's recipients not yet handed to the send path are skipped; returns how
+-- many (the caller counts them on the broadcast).
 WITH skipped AS (
-    UPDATE broadcast_contacts SET status = 'skipped', processed_at = @now
+    UPDATE broadcast_contacts SET status = 'skipped', processed_at = @now::timestamptz
     WHERE broadcast_id = @id AND status = 'pending'
     RETURNING 1
 )
-UPDATE broadcasts SET skipped_count = skipped_count + (SELECT count(*) FROM skipped)::integer,
-    pending_count = pending_count - (SELECT count(*) FROM skipped)::integer, updated_at = @now
-WHERE broadcasts.id = @id
-RETURNING *;
+SELECT count(*)::integer FROM skipped;
 
 -- name: ReschedulePendingBroadcast :one
 UPDATE broadcasts SET scheduled_at = @scheduled_at, updated_at = @now WHERE id = @id RETURNING *;
@@ -104,3 +104,90 @@ SELECT recipient, template_variables FROM broadcast_contacts WHERE broadcast_id 
 
 -- name: SetBroadcastEstimate :exec
 UPDATE broadcasts SET estimated_cost_micros = @estimated_cost_micros WHERE id = @id;
+
+-- name: DueBroadcasts :many
+-- Broadcasts the fan-out starts now: approved ones, and scheduled ones whose time has come.
+SELECT id FROM broadcasts
+WHERE status IN ('approved', 'scheduled') AND coalesce(scheduled_at, '-infinity'::timestamptz) <= @now::timestamptz
+ORDER BY updated_at
+LIMIT 20;
+
+-- name: SendingBroadcasts :many
+-- Broadcasts with recipients still to hand to the send path, and paused ones whose pause may be
+-- over; least recently served first, so that each gets its turn.
+SELECT id, project, test_mode, status, paused_until FROM broadcasts
+WHERE (status = 'sending' AND pending_count > 0) OR status = 'paused'
+ORDER BY updated_at
+LIMIT 200;
+
+-- name: StartBroadcast :one
+-- Records a broadcast's start (the first one) and what it reserved; the status moves apart.
+UPDATE broadcasts SET started_at = coalesce(started_at, @now), reserved_micros = coalesce(reserved_micros, sqlc.narg(reserved_micros)),
+    actual_cost_micros = coalesce(actual_cost_micros, 0), updated_at = @now
+WHERE id = @id
+RETURNING *;
+
+-- name: PendingBroadcastContacts :many
+-- The next recipients to hand to the send path, oldest first; one another fan-out holds is
+-- passed over.
+SELECT * FROM broadcast_contacts
+WHERE broadcast_id = @broadcast_id AND status = 'pending'
+ORDER BY created_at, id
+LIMIT @max_rows
+FOR UPDATE SKIP LOCKED;
+
+-- name: QueueBroadcastContacts :exec
+-- Recipients handed to the send path: queued with their message, or failed with why not.
+UPDATE broadcast_contacts bc
+SET status = u.status, message_id = nullif(u.message_id, ''), cost_micros = nullif(u.cost, -1), error_code = nullif(u.error_code, ''),
+    error_message = nullif(u.error_message, ''), processed_at = @now::timestamptz
+FROM (SELECT unnest(@ids::text[]) AS id, unnest(@statuses::text[]) AS status, unnest(@message_ids::text[]) AS message_id,
+             unnest(@costs::bigint[]) AS cost, unnest(@error_codes::text[]) AS error_code,
+             unnest(@error_messages::text[]) AS error_message) AS u
+WHERE bc.id = u.id AND bc.status = 'pending';
+
+-- name: FollowBroadcastContacts :many
+-- Moves recipients along with their messages (queued, sending, delivered, failed), forward
+-- only, and returns each move with the status it left: the message's lock orders the moves of
+-- one recipient, so the joined row is the one this statement changes.
+UPDATE broadcast_contacts bc
+SET status = u.status, error_code = coalesce(nullif(u.error_code, ''), bc.error_code),
+    error_message = coalesce(nullif(u.error_message, ''), bc.error_message), cost_micros = nullif(u.cost, -1), processed_at = @now::timestamptz
+FROM (SELECT unnest(@ids::text[]) AS id, unnest(@statuses::text[]) AS status, unnest(@error_codes::text[]) AS error_code,
+             unnest(@error_messages::text[]) AS error_message, unnest(@costs::bigint[]) AS cost) AS u,
+     broadcast_contacts old
+WHERE bc.id = u.id AND old.id = bc.id AND bc.status <> u.status AND bc.status NOT IN ('delivered', 'failed', 'skipped')
+    AND NOT (bc.status = 'sending' AND u.status = 'queued')
+RETURNING bc.broadcast_id, old.status AS old_status, bc.status AS new_status, coalesce(old.cost_micros, 0)::bigint AS old_cost,
+    coalesce(bc.cost_micros, 0)::bigint AS new_cost;
+
+-- name: CountBroadcast :one
+-- Adds to a broadcast's counters and costs (the recipients that moved), and releases what it
+-- no longer needs reserved.
+UPDATE broadcasts
+SET pending_count = pending_count + @pending::integer, queued_count = queued_count + @queued::integer,
+    sending_count = sending_count + @sending::integer, delivered_count = delivered_count + @delivered::integer,
+    failed_count = failed_count + @failed::integer, skipped_count = skipped_count + @skipped::integer,
+    actual_cost_micros = CASE WHEN @cost::bigint = 0 THEN actual_cost_micros ELSE coalesce(actual_cost_micros, 0) + @cost::bigint END,
+    reserved_micros = CASE WHEN reserved_micros IS NULL THEN NULL ELSE reserved_micros - @released::bigint END,
+    updated_at = @now
+WHERE id = @id
+RETURNING *;
+
+-- name: PauseBroadcast :one
+-- Pauses a broadcast that is starting or sending until a time, for a reason.
+UPDATE broadcasts SET status = 'paused', paused_until = @paused_until, pause_reason = @pause_reason, updated_at = @now
+WHERE id = @id AND status IN ('approved', 'scheduled', 'sending', 'paused')
+RETURNING *;
+
+-- name: PaceOf :one
+SELECT next_at FROM broadcast_paces WHERE key = @pace_key;
+
+-- name: EnsurePace :exec
+INSERT INTO broadcast_paces (key, next_at) VALUES (@pace_key, @now) ON CONFLICT (key) DO NOTHING;
+
+-- name: LockPace :one
+SELECT next_at FROM broadcast_paces WHERE key = @pace_key FOR UPDATE;
+
+-- name: SetPace :exec
+UPDATE broadcast_paces SET next_at = @next_at WHERE key = @pace_key;

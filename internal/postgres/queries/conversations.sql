@@ -7,10 +7,11 @@
 WITH m AS (
     INSERT INTO messages (id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator,
                           body, content, subject, metadata, options, conversation_id, provider_message_id,
-                          provider_timestamp, created_at, updated_at)
+                          provider_timestamp, broadcast_contact_id, risk_reviewed, created_at, updated_at)
     VALUES (@id, @project, @test_mode, @sender, @direction, @channel, @message_type, @status, @recipient, @originator,
             sqlc.narg(body), sqlc.narg(content), sqlc.narg(subject), sqlc.narg(metadata), sqlc.narg(options),
-            @conversation_id, sqlc.narg(provider_message_id), sqlc.narg(provider_timestamp), @created_at, @created_at)
+            @conversation_id, sqlc.narg(provider_message_id), sqlc.narg(provider_timestamp), sqlc.narg(broadcast_contact_id),
+            @risk_reviewed, @created_at, @created_at)
     RETURNING id, project, test_mode, sender, channel, direction, body, created_at
 )
 INSERT INTO conversations AS c (id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count,

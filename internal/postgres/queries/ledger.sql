@@ -36,8 +36,8 @@ FROM (SELECT unnest(@amounts::bigint[]) AS a, unnest(@message_ids::text[]) AS m)
 SELECT * FROM balances WHERE project = @project;
 
 -- name: LedgerSum :one
--- The balance as the ledger has it: credits and refunds less charges.
-SELECT coalesce(sum(CASE WHEN kind = 'charge' THEN -amount_micros ELSE amount_micros END), 0)::bigint
+-- The balance as the ledger has it: credits, refunds and releases less charges and reservations.
+SELECT coalesce(sum(CASE WHEN kind IN ('charge', 'reserve') THEN -amount_micros ELSE amount_micros END), 0)::bigint
 FROM ledger_entries WHERE project = @project;
 
 -- name: SetMessageCosts :exec
@@ -58,3 +58,11 @@ UPDATE messages SET charged_micros = 0 WHERE id = @id AND charged_micros IS NOT 
 -- name: SpentOf :many
 -- What each of the projects has spent (the ones with a balance).
 SELECT project, spent_micros FROM balances WHERE project = ANY(@projects::text[]);
+
+-- name: ReserveBalance :one
+-- Sets amount aside from the balance (a broadcast's estimate) unless it would go below minus the
+-- credit limit; it is not spent until charged. No row means refused.
+UPDATE balances
+SET balance_micros = balance_micros - @amount::bigint, updated_at = @now
+WHERE project = @project AND balance_micros + @credit_limit::bigint >= @amount::bigint
+RETURNING balance_micros;

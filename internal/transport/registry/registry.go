@@ -336,3 +336,17 @@ func (r *Registry) LookupLineType(ctx context.Context, project, number string) (
 	lt, ok, err := t.LookupLineType(ctx, number)
 	return lt.Carrier, lt.Type, ok, err
 }
+
+// Pace is how fast a broadcast may send from the sender's address on channel: the key its
+// sends share (Provider and address) and the Provider's messagesPerSecond; 0 when unpaced (test
+// traffic, the sandbox, and a Provider that sets none).
+func (r *Registry) Pace(ctx context.Context, testMode bool, snd *v1alpha1.Sender, channel string) (string, float64, error) {
+	if testMode || snd.Spec.Transport == v1alpha1.TransportSandbox {
+		return "", 0, nil
+	}
+	p, _, err := r.provider(ctx, snd, v1alpha1.Channel(channel))
+	if err != nil || p == nil || p.Spec.MessagesPerSecond == nil {
+		return "", 0, err
+	}
+	return p.Namespace + "/" + p.Name + "/" + snd.Address(v1alpha1.Channel(channel)), float64(*p.Spec.MessagesPerSecond), nil
+}

@@ -1,0 +1,437 @@
+package broadcast
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/billing"
+	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+)
+
+// The fan-out hands a sending broadcast's recipients to the send path in chunks. A chunk is one
+// transaction: its recipients are locked (another worker passes them over), each becomes a
+// message through the same accept policies, routing and events as a single send, the chunk is
+// accepted with Accept, and the recipients and the broadcast's counters change with it. A
+// worker killed mid-chunk commits nothing of it, so the next takes the same recipients again:
+// no recipient is sent twice or lost.
+
+// DefaultChunk is how many recipients one transaction hands to the send path.
+const DefaultChunk = 500
+
+// paceHorizon is how far ahead of now an address's pace may run: a paced broadcast takes its
+// next chunk only once the messages already paced from its address go within this, so that two
+// broadcasts from one address take turns instead of one queueing all its recipients first.
+const paceHorizon = 10 * time.Second
+
+// balanceRecheck is how often a broadcast paused for its balance tries again.
+const balanceRecheck = time.Minute
+
+// SendPath is the send path a broadcast's recipients go through (message.Service).
+type SendPath interface {
+	BulkSender(ctx context.Context, project string, name *string) (*v1alpha1.Sender, error)
+	CheckBulk(ctx context.Context, o *message.Outbound, snd *v1alpha1.Sender) error
+	Accept(ctx context.Context, tx pgx.Tx, batch []message.Outbound) ([]db.Message, error)
+}
+
+// Pacer says how fast a broadcast may send from an address (registry.Registry): the key the
+// address's sends share and messages per second, 0 when unpaced.
+type Pacer interface {
+	Pace(ctx context.Context, testMode bool, snd *v1alpha1.Sender, channel string) (string, float64, error)
+}
+
+// SetSendPath makes approved broadcasts send through p, paced by pacer.
+func (s *Service) SetSendPath(p SendPath, pacer Pacer) { s.send, s.pacer = p, pacer }
+
+// Fanout runs the fan-out in a worker process; every worker runs one, and they share the work
+// through row locks.
+type Fanout struct {
+	Service *Service
+	Log     logr.Logger
+	// Idle is how long to wait when there is nothing to do (250 ms when zero).
+	Idle time.Duration
+	// Chunk is how many recipients one transaction takes (DefaultChunk when zero).
+	Chunk int
+	// Parallel is how many chunks this process works on at once (2 when zero).
+	Parallel int
+}
+
+// NeedLeaderElection: every worker fans out.
+func (f *Fanout) NeedLeaderElection() bool { return false }
+
+// Start fans out until ctx ends.
+func (f *Fanout) Start(ctx context.Context) error {
+	idle, chunk, parallel := f.Idle, f.Chunk, f.Parallel
+	if idle == 0 {
+		idle = 250 * time.Millisecond
+	}
+	if chunk == 0 {
+		chunk = DefaultChunk
+	}
+	if parallel == 0 {
+		parallel = 2
+	}
+	var wg sync.WaitGroup
+	for range parallel {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				worked, err := f.Service.FanOutOnce(ctx, chunk)
+				if err != nil && ctx.Err() == nil {
+					f.Log.Error(err, "broadcast fan-out")
+				}
+				if worked && err == nil {
+					continue
+				}
+				select {
+				case <-ctx.Done():
+				case <-time.After(idle):
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// FanOutOnce starts the broadcasts that are due and hands one chunk of each sending broadcast
+// to the send path, in turn; it reports whether it did anything.
+func (s *Service) FanOutOnce(ctx context.Context, chunk int) (bool, error) {
+	if s.send == nil {
+		return false, errors.New("broadcasts have no send path")
+	}
+	now := s.now().UTC()
+	q := db.New(s.pool)
+	due, err := q.DueBroadcasts(ctx, now)
+	if err != nil {
+		return false, fmt.Errorf("list due broadcasts: %w", err)
+	}
+	worked := false
+	for _, id := range due {
+		started, err := s.start(ctx, id)
+		if err != nil {
+			return worked, err
+		}
+		worked = worked || started
+	}
+	active, err := q.SendingBroadcasts(ctx)
+	if err != nil {
+		return worked, fmt.Errorf("list sending broadcasts: %w", err)
+	}
+	for _, b := range active {
+		if b.Status == StatusPaused {
+			if b.PausedUntil != nil && b.PausedUntil.After(now) {
+				continue
+			}
+			started, err := s.start(ctx, b.ID)
+			if err != nil {
+				return worked, err
+			}
+			worked = worked || started
+			continue
+		}
+		n, err := s.sendChunk(ctx, b.ID, chunk)
+		if err != nil {
+			return worked, err
+		}
+		worked = worked || n > 0
+	}
+	return worked, nil
+}
+
+// start moves a due broadcast (approved, scheduled and due, or paused and due) to sending. A
+// live broadcast reserves its estimated cost from the balance first, once; a balance that cannot
+// cover it pauses the broadcast, which tries again every balanceRecheck. The balance is locked
+// before the broadcast, the order every chunk takes.
+func (s *Service) start(ctx context.Context, id string) (bool, error) {
+	started := false
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		row, err := q.BroadcastByID(ctx, id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		now := s.now().UTC()
+		if !due(row, now) {
+			return nil
+		}
+		var reserve *int64
+		if row.ReservedMicros == nil && !row.TestMode && row.EstimatedCostMicros != nil && *row.EstimatedCostMicros > 0 && s.money != nil {
+			acct, err := s.money.Account(ctx, row.Project)
+			if err != nil {
+				return err
+			}
+			err = billing.Reserve(ctx, tx, acct, billing.Micros(*row.EstimatedCostMicros), "broadcast "+id, now)
+			var ae *apperror.Error
+			if errors.As(err, &ae) && ae.Code == "insufficient_balance" {
+				until := now.Add(balanceRecheck)
+				_, err = q.PauseBroadcast(ctx, db.PauseBroadcastParams{ID: id, PausedUntil: &until, PauseReason: &ae.Code, Now: now})
+				started = err == nil
+				return ignoreNoRows(err)
+			}
+			if err != nil {
+				return err
+			}
+			reserve = row.EstimatedCostMicros
+		}
+		// Locked now; another worker may have started it meanwhile.
+		if row, err = q.LockBroadcast(ctx, id); err != nil {
+			return err
+		}
+		if !due(row, now) {
+			return errNotDue
+		}
+		if row, err = q.StartBroadcast(ctx, db.StartBroadcastParams{ID: id, Now: now, ReservedMicros: reserve}); err != nil {
+			return err
+		}
+		_, err = s.move(ctx, tx, row, db.SetBroadcastStatusParams{Status: StatusSending})
+		started = err == nil
+		return err
+	})
+	if errors.Is(err, errNotDue) {
+		return false, nil
+	}
+	return started, err
+}
+
+// errNotDue rolls back a start that another worker made first.
+var errNotDue = errors.New("broadcast is not due to start")
+
+// due says whether the fan-out starts b now.
+func due(b db.Broadcast, now time.Time) bool {
+	switch b.Status {
+	case StatusApproved, StatusScheduled:
+		return b.ScheduledAt == nil || !b.ScheduledAt.After(now)
+	case StatusPaused:
+		return b.PausedUntil == nil || !b.PausedUntil.After(now)
+	}
+	return false
+}
+
+func ignoreNoRows(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	return err
+}
+
+// pause is why a chunk could not be accepted: a sending limit (until it resets) or the balance.
+type pause struct {
+	until  time.Time
+	reason string
+}
+
+func (p *pause) Error() string { return "broadcast paused: " + p.reason }
+
+// pauseFor says whether err, Accept's refusal of a chunk, pauses the broadcast: a daily or
+// monthly ceiling until its reset, the balance for balanceRecheck.
+func pauseFor(err error, now time.Time) *pause {
+	var ae *apperror.Error
+	if !errors.As(err, &ae) {
+		return nil
+	}
+	switch ae.Code {
+	case "daily_limit_exceeded", "a2p_limit_exceeded":
+		until := now.Add(time.Hour)
+		if at, ok := ae.Details["resetAt"].(string); ok {
+			if t, err := time.Parse(time.RFC3339, at); err == nil {
+				until = t
+			}
+		}
+		return &pause{until: until, reason: ae.Code}
+	case "insufficient_balance":
+		return &pause{until: now.Add(balanceRecheck), reason: ae.Code}
+	}
+	return nil
+}
+
+// sendChunk hands up to n pending recipients of a sending broadcast to the send path and returns
+// how many it handed. A chunk a sending limit refuses is tried again in halves, so that what is
+// left of the ceiling is used; when one recipient is refused the broadcast pauses until the
+// limit resets (or, for the balance, a minute).
+func (s *Service) sendChunk(ctx context.Context, id string, n int) (int, error) {
+	for {
+		done, err := s.chunk(ctx, id, n)
+		var p *pause
+		if !errors.As(err, &p) {
+			return done, err
+		}
+		if n > 1 {
+			n /= 2
+			continue
+		}
+		now := s.now().UTC()
+		_, err = db.New(s.pool).PauseBroadcast(ctx, db.PauseBroadcastParams{ID: id, PausedUntil: &p.until, PauseReason: &p.reason, Now: now})
+		return 0, ignoreNoRows(err)
+	}
+}
+
+// chunk is one transaction of the fan-out (see the top of this file).
+func (s *Service) chunk(ctx context.Context, id string, n int) (int, error) {
+	handed := 0
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		b, err := q.BroadcastByID(ctx, id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if b.Status != StatusSending {
+			return nil
+		}
+		now := s.now().UTC()
+		p, err := s.plan(ctx, b)
+		if err != nil {
+			return err
+		}
+		if ahead, err := p.paceAhead(ctx, q, now); err != nil || ahead {
+			return err
+		}
+		contacts, err := q.PendingBroadcastContacts(ctx, db.PendingBroadcastContactsParams{BroadcastID: id, MaxRows: int32(n)})
+		if err != nil {
+			return fmt.Errorf("take recipients of %s: %w", id, err)
+		}
+		if len(contacts) == 0 {
+			return nil
+		}
+		outs, results, err := p.messages(ctx, contacts)
+		if err != nil {
+			return err
+		}
+		if err := p.pace(ctx, q, outs, now); err != nil {
+			return err
+		}
+		released, err := s.release(ctx, tx, b, outs, now)
+		if err != nil {
+			return err
+		}
+		msgs, err := s.send.Accept(ctx, tx, batchOf(outs))
+		if err != nil {
+			if pz := pauseFor(err, now); pz != nil {
+				return pz
+			}
+			return fmt.Errorf("accept recipients of %s: %w", id, err)
+		}
+		var cost int64
+		for i, m := range msgs {
+			r := &results[outs[i].index]
+			r.status, r.messageID = "queued", m.ID
+			if m.CostMicros != nil {
+				r.cost = *m.CostMicros
+				cost += *m.CostMicros
+			}
+		}
+		if err := queueContacts(ctx, q, results, now); err != nil {
+			return err
+		}
+		d := counts{db.CountBroadcastParams{ID: id, Pending: -int32(len(contacts)), Queued: int32(len(msgs)),
+			Failed: int32(len(contacts) - len(msgs)), Cost: cost, Released: int64(released), Now: now}}
+		if err := s.count(ctx, tx, d); err != nil {
+			return err
+		}
+		handed = len(contacts)
+		return nil
+	})
+	return handed, err
+}
+
+// release gives back to the balance, before the chunk's messages are charged, the part of the
+// broadcast's reservation they will take: their prices at the price list (at most what is
+// still reserved). A test broadcast reserves nothing.
+func (s *Service) release(ctx context.Context, tx pgx.Tx, b db.Broadcast, outs []outbound, now time.Time) (billing.Micros, error) {
+	if b.ReservedMicros == nil || *b.ReservedMicros <= 0 || s.money == nil {
+		return 0, nil
+	}
+	list, err := s.money.PriceList(ctx, b.Project)
+	if err != nil || list == nil {
+		return 0, err
+	}
+	var total billing.Micros
+	for _, o := range outs {
+		if !billing.Charged[o.Channel] {
+			continue
+		}
+		q, ok, err := billing.QuoteOf(list, o.Channel, o.To, o.Text)
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			total += q.Price
+		}
+	}
+	total = min(total, billing.Micros(*b.ReservedMicros))
+	return total, billing.Release(ctx, tx, b.Project, total, "broadcast "+b.ID, now)
+}
+
+// result is what became of one recipient of a chunk.
+type result struct {
+	id, status, messageID string
+	cost                  int64
+	code, reason          string
+}
+
+// queueContacts records a chunk's recipients: queued with their messages, or failed with why.
+func queueContacts(ctx context.Context, q *db.Queries, results []result, now time.Time) error {
+	p := db.QueueBroadcastContactsParams{Now: now}
+	for _, r := range results {
+		p.Ids, p.Statuses, p.MessageIds = append(p.Ids, r.id), append(p.Statuses, r.status), append(p.MessageIds, r.messageID)
+		p.Costs, p.ErrorCodes, p.ErrorMessages = append(p.Costs, r.cost), append(p.ErrorCodes, r.code), append(p.ErrorMessages, r.reason)
+	}
+	if err := q.QueueBroadcastContacts(ctx, p); err != nil {
+		return fmt.Errorf("record recipients: %w", err)
+	}
+	return nil
+}
+
+// counts are changes to one broadcast's counters.
+type counts struct{ db.CountBroadcastParams }
+
+// count applies d to its broadcast, last in the transaction (the row every move of the
+// broadcast's messages waits on), and completes the broadcast when nothing of it is left to
+// hand over or waiting to go: every recipient's message has been sent or has failed, or the
+// recipient was skipped. Delivery receipts still move its counters after that.
+func (s *Service) count(ctx context.Context, tx pgx.Tx, d counts) error {
+	q := db.New(tx)
+	row, err := q.CountBroadcast(ctx, d.CountBroadcastParams)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil // deleted
+	}
+	if err != nil {
+		return fmt.Errorf("count broadcast %s: %w", d.ID, err)
+	}
+	if row.Status != StatusSending || row.PendingCount > 0 || row.QueuedCount > 0 {
+		return nil
+	}
+	row, err = s.settle(ctx, tx, row, d.Now)
+	if err != nil {
+		return err
+	}
+	_, err = s.move(ctx, tx, row, db.SetBroadcastStatusParams{Status: StatusCompleted})
+	return err
+}
+
+// settle releases what a broadcast that ends still has reserved.
+func (s *Service) settle(ctx context.Context, tx pgx.Tx, row db.Broadcast, now time.Time) (db.Broadcast, error) {
+	if row.ReservedMicros == nil || *row.ReservedMicros <= 0 {
+		return row, nil
+	}
+	left := *row.ReservedMicros
+	if err := billing.Release(ctx, tx, row.Project, billing.Micros(left), "broadcast "+row.ID, now); err != nil {
+		return row, err
+	}
+	return db.New(tx).CountBroadcast(ctx, db.CountBroadcastParams{ID: row.ID, Released: left, Now: now})
+}
