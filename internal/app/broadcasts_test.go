@@ -249,7 +249,9 @@ func TestBroadcastReview(t *testing.T) {
 	if r.status != 200 || r.body["broadcast"].(map[string]any)["status"] != "pending_review" || r.body["broadcast"].(map[string]any)["reviewAttempts"] != 1.0 {
 		t.Fatalf("send = %d %v", r.status, r.body)
 	}
-	b := status(ok, "approved")
+	// Approved, and from there the fan-out sends it at once (TestBroadcastSends).
+	waitFor(t, func() bool { return slices.Contains([]any{"approved", "sending", "completed"}, get(ok)["status"]) })
+	b := get(ok)
 	if res := b["reviewResult"].(map[string]any); res["score"] != 0.0 || res["reviewedAt"] == nil {
 		t.Errorf("approved review = %v", res)
 	}

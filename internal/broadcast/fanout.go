@@ -103,8 +103,9 @@ func (f *Fanout) Start(ctx context.Context) error {
 	return nil
 }
 
-// FanOutOnce starts the broadcasts that are due and hands one chunk of each sending broadcast
-// to the send path, in turn; it reports whether it did anything.
+// FanOutOnce starts the broadcasts that are due, hands one chunk of each sending broadcast to
+// the send path, in turn, and folds the broadcasts' recorded changes into their counters; it
+// reports whether it did anything.
 func (s *Service) FanOutOnce(ctx context.Context, chunk int) (bool, error) {
 	if s.send == nil {
 		return false, errors.New("broadcasts have no send path")
@@ -145,7 +146,8 @@ func (s *Service) FanOutOnce(ctx context.Context, chunk int) (bool, error) {
 		}
 		worked = worked || n > 0
 	}
-	return worked, nil
+	folded, err := s.foldAll(ctx)
+	return worked || folded, err
 }
 
 // start moves a due broadcast (approved, scheduled and due, or paused and due) to sending. A
@@ -340,7 +342,7 @@ func (s *Service) chunk(ctx context.Context, id string, n int) (int, error) {
 		}
 		d := counts{db.CountBroadcastParams{ID: id, Pending: -int32(len(contacts)), Queued: int32(len(msgs)),
 			Failed: int32(len(contacts) - len(msgs)), Cost: cost, Released: int64(released), Now: now}}
-		if err := s.count(ctx, tx, d); err != nil {
+		if err := addCounts(ctx, tx, d); err != nil {
 			return err
 		}
 		handed = len(contacts)
@@ -400,28 +402,71 @@ func queueContacts(ctx context.Context, q *db.Queries, results []result, now tim
 // counts are changes to one broadcast's counters.
 type counts struct{ db.CountBroadcastParams }
 
-// count applies d to its broadcast, last in the transaction (the row every move of the
-// broadcast's messages waits on), and completes the broadcast when nothing of it is left to
-// hand over or waiting to go: every recipient's message has been sent or has failed, or the
-// recipient was skipped. Delivery receipts still move its counters after that.
-func (s *Service) count(ctx context.Context, tx pgx.Tx, d counts) error {
-	q := db.New(tx)
-	row, err := q.CountBroadcast(ctx, d.CountBroadcastParams)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil // deleted
+// addCounts records changes to broadcasts' counters in tx as deltas, for fold to add to the
+// broadcasts: the broadcasts' rows are not touched, so moves of many of a broadcast's messages
+// never wait on one another.
+func addCounts(ctx context.Context, tx pgx.Tx, cs ...counts) error {
+	var p db.AddBroadcastDeltasParams
+	for _, c := range cs {
+		p.BroadcastIds, p.Pending, p.Queued = append(p.BroadcastIds, c.ID), append(p.Pending, c.Pending), append(p.Queued, c.Queued)
+		p.Sending, p.Delivered, p.Failed = append(p.Sending, c.Sending), append(p.Delivered, c.Delivered), append(p.Failed, c.Failed)
+		p.Skipped, p.Costs, p.Released = append(p.Skipped, c.Skipped), append(p.Costs, c.Cost), append(p.Released, c.Released)
 	}
-	if err != nil {
-		return fmt.Errorf("count broadcast %s: %w", d.ID, err)
-	}
-	if row.Status != StatusSending || row.PendingCount > 0 || row.QueuedCount > 0 {
+	if len(p.BroadcastIds) == 0 {
 		return nil
 	}
-	row, err = s.settle(ctx, tx, row, d.Now)
-	if err != nil {
-		return err
+	if err := db.New(tx).AddBroadcastDeltas(ctx, p); err != nil {
+		return fmt.Errorf("count broadcasts: %w", err)
 	}
-	_, err = s.move(ctx, tx, row, db.SetBroadcastStatusParams{Status: StatusCompleted})
-	return err
+	return nil
+}
+
+// foldAll folds the changes of every broadcast that has some; it reports whether there were.
+func (s *Service) foldAll(ctx context.Context) (bool, error) {
+	ids, err := db.New(s.pool).BroadcastsWithDeltas(ctx)
+	if err != nil {
+		return false, fmt.Errorf("list broadcasts to count: %w", err)
+	}
+	for _, id := range ids {
+		if err := s.fold(ctx, id); err != nil {
+			return false, err
+		}
+	}
+	return len(ids) > 0, nil
+}
+
+// fold adds a broadcast's recorded changes to its counters, in one transaction, and completes
+// the broadcast when nothing of it is left to hand over or waiting to go: every recipient's
+// message has been sent or has failed, or the recipient was skipped. Delivery receipts still
+// move its counters after that.
+func (s *Service) fold(ctx context.Context, id string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		q := db.New(tx)
+		d, err := q.TakeBroadcastDeltas(ctx, id)
+		if err != nil {
+			return fmt.Errorf("take changes of broadcast %s: %w", id, err)
+		}
+		if d.N == 0 {
+			return nil
+		}
+		now := s.now().UTC()
+		row, err := q.CountBroadcast(ctx, db.CountBroadcastParams{ID: id, Pending: d.Pending, Queued: d.Queued, Sending: d.Sending,
+			Delivered: d.Delivered, Failed: d.Failed, Skipped: d.Skipped, Cost: d.Cost, Released: d.Released, Now: now})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // deleted
+		}
+		if err != nil {
+			return fmt.Errorf("count broadcast %s: %w", id, err)
+		}
+		if row.Status != StatusSending || row.PendingCount > 0 || row.QueuedCount > 0 {
+			return nil
+		}
+		if row, err = s.settle(ctx, tx, row, now); err != nil {
+			return err
+		}
+		_, err = s.move(ctx, tx, row, db.SetBroadcastStatusParams{Status: StatusCompleted})
+		return err
+	})
 }
 
 // settle releases what a broadcast that ends still has reserved.

@@ -3,7 +3,6 @@ package broadcast
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/jackc/pgx/v5"
 
@@ -58,13 +57,11 @@ func (s *Service) FollowMessages(ctx context.Context, tx pgx.Tx, moved []db.Mess
 		d.add(r.NewStatus, 1)
 		d.Cost += r.NewCost - r.OldCost
 	}
-	slices.Sort(ids) // broadcasts are locked in one order
-	for _, id := range ids {
-		if err := s.count(ctx, tx, *byBroadcast[id]); err != nil {
-			return err
-		}
+	cs := make([]counts, len(ids))
+	for i, id := range ids {
+		cs[i] = *byBroadcast[id]
 	}
-	return nil
+	return addCounts(ctx, tx, cs...)
 }
 
 // add counts n recipients into a status.

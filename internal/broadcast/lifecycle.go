@@ -164,7 +164,13 @@ func (s *Service) Cancel(ctx context.Context, k Key, id string) (Broadcast, erro
 		if err != nil {
 			return fmt.Errorf("skip recipients of %s: %w", id, err)
 		}
-		if row, err = q.CountBroadcast(ctx, db.CountBroadcastParams{ID: id, Pending: -int32(skipped), Skipped: int32(skipped), Now: now}); err != nil {
+		// Its recorded changes too, so that what it releases is what it still has reserved.
+		d, err := q.TakeBroadcastDeltas(ctx, id)
+		if err != nil {
+			return fmt.Errorf("take changes of broadcast %s: %w", id, err)
+		}
+		if row, err = q.CountBroadcast(ctx, db.CountBroadcastParams{ID: id, Pending: d.Pending - skipped, Queued: d.Queued, Sending: d.Sending,
+			Delivered: d.Delivered, Failed: d.Failed, Skipped: d.Skipped + skipped, Cost: d.Cost, Released: d.Released, Now: now}); err != nil {
 			return notFound(err, id)
 		}
 		if slices.Contains(final, row.Status) { // it ended meanwhile
@@ -173,9 +179,15 @@ func (s *Service) Cancel(ctx context.Context, k Key, id string) (Broadcast, erro
 		if row, err = s.settle(ctx, tx, row, now); err != nil {
 			return err
 		}
-		row, err = s.move(ctx, tx, row, db.SetBroadcastStatusParams{Status: StatusCancelled})
-		out = viewOf(row)
-		return err
+		if row, err = s.move(ctx, tx, row, db.SetBroadcastStatusParams{Status: StatusCancelled}); err != nil {
+			return err
+		}
+		rows := []db.Broadcast{row}
+		if err := unfolded(ctx, q, rows); err != nil {
+			return err
+		}
+		out = viewOf(rows[0])
+		return nil
 	})
 	return out, err
 }
@@ -213,7 +225,11 @@ func (s *Service) transition(ctx context.Context, k Key, id string, change func(
 		if err != nil {
 			return err
 		}
-		out = viewOf(row)
+		rows := []db.Broadcast{row}
+		if err := unfolded(ctx, db.New(tx), rows); err != nil {
+			return err
+		}
+		out = viewOf(rows[0])
 		return nil
 	})
 	return out, err

@@ -119,11 +119,16 @@ func (s *Service) checkReferences(ctx context.Context, k Key, f fields) ([]apper
 
 // Get returns one broadcast.
 func (s *Service) Get(ctx context.Context, k Key, id string) (Broadcast, error) {
-	row, err := db.New(s.pool).Broadcast(ctx, db.BroadcastParams{ID: id, Project: k.Project, TestMode: k.TestMode})
+	q := db.New(s.pool)
+	row, err := q.Broadcast(ctx, db.BroadcastParams{ID: id, Project: k.Project, TestMode: k.TestMode})
 	if err != nil {
 		return Broadcast{}, notFound(err, id)
 	}
-	return viewOf(row), nil
+	rows := []db.Broadcast{row}
+	if err := unfolded(ctx, q, rows); err != nil {
+		return Broadcast{}, err
+	}
+	return viewOf(rows[0]), nil
 }
 
 // Page is where a list starts: after the item of this creation time and id.
@@ -138,10 +143,14 @@ func (s *Service) List(ctx context.Context, k Key, status string, p Page) ([]Bro
 	if status != "" && !slices.Contains(Statuses, status) {
 		return nil, apperror.InvalidFields(apperror.FieldError{Path: "status", Message: "must be a broadcast status"})
 	}
-	rows, err := db.New(s.pool).Broadcasts(ctx, db.BroadcastsParams{Project: k.Project, TestMode: k.TestMode, Status: status,
+	q := db.New(s.pool)
+	rows, err := q.Broadcasts(ctx, db.BroadcastsParams{Project: k.Project, TestMode: k.TestMode, Status: status,
 		AfterTime: p.AfterTime, AfterID: p.AfterID, MaxRows: int32(p.Limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list broadcasts: %w", err)
+	}
+	if err := unfolded(ctx, q, rows); err != nil {
+		return nil, err
 	}
 	out := make([]Broadcast, len(rows))
 	for i, r := range rows {

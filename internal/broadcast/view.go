@@ -1,7 +1,9 @@
 package broadcast
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"time"
 
@@ -151,4 +153,50 @@ func contactOf(c db.BroadcastContact) Contact {
 	_ = json.Unmarshal(c.TemplateHeaderVariables, &v.TemplateHeaderVariables)
 	_ = json.Unmarshal(c.TemplateButtonVariables, &v.TemplateButtonVariables)
 	return v
+}
+
+// unfolded adds to rows the changes to their counters recorded but not folded into them yet
+// (fold), so that a read's counters are exact at every moment.
+func unfolded(ctx context.Context, q *db.Queries, rows []db.Broadcast) error {
+	var ids []string
+	for _, r := range rows {
+		if r.StartedAt != nil { // only a broadcast that has sent has changes
+			ids = append(ids, r.ID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	sums, err := q.BroadcastDeltaSums(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("read broadcasts' counters: %w", err)
+	}
+	for _, d := range sums {
+		for i := range rows {
+			r := &rows[i]
+			if r.ID != d.BroadcastID {
+				continue
+			}
+			r.PendingCount += d.Pending
+			r.QueuedCount += d.Queued
+			r.SendingCount += d.Sending
+			r.DeliveredCount += d.Delivered
+			r.FailedCount += d.Failed
+			r.SkippedCount += d.Skipped
+			if d.Cost != 0 {
+				r.ActualCostMicros = ptr(deref64(r.ActualCostMicros) + d.Cost)
+			}
+			if r.ReservedMicros != nil {
+				r.ReservedMicros = ptr(*r.ReservedMicros - d.Released)
+			}
+		}
+	}
+	return nil
+}
+
+func deref64(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

@@ -3,6 +3,7 @@ package message
 import (
 	"context"
 	"sort"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -63,16 +64,36 @@ func (b *StatusBatcher) Apply(ctx context.Context, ch StatusChange) (bool, error
 // NeedLeaderElection: every process batches its own changes.
 func (b *StatusBatcher) NeedLeaderElection() bool { return false }
 
-// Start batches until ctx ends; a batch under way is finished.
+// statusAppliers is how many batches a process applies at once: while one commits, the next
+// gathers and runs, so a burst (the sandbox delivering a broadcast) is not held to one batch's
+// round trips at a time. Batches lock their messages in one order, and a batch that still
+// deadlocks is applied change by change.
+const statusAppliers = 2
+
+// Start batches until ctx ends; batches under way are finished.
 func (b *StatusBatcher) Start(ctx context.Context) error {
 	b.running.Store(true)
 	defer close(b.stopped)
 	defer b.running.Store(false)
+	var wg sync.WaitGroup
+	for range statusAppliers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.gather(ctx)
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// gather takes batches off the queue and applies them until ctx ends.
+func (b *StatusBatcher) gather(ctx context.Context) {
 	for {
 		var first statusRequest
 		select {
 		case <-ctx.Done():
-			return nil
+			return
 		case first = <-b.in:
 		}
 		batch := []statusRequest{first}

@@ -62,6 +62,40 @@ func (q *Queries) AddBroadcastContacts(ctx context.Context, arg AddBroadcastCont
 	return items, nil
 }
 
+const addBroadcastDeltas = `-- name: AddBroadcastDeltas :exec
+INSERT INTO broadcast_deltas (broadcast_id, pending, queued, sending, delivered, failed, skipped, cost_micros, released)
+SELECT unnest($1::text[]), unnest($2::integer[]), unnest($3::integer[]), unnest($4::integer[]),
+    unnest($5::integer[]), unnest($6::integer[]), unnest($7::integer[]), unnest($8::bigint[]),
+    unnest($9::bigint[])
+`
+
+type AddBroadcastDeltasParams struct {
+	BroadcastIds []string
+	Pending      []int32
+	Queued       []int32
+	Sending      []int32
+	Delivered    []int32
+	Failed       []int32
+	Skipped      []int32
+	Costs        []int64
+	Released     []int64
+}
+
+func (q *Queries) AddBroadcastDeltas(ctx context.Context, arg AddBroadcastDeltasParams) error {
+	_, err := q.db.Exec(ctx, addBroadcastDeltas,
+		arg.BroadcastIds,
+		arg.Pending,
+		arg.Queued,
+		arg.Sending,
+		arg.Delivered,
+		arg.Failed,
+		arg.Skipped,
+		arg.Costs,
+		arg.Released,
+	)
+	return err
+}
+
 const broadcast = `-- name: Broadcast :one
 SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason FROM broadcasts WHERE id = $1 AND project = $2 AND test_mode = $3
 `
@@ -255,6 +289,58 @@ func (q *Queries) BroadcastContacts(ctx context.Context, arg BroadcastContactsPa
 			&i.ErrorMessage,
 			&i.ProcessedAt,
 			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const broadcastDeltaSums = `-- name: BroadcastDeltaSums :many
+SELECT broadcast_id, coalesce(sum(pending), 0)::integer AS pending, coalesce(sum(queued), 0)::integer AS queued,
+    coalesce(sum(sending), 0)::integer AS sending, coalesce(sum(delivered), 0)::integer AS delivered,
+    coalesce(sum(failed), 0)::integer AS failed, coalesce(sum(skipped), 0)::integer AS skipped,
+    coalesce(sum(cost_micros), 0)::bigint AS cost, coalesce(sum(released), 0)::bigint AS released
+FROM broadcast_deltas WHERE broadcast_id = ANY($1::text[])
+GROUP BY broadcast_id
+`
+
+type BroadcastDeltaSumsRow struct {
+	BroadcastID string
+	Pending     int32
+	Queued      int32
+	Sending     int32
+	Delivered   int32
+	Failed      int32
+	Skipped     int32
+	Cost        int64
+	Released    int64
+}
+
+// The unfolded changes of broadcasts, summed: what a read adds to their counters.
+func (q *Queries) BroadcastDeltaSums(ctx context.Context, ids []string) ([]BroadcastDeltaSumsRow, error) {
+	rows, err := q.db.Query(ctx, broadcastDeltaSums, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []BroadcastDeltaSumsRow
+	for rows.Next() {
+		var i BroadcastDeltaSumsRow
+		if err := rows.Scan(
+			&i.BroadcastID,
+			&i.Pending,
+			&i.Queued,
+			&i.Sending,
+			&i.Delivered,
+			&i.Failed,
+			&i.Skipped,
+			&i.Cost,
+			&i.Released,
 		); err != nil {
 			return nil, err
 		}
@@ -488,6 +574,31 @@ func (q *Queries) BroadcastsAwaitingOperator(ctx context.Context, arg Broadcasts
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const broadcastsWithDeltas = `-- name: BroadcastsWithDeltas :many
+SELECT DISTINCT broadcast_id FROM broadcast_deltas LIMIT 200
+`
+
+// Broadcasts with changes to fold, whatever their status (receipts arrive after completion).
+func (q *Queries) BroadcastsWithDeltas(ctx context.Context) ([]string, error) {
+	rows, err := q.db.Query(ctx, broadcastsWithDeltas)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var broadcast_id string
+		if err := rows.Scan(&broadcast_id); err != nil {
+			return nil, err
+		}
+		items = append(items, broadcast_id)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -1284,6 +1395,48 @@ func (q *Queries) StartBroadcast(ctx context.Context, arg StartBroadcastParams) 
 		&i.ReviewResult,
 		&i.PausedUntil,
 		&i.PauseReason,
+	)
+	return i, err
+}
+
+const takeBroadcastDeltas = `-- name: TakeBroadcastDeltas :one
+WITH taken AS (
+    DELETE FROM broadcast_deltas WHERE broadcast_id = $1 RETURNING id, broadcast_id, pending, queued, sending, delivered, failed, skipped, cost_micros, released
+)
+SELECT count(*)::integer AS n, coalesce(sum(pending), 0)::integer AS pending, coalesce(sum(queued), 0)::integer AS queued,
+    coalesce(sum(sending), 0)::integer AS sending, coalesce(sum(delivered), 0)::integer AS delivered,
+    coalesce(sum(failed), 0)::integer AS failed, coalesce(sum(skipped), 0)::integer AS skipped,
+    coalesce(sum(cost_micros), 0)::bigint AS cost, coalesce(sum(released), 0)::bigint AS released
+FROM taken
+`
+
+type TakeBroadcastDeltasRow struct {
+	N         int32
+	Pending   int32
+	Queued    int32
+	Sending   int32
+	Delivered int32
+	Failed    int32
+	Skipped   int32
+	Cost      int64
+	Released  int64
+}
+
+// Removes a broadcast's unfolded changes and returns their sum, for the caller to fold into it in
+// the same transaction. Two folds never take one change: the second waits, then finds it gone.
+func (q *Queries) TakeBroadcastDeltas(ctx context.Context, broadcastID string) (TakeBroadcastDeltasRow, error) {
+	row := q.db.QueryRow(ctx, takeBroadcastDeltas, broadcastID)
+	var i TakeBroadcastDeltasRow
+	err := row.Scan(
+		&i.N,
+		&i.Pending,
+		&i.Queued,
+		&i.Sending,
+		&i.Delivered,
+		&i.Failed,
+		&i.Skipped,
+		&i.Cost,
+		&i.Released,
 	)
 	return i, err
 }

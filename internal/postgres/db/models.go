@@ -82,6 +82,19 @@ type BroadcastContact struct {
 	CreatedAt               time.Time
 }
 
+type BroadcastDelta struct {
+	ID          int64
+	BroadcastID string
+	Pending     int32
+	Queued      int32
+	Sending     int32
+	Delivered   int32
+	Failed      int32
+	Skipped     int32
+	CostMicros  int64
+	Released    int64
+}
+
 type BroadcastPace struct {
 	Key    string
 	NextAt time.Time

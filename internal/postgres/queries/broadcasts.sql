@@ -191,3 +191,34 @@ SELECT next_at FROM broadcast_paces WHERE key = @pace_key FOR UPDATE;
 
 -- name: SetPace :exec
 UPDATE broadcast_paces SET next_at = @next_at WHERE key = @pace_key;
+
+-- name: AddBroadcastDeltas :exec
+INSERT INTO broadcast_deltas (broadcast_id, pending, queued, sending, delivered, failed, skipped, cost_micros, released)
+SELECT unnest(@broadcast_ids::text[]), unnest(@pending::integer[]), unnest(@queued::integer[]), unnest(@sending::integer[]),
+    unnest(@delivered::integer[]), unnest(@failed::integer[]), unnest(@skipped::integer[]), unnest(@costs::bigint[]),
+    unnest(@released::bigint[]);
+
+-- name: BroadcastsWithDeltas :many
+-- Broadcasts with changes to fold, whatever their status (receipts arrive after completion).
+SELECT DISTINCT broadcast_id FROM broadcast_deltas LIMIT 200;
+
+-- name: TakeBroadcastDeltas :one
+-- Removes a broadcast's unfolded changes and returns their sum, for the caller to fold into it in
+-- the same transaction. Two folds never take one change: the second waits, then finds it gone.
+WITH taken AS (
+    DELETE FROM broadcast_deltas WHERE broadcast_id = @broadcast_id RETURNING *
+)
+SELECT count(*)::integer AS n, coalesce(sum(pending), 0)::integer AS pending, coalesce(sum(queued), 0)::integer AS queued,
+    coalesce(sum(sending), 0)::integer AS sending, coalesce(sum(delivered), 0)::integer AS delivered,
+    coalesce(sum(failed), 0)::integer AS failed, coalesce(sum(skipped), 0)::integer AS skipped,
+    coalesce(sum(cost_micros), 0)::bigint AS cost, coalesce(sum(released), 0)::bigint AS released
+FROM taken;
+
+-- name: BroadcastDeltaSums :many
+-- The unfolded changes of broadcasts, summed: what a read adds to their counters.
+SELECT broadcast_id, coalesce(sum(pending), 0)::integer AS pending, coalesce(sum(queued), 0)::integer AS queued,
+    coalesce(sum(sending), 0)::integer AS sending, coalesce(sum(delivered), 0)::integer AS delivered,
+    coalesce(sum(failed), 0)::integer AS failed, coalesce(sum(skipped), 0)::integer AS skipped,
+    coalesce(sum(cost_micros), 0)::bigint AS cost, coalesce(sum(released), 0)::bigint AS released
+FROM broadcast_deltas WHERE broadcast_id = ANY(@ids::text[])
+GROUP BY broadcast_id;

@@ -34,8 +34,20 @@ type CatchUpWorker struct {
 	Now     func() time.Time
 }
 
-// Work moves every sandbox message whose next step is more than CatchUpEvery late.
+// Work moves every sandbox message whose next step is more than CatchUpEvery late, a batch at a
+// time until none is left or the run has taken CatchUpEvery (the next run goes on from there).
 func (w *CatchUpWorker) Work(ctx context.Context, _ *river.Job[CatchUpArgs]) error {
+	began := time.Now()
+	for {
+		n, err := w.catchUp(ctx)
+		if err != nil || n < catchUpBatch || time.Since(began) > CatchUpEvery {
+			return err
+		}
+	}
+}
+
+// catchUp makes one batch of overdue steps and returns how many messages it read.
+func (w *CatchUpWorker) catchUp(ctx context.Context) (int, error) {
 	now := time.Now()
 	if w.Now != nil {
 		now = w.Now()
@@ -44,7 +56,7 @@ func (w *CatchUpWorker) Work(ctx context.Context, _ *river.Job[CatchUpArgs]) err
 	rows, err := db.New(w.Pool).SandboxInFlight(ctx, db.SandboxInFlightParams{
 		Before: now.Add(-earliest - CatchUpEvery), MaxRows: catchUpBatch})
 	if err != nil {
-		return fmt.Errorf("read overdue sandbox steps: %w", err)
+		return 0, fmt.Errorf("read overdue sandbox steps: %w", err)
 	}
 	for _, m := range rows {
 		step, ok := w.Sandbox.Next(m.Channel, m.Status)
@@ -52,9 +64,9 @@ func (w *CatchUpWorker) Work(ctx context.Context, _ *river.Job[CatchUpArgs]) err
 			continue
 		}
 		if err := w.Sandbox.Advance(ctx, m.ID, step.Status); err != nil {
-			return err
+			return 0, err
 		}
 		w.Sandbox.playFrom(m.ID, m.Channel, step.Status)
 	}
-	return nil
+	return len(rows), nil
 }

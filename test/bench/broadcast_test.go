@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/switchboard-io/switchboard/test/cluster"
+)
+
+// broadcastRecipients is the size of the broadcast the bench sends (the issue's 100,000).
+const broadcastRecipients = 100_000
+
+// broadcastFigures are one broadcast's times from send: to every recipient accepted (its
+// message stored and queued) and to every message final in the sandbox.
+type broadcastFigures struct {
+	accepted, final time.Duration
+	exact           bool   // the counters match the recipients and the messages
+	counters        string // what they were, when not
+}
+
+// runBroadcast sends a broadcast of broadcastRecipients through the layout's processes.
+func runBroadcast(b *testing.B, c *cluster.Cluster, apiURL, project string) broadcastFigures {
+	key := c.Project(project, "")
+	hc := &http.Client{}
+	call := func(method, path, body string) map[string]any {
+		req, err := http.NewRequest(method, apiURL+path, strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode >= 300 {
+			b.Fatalf("%s %s = %d %s", method, path, resp.StatusCode, raw)
+		}
+		var out map[string]any
+		_ = json.Unmarshal(raw, &out)
+		return out
+	}
+	id := call("POST", "/v1/broadcasts", `{"channel":"sms","name":"Benchmark","text":"Hi {{name}}, the benchmark says hello"}`)["broadcast"].(map[string]any)["id"].(string)
+	for page := range broadcastRecipients / 1000 {
+		var body bytes.Buffer
+		body.WriteString(`{"contacts":[`)
+		for i := range 1000 {
+			if i > 0 {
+				body.WriteString(",")
+			}
+			n := page*1000 + i
+			fmt.Fprintf(&body, `{"recipient":"+4477009%05d","templateVariables":{"name":"R%d"}}`, n, n)
+		}
+		body.WriteString(`]}`)
+		if added := call("POST", "/v1/broadcasts/"+id+"/contacts", body.String())["added"]; added != 1000.0 {
+			b.Fatalf("page %d: added %v", page, added)
+		}
+	}
+
+	began := time.Now()
+	call("POST", "/v1/broadcasts/"+id+"/send", `{}`)
+	var f broadcastFigures
+	ctx := context.Background()
+	for f.final == 0 {
+		if time.Since(began) > 10*time.Minute {
+			b.Fatalf("broadcast not final after 10 minutes")
+		}
+		var pending, done int
+		if err := c.Pool.QueryRow(ctx, `SELECT pending_count, delivered_count + failed_count + skipped_count FROM broadcasts WHERE id = $1 AND status <> 'pending_review'`,
+			id).Scan(&pending, &done); err == nil {
+			if pending == 0 && f.accepted == 0 {
+				f.accepted = time.Since(began)
+			}
+			if done == broadcastRecipients {
+				f.final = time.Since(began)
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	// Exact: the counters are the recipients' statuses, and every recipient has one message.
+	var counters, byStatus string
+	var messages, recipients int
+	if err := c.Pool.QueryRow(ctx, `SELECT
+			format('total %s pending %s queued %s sending %s delivered %s failed %s skipped %s status %s', total_contacts, pending_count,
+				queued_count, sending_count, delivered_count, failed_count, skipped_count, status),
+			(SELECT format('total %s pending %s queued %s sending %s delivered %s failed %s skipped %s status %s', count(*),
+				count(*) FILTER (WHERE status = 'pending'), count(*) FILTER (WHERE status = 'queued'), count(*) FILTER (WHERE status = 'sending'),
+				count(*) FILTER (WHERE status = 'delivered'), count(*) FILTER (WHERE status = 'failed'), count(*) FILTER (WHERE status = 'skipped'), 'completed')
+			 FROM broadcast_contacts WHERE broadcast_id = $1),
+			(SELECT count(*) FROM messages m JOIN broadcast_contacts bc ON bc.id = m.broadcast_contact_id WHERE bc.broadcast_id = $1),
+			(SELECT count(DISTINCT bc.id) FROM messages m JOIN broadcast_contacts bc ON bc.id = m.broadcast_contact_id WHERE bc.broadcast_id = $1)
+		FROM broadcasts WHERE id = $1`, id).Scan(&counters, &byStatus, &messages, &recipients); err != nil {
+		b.Fatal(err)
+	}
+	f.exact = counters == byStatus && messages == broadcastRecipients && recipients == broadcastRecipients
+	f.counters = fmt.Sprintf("counters: %s; recipients: %s; %d messages for %d recipients", counters, byStatus, messages, recipients)
+	return f
+}
