@@ -12,12 +12,14 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/app"
 	"github.com/switchboard-io/switchboard/internal/broadcast"
 	"github.com/switchboard-io/switchboard/internal/delivery"
+	"github.com/switchboard-io/switchboard/internal/transport/twilio/twiliotest"
 )
 
 // verified is a project whose identity is verified: broadcasts other than WhatsApp need it.
@@ -614,5 +616,114 @@ func TestBroadcastCancelMidSend(t *testing.T) {
 	}
 	if n := in.count(`SELECT count(*) FROM broadcast_contacts WHERE broadcast_id = $1 AND status = 'skipped'`, id); float64(n) != skipped {
 		t.Errorf("%d skipped recipients, counter says %v", n, skipped)
+	}
+}
+
+// TestBroadcastMoney: a live broadcast reserves its estimate from the balance when it starts,
+// its messages are charged as they are accepted, and what it did not spend returns, so the
+// balance ends exactly its actualCost lower and the ledger agrees.
+func TestBroadcastMoney(t *testing.T) {
+	in := start(t, fastSandbox)
+	ctx := context.Background()
+	acme := newProject(t, in, verified)
+	if err := in.k8s.Create(ctx, &v1alpha1.PriceList{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "prices"},
+		Spec: v1alpha1.PriceListSpec{FreeCredit: "1.00", Prices: []v1alpha1.Price{{Channel: "sms", Prefix: "+44", Price: "0.05", ProviderCost: "0.04"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.k8s.Create(ctx, &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "main"}, Spec: v1alpha1.SenderSpec{
+		DisplayName: "Main", Default: true, Transport: v1alpha1.TransportSandbox, PhoneNumber: "+15005550006",
+		SMS: &v1alpha1.Activation{Active: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	live := newKey(t, in, acme, apikey.Live)
+	waitFor(t, func() bool { return in.get("/v1/senders/main", live).status == 200 })
+
+	id := in.post("/v1/broadcasts", live, `{"channel":"sms","name":"Paid","text":"Hi {{name}}"}`).body["broadcast"].(map[string]any)["id"].(string)
+	var contacts []string
+	for i := range 10 {
+		contacts = append(contacts, fmt.Sprintf(`{"recipient":"+4477009000%02d","templateVariables":{"name":"R%d"}}`, i, i))
+	}
+	contacts = append(contacts, `{"recipient":"+447700900099"}`) // no name: fails, and is not charged
+	if r := in.post("/v1/broadcasts/"+id+"/contacts", live, `{"contacts":[`+strings.Join(contacts, ",")+`]}`); r.body["added"] != 11.0 {
+		t.Fatalf("add = %v", r.body)
+	}
+	r := in.post("/v1/broadcasts/"+id+"/send", live, `{}`)
+	if r.status != 200 || r.body["broadcast"].(map[string]any)["estimatedCost"] != 0.55 {
+		t.Fatalf("send = %d %v", r.status, r.body)
+	}
+	waitFor(t, func() bool {
+		return in.get("/v1/broadcasts/"+id, live).body["broadcast"].(map[string]any)["status"] == "completed"
+	})
+	b := in.get("/v1/broadcasts/"+id, live).body["broadcast"].(map[string]any)
+	if b["actualCost"] != 0.5 || b["reservedAmount"] != 0.0 || b["estimatedCost"] != 0.55 || b["failedCount"] != 1.0 {
+		t.Errorf("completed = %v", b)
+	}
+	if bal := in.get("/v1/balance", live).body; bal["balance"] != 50.0 || bal["totalSpent"] != 50.0 { // cents
+		t.Errorf("balance = %v", bal)
+	}
+	var ledger, reserved, released int64
+	if err := in.db.QueryRow(ctx, `SELECT
+			coalesce(sum(CASE WHEN kind IN ('charge', 'reserve') THEN -amount_micros ELSE amount_micros END), 0),
+			coalesce(sum(amount_micros) FILTER (WHERE kind = 'reserve'), 0), coalesce(sum(amount_micros) FILTER (WHERE kind = 'release'), 0)
+		FROM ledger_entries WHERE project = $1`, acme).Scan(&ledger, &reserved, &released); err != nil {
+		t.Fatal(err)
+	}
+	if ledger != 500_000 || reserved != 550_000 || released != 550_000 {
+		t.Errorf("ledger: balance %d, reserved %d, released %d", ledger, reserved, released)
+	}
+	items := in.get("/v1/broadcasts/"+id+"/contacts?limit=1", live).body["items"].([]any)
+	if c := items[0].(map[string]any); c["cost"] != 0.05 {
+		t.Errorf("recipient's cost = %v", c)
+	}
+}
+
+// TestBroadcastPacing: a Provider's messagesPerSecond spaces a broadcast's sends from one
+// address, while a single send from the same address goes at once.
+func TestBroadcastPacing(t *testing.T) {
+	rcv := newHookReceiver(t)
+	in := start(t, fastSandbox, rcv.trusted())
+	peer := twiliotest.NewServer(t)
+	acme, live := twilioProject(t, in, peer, rcv)
+	updateProject(t, in, acme, func(s *v1alpha1.ProjectSpec) { s.Verification = v1alpha1.VerificationIdentityApproved })
+	var p v1alpha1.Provider
+	if err := in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: "twilio"}, &p); err != nil {
+		t.Fatal(err)
+	}
+	perSecond := int32(4)
+	p.Spec.MessagesPerSecond = &perSecond
+	if err := in.k8s.Update(context.Background(), &p); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the informer cache takes the change
+
+	id := in.post("/v1/broadcasts", live, `{"channel":"sms","name":"Paced","text":"Paced"}`).body["broadcast"].(map[string]any)["id"].(string)
+	var contacts []string
+	for i := range 12 {
+		contacts = append(contacts, fmt.Sprintf(`{"recipient":"+4477009001%02d"}`, i))
+	}
+	in.post("/v1/broadcasts/"+id+"/contacts", live, `{"contacts":[`+strings.Join(contacts, ",")+`]}`)
+	in.post("/v1/broadcasts/"+id+"/send", live, `{}`)
+	waitFor(t, func() bool {
+		return in.get("/v1/broadcasts/"+id, live).body["broadcast"].(map[string]any)["pendingCount"] == 0.0
+	})
+	single := time.Now()
+	if r := in.post("/v1/messages", live, `{"to":"+447700900200","text":"single"}`); r.status != 200 {
+		t.Fatalf("single send = %d %v", r.status, r.body)
+	}
+	waitFor(t, func() bool { return len(peer.Messages()) == 13 })
+	var paced []time.Time
+	for _, m := range peer.Messages() {
+		if m.Body == "single" {
+			if late := m.Received.Sub(single); late > 2*time.Second {
+				t.Errorf("the single send waited %v behind the broadcast", late)
+			}
+			continue
+		}
+		paced = append(paced, m.Received)
+	}
+	slices.SortFunc(paced, func(a, b time.Time) int { return a.Compare(b) })
+	// 12 messages at 4 a second: a second's worth at once, then the other 8 over 2 s.
+	if spread := paced[len(paced)-1].Sub(paced[0]); spread < 1500*time.Millisecond {
+		t.Errorf("12 messages at 4/s went out within %v", spread)
 	}
 }

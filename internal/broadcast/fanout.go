@@ -27,10 +27,11 @@ import (
 // DefaultChunk is how many recipients one transaction hands to the send path.
 const DefaultChunk = 500
 
-// paceHorizon is how far ahead of now an address's pace may run: a paced broadcast takes its
-// next chunk only once the messages already paced from its address go within this, so that two
-// broadcasts from one address take turns instead of one queueing all its recipients first.
-const paceHorizon = 10 * time.Second
+// paceWindow is how far ahead of now an address's pace may run: a paced broadcast hands over
+// at most what the address may send until then, so its messages are accepted (and dispatched)
+// at the address's rate, in steps of the fan-out's passes, and broadcasts sharing the address
+// share that rate.
+const paceWindow = time.Second
 
 // balanceRecheck is how often a broadcast paused for its balance tries again.
 const balanceRecheck = time.Minute
@@ -300,8 +301,12 @@ func (s *Service) chunk(ctx context.Context, id string, n int) (int, error) {
 		if err != nil {
 			return err
 		}
-		if ahead, err := p.paceAhead(ctx, q, now); err != nil || ahead {
+		limit, err := p.allowance(ctx, q, now)
+		if err != nil || limit == 0 {
 			return err
+		}
+		if limit > 0 {
+			n = min(n, limit)
 		}
 		contacts, err := q.PendingBroadcastContacts(ctx, db.PendingBroadcastContactsParams{BroadcastID: id, MaxRows: int32(n)})
 		if err != nil {
@@ -314,7 +319,7 @@ func (s *Service) chunk(ctx context.Context, id string, n int) (int, error) {
 		if err != nil {
 			return err
 		}
-		if err := p.pace(ctx, q, outs, now); err != nil {
+		if err := p.advance(ctx, q, outs); err != nil {
 			return err
 		}
 		released, err := s.release(ctx, tx, b, outs, now)

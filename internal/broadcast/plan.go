@@ -33,6 +33,8 @@ type plan struct {
 	channels []string
 	list     *v1alpha1.PriceList
 	paces    map[string]pace // by channel
+	// next is where each paced address's pace stands, locked for this chunk (allowance).
+	next map[string]time.Time
 }
 
 // pace is an address's pace: the key its sends share and its messages per second (0: none).
@@ -80,24 +82,63 @@ func (s *Service) plan(ctx context.Context, b db.Broadcast) (*plan, error) {
 	return p, nil
 }
 
-// paceAhead says whether the addresses of the broadcast's channels are all paced further ahead
-// than paceHorizon: then it waits for its turn.
-func (p *plan) paceAhead(ctx context.Context, q *db.Queries, now time.Time) (bool, error) {
-	ahead := 0
+// allowance locks the paces of the broadcast's paced addresses (in one order) and returns how
+// many recipients the chunk may take now: what each address's messages per second allow from
+// where its pace stands to paceWindow from now; -1 when none is paced.
+func (p *plan) allowance(ctx context.Context, q *db.Queries, now time.Time) (int, error) {
+	var keys []string
 	for _, ch := range p.channels {
-		pc := p.paces[ch]
-		if pc.perSecond == 0 {
-			return false, nil
-		}
-		next, err := q.PaceOf(ctx, pc.key)
-		if ignoreNoRows(err) != nil {
-			return false, err
-		}
-		if err == nil && next.After(now.Add(paceHorizon)) {
-			ahead++
+		if pc := p.paces[ch]; pc.perSecond > 0 && !slices.Contains(keys, pc.key) {
+			keys = append(keys, pc.key)
 		}
 	}
-	return len(p.channels) > 0 && ahead == len(p.channels), nil
+	slices.Sort(keys)
+	limit := -1
+	p.next = map[string]time.Time{}
+	for _, key := range keys {
+		if err := q.EnsurePace(ctx, db.EnsurePaceParams{PaceKey: key, Now: now}); err != nil {
+			return 0, fmt.Errorf("pace %s: %w", key, err)
+		}
+		next, err := q.LockPace(ctx, key)
+		if err != nil {
+			return 0, fmt.Errorf("pace %s: %w", key, err)
+		}
+		if next.Before(now) {
+			next = now
+		}
+		p.next[key] = next
+		n := int(p.rateOf(key) * now.Add(paceWindow).Sub(next).Seconds())
+		if limit == -1 || n < limit {
+			limit = max(n, 0)
+		}
+	}
+	return limit, nil
+}
+
+func (p *plan) rateOf(key string) float64 {
+	for _, pc := range p.paces {
+		if pc.key == key {
+			return pc.perSecond
+		}
+	}
+	return 0
+}
+
+// advance moves each paced address's pace past the chunk's messages from it.
+func (p *plan) advance(ctx context.Context, q *db.Queries, outs []outbound) error {
+	sent := map[string]int{}
+	for _, o := range outs {
+		if pc := p.paces[o.Channel]; pc.perSecond > 0 {
+			sent[pc.key]++
+		}
+	}
+	for key, n := range sent {
+		next := p.next[key].Add(time.Duration(float64(n) / p.rateOf(key) * float64(time.Second)))
+		if err := q.SetPace(ctx, db.SetPaceParams{PaceKey: key, NextAt: next}); err != nil {
+			return fmt.Errorf("pace %s: %w", key, err)
+		}
+	}
+	return nil
 }
 
 // outbound is one recipient's message and which result it is.
@@ -214,48 +255,6 @@ func (p *plan) content(vars, header, buttons map[string]string) *transport.Conte
 			merged(c.TemplateHeaderVariables, header), merged(c.TemplateButtonVariables, buttons)
 	}
 	return out
-}
-
-// pace sets when each message may be dispatched on a paced address: one after another at its
-// messages per second, after what was paced before (by this broadcast or another from the
-// address). Unpaced messages go at once.
-func (p *plan) pace(ctx context.Context, q *db.Queries, outs []outbound, now time.Time) error {
-	byKey := map[string][]int{}
-	var keys []string
-	for i, o := range outs {
-		pc := p.paces[o.Channel]
-		if pc.perSecond == 0 {
-			continue
-		}
-		if _, seen := byKey[pc.key]; !seen {
-			keys = append(keys, pc.key)
-		}
-		byKey[pc.key] = append(byKey[pc.key], i)
-	}
-	slices.Sort(keys) // paces are locked in one order
-	for _, key := range keys {
-		idx := byKey[key]
-		rate := p.paces[outs[idx[0]].Channel].perSecond
-		if err := q.EnsurePace(ctx, db.EnsurePaceParams{PaceKey: key, Now: now}); err != nil {
-			return fmt.Errorf("pace %s: %w", key, err)
-		}
-		next, err := q.LockPace(ctx, key)
-		if err != nil {
-			return fmt.Errorf("pace %s: %w", key, err)
-		}
-		start := next
-		if start.Before(now) {
-			start = now
-		}
-		step := time.Duration(float64(time.Second) / rate)
-		for j, i := range idx {
-			outs[i].DispatchAt = start.Add(time.Duration(j) * step)
-		}
-		if err := q.SetPace(ctx, db.SetPaceParams{PaceKey: key, NextAt: start.Add(time.Duration(len(idx)) * step)}); err != nil {
-			return fmt.Errorf("pace %s: %w", key, err)
-		}
-	}
-	return nil
 }
 
 func decodeVars(raw []byte) map[string]string {

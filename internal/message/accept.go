@@ -41,9 +41,7 @@ type Outbound struct {
 	// message's (SetBroadcastFollower). A broadcast is reviewed as a whole, so its messages are
 	// not reviewed again one by one, and their dispatch yields to single sends.
 	BroadcastContactID string
-	// DispatchAt, when set, is the earliest its transport is called (a broadcast's pace).
-	DispatchAt  time.Time
-	attachments []attachment
+	attachments        []attachment
 	// sender is the Sender resource, for the accept policies; strict, the send's rules.
 	sender *v1alpha1.Sender
 	strict bool
@@ -233,11 +231,7 @@ func dispatchOpts(o *Outbound) *river.InsertOpts {
 	if o.BroadcastContactID == "" {
 		return nil
 	}
-	opts := &river.InsertOpts{Priority: bulkPriority}
-	if !o.DispatchAt.IsZero() {
-		opts.ScheduledAt = o.DispatchAt
-	}
-	return opts
+	return &river.InsertOpts{Priority: bulkPriority}
 }
 
 // stored is o as its row: queued, with a new id.

@@ -160,7 +160,7 @@ func (s *Service) dispatch(ctx context.Context, id string) error {
 	if err != nil {
 		return s.later(ctx, m, err)
 	}
-	if _, err := s.ApplyStatus(ctx, StatusChange{MessageID: m.ID, ProviderMessageID: res.ProviderMessageID,
+	if _, err := s.applyStatus(ctx, StatusChange{MessageID: m.ID, ProviderMessageID: res.ProviderMessageID,
 		Status: transport.StatusSent}); err != nil {
 		return err
 	}
@@ -184,7 +184,7 @@ func (s *Service) fail(ctx context.Context, m db.Message, f *transport.Failure) 
 			return err
 		}
 	}
-	_, err := s.ApplyStatus(ctx, StatusChange{MessageID: m.ID, Status: transport.StatusFailed, Failure: f})
+	_, err := s.applyStatus(ctx, StatusChange{MessageID: m.ID, Status: transport.StatusFailed, Failure: f})
 	return err
 }
 

@@ -133,6 +133,8 @@ type Service struct {
 
 	// follower moves broadcast recipients with their messages; nil when nothing follows.
 	follower BulkFollower
+	// statuses batches the dispatcher's status changes; nil applies each on its own.
+	statuses *StatusBatcher
 
 	acceptPolicies   []AcceptPolicy
 	dispatchPolicies []DispatchPolicy

@@ -40,8 +40,20 @@ type statusResult struct {
 }
 
 // NewStatusBatcher returns a batcher of s's status changes; Start runs it.
+// The dispatcher records what its transports answer through it too.
 func (s *Service) NewStatusBatcher() *StatusBatcher {
-	return &StatusBatcher{s: s, in: make(chan statusRequest), stopped: make(chan struct{})}
+	b := &StatusBatcher{s: s, in: make(chan statusRequest), stopped: make(chan struct{})}
+	s.statuses = b
+	return b
+}
+
+// applyStatus is ApplyStatus through the process's batcher when it has one: a worker sending a
+// broadcast then commits its messages' outcomes a batch at a time, not one by one.
+func (s *Service) applyStatus(ctx context.Context, ch StatusChange) (bool, error) {
+	if s.statuses != nil {
+		return s.statuses.Apply(ctx, ch)
+	}
+	return s.ApplyStatus(ctx, ch)
 }
 
 // Apply moves a message to a status with its event, in a batch, and reports whether it moved.
