@@ -99,10 +99,14 @@ func (s *Service) Accept(ctx context.Context, tx pgx.Tx, batch []Outbound) ([]db
 	if _, err := s.queue.InsertManyTx(ctx, tx, jobs); err != nil {
 		return nil, fmt.Errorf("enqueue dispatch: %w", err)
 	}
+	threads := make([]thread, len(msgs))
 	for i, m := range msgs {
-		if _, err := record(ctx, tx, thread{msg: m}); err != nil {
-			return nil, err
-		}
+		threads[i] = thread{msg: m}
+	}
+	if _, err := recordAll(ctx, tx, threads); err != nil {
+		return nil, err
+	}
+	for i, m := range msgs {
 		if err := storeAttachments(ctx, tx, m.ID, batch[i].attachments, now); err != nil {
 			return nil, err
 		}

@@ -171,9 +171,12 @@ func TestAttachmentsReachTheTransport(t *testing.T) {
 			Status: "queued", Recipient: "+15005550100", Options: []byte(`{}`), CreatedAt: now,
 			ConversationID: "conv_sms", ContactIdentifier: "+15005550100", ContactChannels: []string{"sms"}},
 	} {
-		if _, err := db.New(pool).RecordMessage(ctx, m); err != nil {
-			t.Fatal(err)
-		}
+		results := db.New(pool).RecordMessage(ctx, []db.RecordMessageParams{m})
+		results.QueryRow(func(_ int, _ db.RecordMessageRow, err error) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 	items := []AttachmentInput{inlineInput("invoice.pdf", []byte("pdf bytes")),
 		withInput(urlInput("logo.png", "https://cdn.acme.example/logo.png"), func(a *AttachmentInput) { a.ContentID = new("logo") })}

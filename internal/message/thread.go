@@ -64,33 +64,55 @@ type thread struct {
 
 // record stores msg and records it in its conversation inside tx, in one statement.
 func record(ctx context.Context, tx pgx.Tx, t thread) (db.RecordMessageRow, error) {
-	m := t.msg
-	address, ours, unread := m.Recipient, m.Originator, int64(0)
-	var window *time.Time
-	if m.Direction == "inbound" {
-		address, ours, unread = m.Originator, m.Recipient, 1
-		// WhatsApp, Messenger and Instagram let the business answer freely for 24 hours after
-		// the contact writes (a Messenger or Instagram contact is an id of that channel alone, so
-		// the conversation's window is that channel's).
-		switch v1alpha1.Channel(m.Channel) {
-		case v1alpha1.ChannelWhatsApp, v1alpha1.ChannelMessenger, v1alpha1.ChannelInstagram:
-			w := m.CreatedAt.Add(WhatsAppWindow)
-			window = &w
+	rows, err := recordAll(ctx, tx, []thread{t})
+	if err != nil {
+		return db.RecordMessageRow{}, err
+	}
+	return rows[0], nil
+}
+
+// recordAll is record for many messages, their statements sent together in one round trip (a
+// broadcast's chunk of hundreds).
+func recordAll(ctx context.Context, tx pgx.Tx, threads []thread) ([]db.RecordMessageRow, error) {
+	params := make([]db.RecordMessageParams, len(threads))
+	for i, t := range threads {
+		m := t.msg
+		address, ours, unread := m.Recipient, m.Originator, int64(0)
+		var window *time.Time
+		if m.Direction == "inbound" {
+			address, ours, unread = m.Originator, m.Recipient, 1
+			// WhatsApp, Messenger and Instagram let the business answer freely for 24 hours
+			// after the contact writes (a Messenger or Instagram contact is an id of that
+			// channel alone, so the conversation's window is that channel's).
+			switch v1alpha1.Channel(m.Channel) {
+			case v1alpha1.ChannelWhatsApp, v1alpha1.ChannelMessenger, v1alpha1.ChannelInstagram:
+				w := m.CreatedAt.Add(WhatsAppWindow)
+				window = &w
+			}
+		}
+		params[i] = db.RecordMessageParams{
+			ID: m.ID, Project: m.Project, TestMode: m.TestMode, Sender: m.Sender, Direction: m.Direction, Channel: m.Channel,
+			MessageType: m.MessageType, Status: m.Status, Recipient: m.Recipient, Originator: m.Originator, Body: m.Body,
+			Content: m.Content, Subject: m.Subject, Metadata: m.Metadata, Options: m.Options,
+			ProviderMessageID: m.ProviderMessageID, ProviderTimestamp: m.ProviderTimestamp, CreatedAt: m.CreatedAt,
+			ConversationID: *m.ConversationID, ContactIdentifier: addr.Key(address), Address: ours, ContactID: t.contactID,
+			ContactChannels: contactChannels(m.Channel), Unread: unread, ProfileName: t.profileName, Referral: t.referral,
+			WhatsappWindowUntil: window, BroadcastContactID: m.BroadcastContactID, RiskReviewed: m.RiskReviewed,
 		}
 	}
-	row, err := db.New(tx).RecordMessage(ctx, db.RecordMessageParams{
-		ID: m.ID, Project: m.Project, TestMode: m.TestMode, Sender: m.Sender, Direction: m.Direction, Channel: m.Channel,
-		MessageType: m.MessageType, Status: m.Status, Recipient: m.Recipient, Originator: m.Originator, Body: m.Body,
-		Content: m.Content, Subject: m.Subject, Metadata: m.Metadata, Options: m.Options,
-		ProviderMessageID: m.ProviderMessageID, ProviderTimestamp: m.ProviderTimestamp, CreatedAt: m.CreatedAt,
-		ConversationID: *m.ConversationID, ContactIdentifier: addr.Key(address), Address: ours, ContactID: t.contactID,
-		ContactChannels: contactChannels(m.Channel), Unread: unread, ProfileName: t.profileName, Referral: t.referral,
-		WhatsappWindowUntil: window, BroadcastContactID: m.BroadcastContactID, RiskReviewed: m.RiskReviewed,
+	rows := make([]db.RecordMessageRow, len(threads))
+	var failed error
+	results := db.New(tx).RecordMessage(ctx, params)
+	results.QueryRow(func(i int, row db.RecordMessageRow, err error) {
+		if err != nil && failed == nil {
+			failed = fmt.Errorf("store message %s in conversation %s: %w", params[i].ID, params[i].ConversationID, err)
+		}
+		rows[i] = row
 	})
-	if err != nil {
-		return row, fmt.Errorf("store message %s in conversation %s: %w", m.ID, *m.ConversationID, err)
+	if err := results.Close(); err != nil && failed == nil {
+		failed = fmt.Errorf("store messages: %w", err)
 	}
-	return row, nil
+	return rows, failed
 }
 
 // newContact makes the contact an inbound message comes from, with the address it wrote from,

@@ -1,4 +1,4 @@
--- name: RecordMessage :one
+-- name: RecordMessage :batchone
 -- Stores a message and records it in its conversation, in one statement: the conversation is
 -- created with its first message and brought up to date by each later one. inbound_count is 1
 -- for the contact's first message in it. An inbound message counts as unread, opens the WhatsApp
