@@ -16,6 +16,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/app"
 	"github.com/switchboard-io/switchboard/internal/broadcast"
 	"github.com/switchboard-io/switchboard/internal/delivery"
@@ -725,5 +726,111 @@ func TestBroadcastPacing(t *testing.T) {
 	// 12 messages at 4 a second: a second's worth at once, then the other 8 over 2 s.
 	if spread := paced[len(paced)-1].Sub(paced[0]); spread < 1500*time.Millisecond {
 		t.Errorf("12 messages at 4/s went out within %v", spread)
+	}
+}
+
+// TestBroadcastEmailBlocks: live broadcast emails are billed in blocks of 1,000 a month, each
+// block charged the PriceList's email price as the month's count crosses its end.
+func TestBroadcastEmailBlocks(t *testing.T) {
+	in := start(t, fastSandbox)
+	ctx := context.Background()
+	paid := verified
+	paid.Plan = v1alpha1.PlanPaid // the Free plan's email caps are not what this is about
+	acme := newProject(t, in, paid)
+	if err := in.k8s.Create(ctx, &v1alpha1.PriceList{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "prices"},
+		Spec: v1alpha1.PriceListSpec{FreeCredit: "5.00", Prices: []v1alpha1.Price{{Channel: "email", Prefix: "+", Price: "0.80"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.k8s.Create(ctx, &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "main"}, Spec: v1alpha1.SenderSpec{
+		DisplayName: "Main", Default: true, Transport: v1alpha1.TransportSandbox,
+		Email: &v1alpha1.EmailSettings{Address: "news@acme.example"}}}); err != nil {
+		t.Fatal(err)
+	}
+	live := newKey(t, in, acme, apikey.Live)
+	waitFor(t, func() bool { return in.get("/v1/senders/main", live).status == 200 })
+	if _, err := billing.Credit(ctx, in.db, billing.Account{Project: acme}, 5_000_000, "test", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	send := func(from, n int) map[string]any {
+		t.Helper()
+		id := in.post("/v1/broadcasts", live, `{"channel":"email","name":"News","emailSubject":"News","text":"Hello"}`).body["broadcast"].(map[string]any)["id"].(string)
+		for start := from; start < from+n; start += 1000 {
+			var contacts []string
+			for i := start; i < min(start+1000, from+n); i++ {
+				contacts = append(contacts, fmt.Sprintf(`{"recipient":"r%d@example.com"}`, i))
+			}
+			if r := in.post("/v1/broadcasts/"+id+"/contacts", live, `{"contacts":[`+strings.Join(contacts, ",")+`]}`); r.status != 200 {
+				t.Fatalf("add = %d %v", r.status, r.body)
+			}
+		}
+		if r := in.post("/v1/broadcasts/"+id+"/send", live, `{}`); r.status != 200 {
+			t.Fatalf("send = %d %v", r.status, r.body)
+		}
+		// Billed as they are accepted (their delivery, through email pre-flight, is not what
+		// this is about).
+		waitFor(t, func() bool {
+			b := in.get("/v1/broadcasts/"+id, live).body["broadcast"].(map[string]any)
+			return b["status"] != "pending_review" && b["pendingCount"] == 0.0
+		})
+		return in.get("/v1/broadcasts/"+id, live).body["broadcast"].(map[string]any)
+	}
+	// 1,500 emails cross the first block's end: one block charged.
+	b := send(0, 1500)
+	if b["estimatedCost"] != 1.2 || b["actualCost"] != 0.8 || b["reservedAmount"] != 0.0 {
+		t.Errorf("first broadcast = %v", b)
+	}
+	if bal := in.get("/v1/balance", live).body; bal["balance"] != 420.0 {
+		t.Errorf("balance after 1,500 = %v", bal)
+	}
+	// 400 more make 1,900: no block ends; 200 more make 2,100: the second block is charged.
+	if b := send(1500, 400); b["actualCost"] != nil && b["actualCost"] != 0.0 {
+		t.Errorf("second broadcast = %v", b)
+	}
+	if b := send(1900, 200); b["actualCost"] != 0.8 {
+		t.Errorf("third broadcast = %v", b)
+	}
+	if bal := in.get("/v1/balance", live).body; bal["balance"] != 340.0 || bal["totalSpent"] != 160.0 {
+		t.Errorf("balance after 2,100 = %v", bal)
+	}
+}
+
+// TestBroadcastPausesAtTheDailyLimit: a broadcast uses what is left of the project's daily
+// ceiling, then waits paused for the reset, the rest of its recipients still pending.
+func TestBroadcastPausesAtTheDailyLimit(t *testing.T) {
+	in := start(t, fastSandbox)
+	three := int64(3)
+	limited := verified
+	limited.DailyLimits = &v1alpha1.DailyLimits{SMS: &three}
+	_, key := sendingProjectOf(t, in, limited, nil, apikey.Test)
+	id := in.post("/v1/broadcasts", key, `{"channel":"sms","name":"Capped","text":"Hello"}`).body["broadcast"].(map[string]any)["id"].(string)
+	var contacts []string
+	for i := range 8 {
+		contacts = append(contacts, fmt.Sprintf(`{"recipient":"+4477009002%02d"}`, i))
+	}
+	in.post("/v1/broadcasts/"+id+"/contacts", key, `{"contacts":[`+strings.Join(contacts, ",")+`]}`)
+	in.post("/v1/broadcasts/"+id+"/send", key, `{}`)
+	waitFor(t, func() bool {
+		return in.get("/v1/broadcasts/"+id, key).body["broadcast"].(map[string]any)["status"] == "paused"
+	})
+	b := in.get("/v1/broadcasts/"+id, key).body["broadcast"].(map[string]any)
+	if b["pendingCount"] != 5.0 || b["totalContacts"] != 8.0 {
+		t.Errorf("paused = %v", b)
+	}
+	var until time.Time
+	var reason string
+	if err := in.db.QueryRow(context.Background(), `SELECT paused_until, pause_reason FROM broadcasts WHERE id = $1`, id).Scan(&until, &reason); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	if reason != "daily_limit_exceeded" || !until.Equal(time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 0, 0, time.UTC)) {
+		t.Errorf("paused until %v for %q", until, reason)
+	}
+	if items := in.get("/v1/broadcasts?status=paused", key).body["items"].([]any); len(items) != 1 {
+		t.Errorf("paused broadcasts = %v", items)
+	}
+	// Cancel works on it: the rest is skipped.
+	r := in.post("/v1/broadcasts/"+id+"/cancel", key, "")
+	if b := r.body["broadcast"].(map[string]any); r.status != 200 || b["skippedCount"] != 5.0 || b["pendingCount"] != 0.0 {
+		t.Errorf("cancel = %d %v", r.status, r.body)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -66,6 +67,11 @@ func (s *Service) estimate(ctx context.Context, tx pgx.Tx, b db.Broadcast) error
 		return err
 	}
 	var total billing.Micros
+	if b.Channel == "email" {
+		if total, err = emailShare(list, int(b.PendingCount)); err != nil {
+			return err
+		}
+	}
 	if ch := pricedChannel(b.Channel); ch != "" {
 		rows, err := db.New(tx).BroadcastRecipientTexts(ctx, b.ID)
 		if err != nil {
@@ -109,3 +115,56 @@ func (s *Service) estimate(ctx context.Context, tx pgx.Tx, b db.Broadcast) error
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// EmailBlock is how many broadcast (marketing) emails one email price pays for: email is billed
+// in blocks of 1,000 a month, each charged as the project's count crosses its end (spec: Limits,
+// Sending limits 2). The PriceList's email price is the price of a block.
+const EmailBlock = 1000
+
+// emailShare is the part of a block's price n emails take: what an email broadcast's estimate
+// and reservation count for them (the blocks actually charged depend on the month's count).
+func emailShare(list *v1alpha1.PriceList, n int) (billing.Micros, error) {
+	q, ok, err := billing.QuoteOf(list, "email", "+", "")
+	if err != nil || !ok {
+		return 0, err
+	}
+	return q.Price * billing.Micros(n) / EmailBlock, nil
+}
+
+// chargeEmails bills a live broadcast's accepted emails inside tx: the month's count of the
+// project's broadcast emails goes up by them, and each block of EmailBlock whose end it crosses
+// is charged the PriceList's email price. It returns what it charged.
+func (s *Service) chargeEmails(ctx context.Context, tx pgx.Tx, b db.Broadcast, msgs []db.Message, now time.Time) (billing.Micros, error) {
+	n := 0
+	for _, m := range msgs {
+		if m.Channel == "email" {
+			n++
+		}
+	}
+	if n == 0 || b.TestMode || s.money == nil {
+		return 0, nil
+	}
+	list, err := s.money.PriceList(ctx, b.Project)
+	if err != nil || list == nil {
+		return 0, err
+	}
+	q, ok, err := billing.QuoteOf(list, "email", "+", "")
+	if err != nil || !ok {
+		return 0, err
+	}
+	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
+	after, err := db.New(tx).CountMarketingEmails(ctx, db.CountMarketingEmailsParams{Project: b.Project, Month: month, Sent: int64(n)})
+	if err != nil {
+		return 0, fmt.Errorf("count broadcast emails of %s: %w", b.Project, err)
+	}
+	blocks := after/EmailBlock - (after-int64(n))/EmailBlock
+	if blocks == 0 {
+		return 0, nil
+	}
+	acct, err := s.money.Account(ctx, b.Project)
+	if err != nil {
+		return 0, err
+	}
+	amount := q.Price * billing.Micros(blocks)
+	return amount, billing.ChargeAll(ctx, tx, acct, []billing.Charge{{Amount: amount}}, false, now)
+}

@@ -333,7 +333,14 @@ func (s *Service) chunk(ctx context.Context, id string, n int) (int, error) {
 			}
 			return fmt.Errorf("accept recipients of %s: %w", id, err)
 		}
-		var cost int64
+		emailed, err := s.chargeEmails(ctx, tx, b, msgs, now)
+		if err != nil {
+			if pz := pauseFor(err, now); pz != nil {
+				return pz
+			}
+			return err
+		}
+		cost := int64(emailed)
 		for i, m := range msgs {
 			r := &results[outs[i].index]
 			r.status, r.messageID = "queued", m.ID
@@ -368,7 +375,11 @@ func (s *Service) release(ctx context.Context, tx pgx.Tx, b db.Broadcast, outs [
 		return 0, err
 	}
 	var total billing.Micros
+	emails := 0
 	for _, o := range outs {
+		if o.Channel == "email" {
+			emails++
+		}
 		if !billing.Charged[o.Channel] {
 			continue
 		}
@@ -380,7 +391,11 @@ func (s *Service) release(ctx context.Context, tx pgx.Tx, b db.Broadcast, outs [
 			total += q.Price
 		}
 	}
-	total = min(total, billing.Micros(*b.ReservedMicros))
+	share, err := emailShare(list, emails)
+	if err != nil {
+		return 0, err
+	}
+	total = min(total+share, billing.Micros(*b.ReservedMicros))
 	return total, billing.Release(ctx, tx, b.Project, total, "broadcast "+b.ID, now)
 }
 

@@ -702,6 +702,26 @@ func (q *Queries) CountBroadcastContacts(ctx context.Context, arg CountBroadcast
 	return err
 }
 
+const countMarketingEmails = `-- name: CountMarketingEmails :one
+INSERT INTO marketing_emails (project, month, sent) VALUES ($1, $2, $3)
+ON CONFLICT (project, month) DO UPDATE SET sent = marketing_emails.sent + excluded.sent
+RETURNING sent
+`
+
+type CountMarketingEmailsParams struct {
+	Project string
+	Month   time.Time
+	Sent    int64
+}
+
+// Counts a project's live broadcast emails of a month and returns the count with them.
+func (q *Queries) CountMarketingEmails(ctx context.Context, arg CountMarketingEmailsParams) (int64, error) {
+	row := q.db.QueryRow(ctx, countMarketingEmails, arg.Project, arg.Month, arg.Sent)
+	var sent int64
+	err := row.Scan(&sent)
+	return sent, err
+}
+
 const deleteBroadcast = `-- name: DeleteBroadcast :exec
 DELETE FROM broadcasts WHERE id = $1
 `

@@ -190,6 +190,12 @@ type LedgerEntry struct {
 	CreatedAt    time.Time
 }
 
+type MarketingEmail struct {
+	Project string
+	Month   time.Time
+	Sent    int64
+}
+
 type Message struct {
 	ID                 string
 	Project            string

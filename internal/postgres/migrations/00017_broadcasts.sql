@@ -90,6 +90,15 @@ CREATE TABLE broadcast_deltas (
 );
 CREATE INDEX broadcast_deltas_broadcast ON broadcast_deltas (broadcast_id);
 
+-- Live broadcast (marketing) emails a project sent in a month: email is billed in blocks of
+-- 1,000 of them, charged as the count crosses each boundary (docs/limits.md).
+CREATE TABLE marketing_emails (
+    project text    NOT NULL,
+    month   date    NOT NULL,
+    sent    bigint  NOT NULL,
+    PRIMARY KEY (project, month)
+);
+
 -- The pace of sends from one address through one Provider (its messagesPerSecond): the time
 -- the next broadcast message from it may be dispatched. Broadcasts sharing an address share it.
 CREATE TABLE broadcast_paces (
@@ -106,6 +115,7 @@ ALTER TABLE ledger_entries DROP CONSTRAINT ledger_entries_kind_check;
 ALTER TABLE ledger_entries ADD CONSTRAINT ledger_entries_kind_check CHECK (kind IN ('credit', 'charge', 'refund', 'reserve', 'release'));
 
 -- +goose Down
+DROP TABLE marketing_emails;
 DROP TABLE broadcast_deltas;
 DROP TABLE broadcast_paces;
 DELETE FROM ledger_entries WHERE kind IN ('reserve', 'release');

@@ -222,3 +222,9 @@ SELECT broadcast_id, coalesce(sum(pending), 0)::integer AS pending, coalesce(sum
     coalesce(sum(cost_micros), 0)::bigint AS cost, coalesce(sum(released), 0)::bigint AS released
 FROM broadcast_deltas WHERE broadcast_id = ANY(@ids::text[])
 GROUP BY broadcast_id;
+
+-- name: CountMarketingEmails :one
+-- Counts a project's live broadcast emails of a month and returns the count with them.
+INSERT INTO marketing_emails (project, month, sent) VALUES (@project, @month, @sent)
+ON CONFLICT (project, month) DO UPDATE SET sent = marketing_emails.sent + excluded.sent
+RETURNING sent;
