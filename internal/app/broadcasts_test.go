@@ -834,3 +834,29 @@ func TestBroadcastPausesAtTheDailyLimit(t *testing.T) {
 		t.Errorf("cancel = %d %v", r.status, r.body)
 	}
 }
+
+// TestSmartBroadcast: smart sends each recipient on the cheapest channel that takes the message:
+// WhatsApp to a recipient whose 24-hour window is open, SMS to the others.
+func TestSmartBroadcast(t *testing.T) {
+	in := start(t, fastSandbox)
+	_, key := sendingProjectOf(t, in, verified, nil, apikey.Test)
+	openWindow(t, in, key, "+447700900301")
+	id := in.post("/v1/broadcasts", key, `{"channel":"smart","name":"Smart","text":"Hello"}`).body["broadcast"].(map[string]any)["id"].(string)
+	in.post("/v1/broadcasts/"+id+"/contacts", key, `{"contacts":[{"recipient":"+447700900301"},{"recipient":"+447700900302"}]}`)
+	in.post("/v1/broadcasts/"+id+"/send", key, `{}`)
+	waitFor(t, func() bool {
+		return in.get("/v1/broadcasts/"+id, key).body["broadcast"].(map[string]any)["status"] == "completed"
+	})
+	channels := map[string]string{}
+	for _, it := range in.get("/v1/broadcasts/"+id+"/contacts", key).body["items"].([]any) {
+		c := it.(map[string]any)
+		if c["messageId"] == nil {
+			t.Fatalf("recipient not sent: %v", c)
+		}
+		m := in.get("/v1/messages/"+c["messageId"].(string), key).body["message"].(map[string]any)
+		channels[c["recipient"].(string)] = m["channel"].(string)
+	}
+	if channels["+447700900301"] != "whatsapp" || channels["+447700900302"] != "sms" {
+		t.Errorf("channels = %v", channels)
+	}
+}
