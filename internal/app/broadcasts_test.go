@@ -860,3 +860,89 @@ func TestSmartBroadcast(t *testing.T) {
 		t.Errorf("channels = %v", channels)
 	}
 }
+
+// TestTemplateBroadcast: a WhatsApp template broadcast fills each recipient's variables; a
+// recipient without the variable the template takes fails with the reason, and the rest go.
+func TestTemplateBroadcast(t *testing.T) {
+	in := start(t, fastSandbox)
+	_, key := sendingProjectOf(t, in, verified, nil, apikey.Test)
+	tpl := approvedTemplate(t, in, key)
+	r := in.post("/v1/broadcasts", key, `{"channel":"whatsapp","name":"Greeting","messageType":"template","content":{"templateId":"`+tpl+`"}}`)
+	if r.status != 201 {
+		t.Fatalf("create = %d %v", r.status, r.body)
+	}
+	id := r.body["broadcast"].(map[string]any)["id"].(string)
+	in.post("/v1/broadcasts/"+id+"/contacts", key, `{"contacts":[{"recipient":"+447700900401","templateVariables":{"1":"Ann"}},
+		{"recipient":"+447700900402"},{"recipient":"+447700900403","templateVariables":{"1":"Cy"}}]}`)
+	in.post("/v1/broadcasts/"+id+"/send", key, `{}`)
+	waitFor(t, func() bool {
+		return in.get("/v1/broadcasts/"+id, key).body["broadcast"].(map[string]any)["status"] == "completed"
+	})
+	b := in.get("/v1/broadcasts/"+id, key).body["broadcast"].(map[string]any)
+	if b["failedCount"] != 1.0 || b["pendingCount"] != 0.0 {
+		t.Errorf("broadcast = %v", b)
+	}
+	for _, it := range in.get("/v1/broadcasts/"+id+"/contacts", key).body["items"].([]any) {
+		c := it.(map[string]any)
+		if c["recipient"] == "+447700900402" {
+			if c["status"] != "failed" || c["errorCode"] != "INVALID_REQUEST" || !strings.Contains(c["errorMessage"].(string), "templateVariables") {
+				t.Errorf("recipient without the variable = %v", c)
+			}
+			continue
+		}
+		m := in.get("/v1/messages/"+c["messageId"].(string), key).body["message"].(map[string]any)
+		content, _ := m["content"].(map[string]any)
+		if m["channel"] != "whatsapp" || m["messageType"] != "template" || content["templateVariables"] == nil {
+			t.Errorf("message of %v = %v", c["recipient"], m)
+		}
+	}
+}
+
+// TestScheduledBroadcast: an approved broadcast whose time is ahead waits scheduled, then
+// sends at its time.
+func TestScheduledBroadcast(t *testing.T) {
+	in := start(t, fastSandbox)
+	_, key := sendingProjectOf(t, in, verified, nil, apikey.Test)
+	id := in.post("/v1/broadcasts", key, `{"channel":"sms","name":"Later","text":"Hello"}`).body["broadcast"].(map[string]any)["id"].(string)
+	in.post("/v1/broadcasts/"+id+"/contacts", key, `{"contacts":[{"recipient":"+447700900501"}]}`)
+	at := time.Now().Add(3 * time.Second).UTC().Truncate(time.Second)
+	in.post("/v1/broadcasts/"+id+"/send", key, `{"scheduledAt":"`+at.Format(time.RFC3339)+`"}`)
+	waitFor(t, func() bool {
+		return in.get("/v1/broadcasts/"+id, key).body["broadcast"].(map[string]any)["status"] == "scheduled"
+	})
+	waitFor(t, func() bool {
+		return in.get("/v1/broadcasts/"+id, key).body["broadcast"].(map[string]any)["status"] == "completed"
+	})
+	b := in.get("/v1/broadcasts/"+id, key).body["broadcast"].(map[string]any)
+	started, _ := time.Parse(time.RFC3339Nano, b["startedAt"].(string))
+	if started.Before(at) {
+		t.Errorf("started at %v, before its time %v", started, at)
+	}
+}
+
+// TestBroadcastsTakeTurns: two broadcasts of one project sending at once both go forward: each
+// pass of the fan-out hands a chunk of each.
+func TestBroadcastsTakeTurns(t *testing.T) {
+	in := start(t, fastSandbox, func(c *app.Config) { c.BroadcastChunk = 2 })
+	_, key := sendingProjectOf(t, in, verified, nil, apikey.Test)
+	ids := make([]string, 2)
+	for n := range ids {
+		ids[n] = in.post("/v1/broadcasts", key, `{"channel":"sms","name":"Turns","text":"Hello"}`).body["broadcast"].(map[string]any)["id"].(string)
+		var contacts []string
+		for i := range 600 {
+			contacts = append(contacts, fmt.Sprintf(`{"recipient":"+44770%d%06d"}`, 1+n, i))
+		}
+		in.post("/v1/broadcasts/"+ids[n]+"/contacts", key, `{"contacts":[`+strings.Join(contacts, ",")+`]}`)
+	}
+	for _, id := range ids {
+		in.post("/v1/broadcasts/"+id+"/send", key, `{}`)
+	}
+	pending := func(id string) float64 {
+		return in.get("/v1/broadcasts/"+id, key).body["broadcast"].(map[string]any)["pendingCount"].(float64)
+	}
+	// Once either is half handed over, the other is well under way too.
+	waitFor(t, func() bool { return pending(ids[0]) <= 300 || pending(ids[1]) <= 300 })
+	if a, b := pending(ids[0]), pending(ids[1]); a > 500 || b > 500 {
+		t.Errorf("one broadcast waited for the other: %v and %v recipients pending", a, b)
+	}
+}
