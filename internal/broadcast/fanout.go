@@ -90,7 +90,7 @@ func (f *Fanout) Start(ctx context.Context) error {
 				if err != nil && ctx.Err() == nil {
 					f.Log.Error(err, "broadcast fan-out")
 				}
-				if worked && err == nil {
+				if worked {
 					continue
 				}
 				select {
@@ -106,7 +106,8 @@ func (f *Fanout) Start(ctx context.Context) error {
 
 // FanOutOnce starts the broadcasts that are due, hands one chunk of each sending broadcast to
 // the send path, in turn, and folds the broadcasts' recorded changes into their counters; it
-// reports whether it did anything.
+// reports whether it did anything. A broadcast that fails does not hold up the others: the
+// errors are returned together after every broadcast had its turn.
 func (s *Service) FanOutOnce(ctx context.Context, chunk int) (bool, error) {
 	if s.send == nil {
 		return false, errors.New("broadcasts have no send path")
@@ -118,16 +119,17 @@ func (s *Service) FanOutOnce(ctx context.Context, chunk int) (bool, error) {
 		return false, fmt.Errorf("list due broadcasts: %w", err)
 	}
 	worked := false
+	var errs []error
 	for _, id := range due {
 		started, err := s.start(ctx, id)
 		if err != nil {
-			return worked, err
+			errs = append(errs, fmt.Errorf("start broadcast %s: %w", id, err))
 		}
 		worked = worked || started
 	}
 	active, err := q.SendingBroadcasts(ctx)
 	if err != nil {
-		return worked, fmt.Errorf("list sending broadcasts: %w", err)
+		return worked, errors.Join(append(errs, fmt.Errorf("list sending broadcasts: %w", err))...)
 	}
 	for _, b := range active {
 		if b.Status == StatusPaused {
@@ -136,30 +138,34 @@ func (s *Service) FanOutOnce(ctx context.Context, chunk int) (bool, error) {
 			}
 			started, err := s.start(ctx, b.ID)
 			if err != nil {
-				return worked, err
+				errs = append(errs, fmt.Errorf("resume broadcast %s: %w", b.ID, err))
 			}
 			worked = worked || started
 			continue
 		}
 		n, err := s.sendChunk(ctx, b.ID, chunk)
 		if err != nil {
-			return worked, err
+			errs = append(errs, fmt.Errorf("send broadcast %s: %w", b.ID, err))
 		}
 		worked = worked || n > 0
 	}
 	folded, err := s.foldAll(ctx)
-	return worked || folded, err
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return worked || folded, errors.Join(errs...)
 }
 
 // start moves a due broadcast (approved, scheduled and due, or paused and due) to sending. A
 // live broadcast reserves its estimated cost from the balance first, once; a balance that cannot
-// cover it pauses the broadcast, which tries again every balanceRecheck. The balance is locked
-// before the broadcast, the order every chunk takes.
+// cover it pauses the broadcast, which tries again every balanceRecheck. The broadcast is locked
+// before the balance, the order a fold that settles it takes; two workers starting one broadcast
+// then take turns, and the second finds it started.
 func (s *Service) start(ctx context.Context, id string) (bool, error) {
 	started := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.New(tx)
-		row, err := q.BroadcastByID(ctx, id)
+		row, err := q.LockBroadcast(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}
@@ -182,19 +188,12 @@ func (s *Service) start(ctx context.Context, id string) (bool, error) {
 				until := now.Add(balanceRecheck)
 				_, err = q.PauseBroadcast(ctx, db.PauseBroadcastParams{ID: id, PausedUntil: &until, PauseReason: &ae.Code, Now: now})
 				started = err == nil
-				return ignoreNoRows(err)
+				return err
 			}
 			if err != nil {
 				return err
 			}
 			reserve = row.EstimatedCostMicros
-		}
-		// Locked now; another worker may have started it meanwhile.
-		if row, err = q.LockBroadcast(ctx, id); err != nil {
-			return err
-		}
-		if !due(row, now) {
-			return errNotDue
 		}
 		if row, err = q.StartBroadcast(ctx, db.StartBroadcastParams{ID: id, Now: now, ReservedMicros: reserve}); err != nil {
 			return err
@@ -203,14 +202,8 @@ func (s *Service) start(ctx context.Context, id string) (bool, error) {
 		started = err == nil
 		return err
 	})
-	if errors.Is(err, errNotDue) {
-		return false, nil
-	}
 	return started, err
 }
-
-// errNotDue rolls back a start that another worker made first.
-var errNotDue = errors.New("broadcast is not due to start")
 
 // due says whether the fan-out starts b now.
 func due(b db.Broadcast, now time.Time) bool {
@@ -447,12 +440,13 @@ func (s *Service) foldAll(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("list broadcasts to count: %w", err)
 	}
+	var errs []error
 	for _, id := range ids {
 		if err := s.fold(ctx, id); err != nil {
-			return false, err
+			errs = append(errs, fmt.Errorf("count broadcast %s: %w", id, err))
 		}
 	}
-	return len(ids) > 0, nil
+	return len(ids) > 0, errors.Join(errs...)
 }
 
 // fold adds a broadcast's recorded changes to its counters, in one transaction, and completes
