@@ -529,6 +529,16 @@ func TestBroadcastSends(t *testing.T) {
 		t.Errorf("progress = %v", p)
 	}
 
+	// A chunk whose every recipient is refused (chunks of 2 here) still completes the broadcast.
+	r = in.post("/v1/broadcasts", key, `{"channel":"sms","name":"Nameless","text":"Hi {{name}}"}`)
+	none := r.body["broadcast"].(map[string]any)["id"].(string)
+	in.post("/v1/broadcasts/"+none+"/contacts", key, `{"contacts":[{"recipient":"+447700900011"},{"recipient":"+447700900012"},{"recipient":"+447700900013"}]}`)
+	in.post("/v1/broadcasts/"+none+"/send", key, `{}`)
+	waitFor(t, func() bool { return get(none)["status"] == "completed" })
+	if b := get(none); b["failedCount"] != 3.0 || b["pendingCount"] != 0.0 {
+		t.Errorf("broadcast of refused recipients = %v", b)
+	}
+
 	// The recipients: delivered with their messages, one failed with why.
 	items := in.get("/v1/broadcasts/"+id+"/contacts", key).body["items"].([]any)
 	for _, it := range items {

@@ -63,6 +63,9 @@ func (o *Outbound) ConversationID() string {
 // nothing else), then the message with its conversation last, so that the conversation's row is
 // locked only until the commit.
 func (s *Service) Accept(ctx context.Context, tx pgx.Tx, batch []Outbound) ([]db.Message, error) {
+	if len(batch) == 0 { // a broadcast's chunk whose every recipient was refused
+		return nil, nil
+	}
 	now := s.now().UTC().Truncate(time.Microsecond)
 	msgs := make([]db.Message, len(batch))
 	jobs := make([]river.InsertManyParams, len(batch))
