@@ -82,6 +82,8 @@ func (s *Service) EnqueueAll(ctx context.Context, tx pgx.Tx, events ...Event) ([
 		return nil, nil
 	}
 	var p db.InsertWebhookDeliveriesParams
+	// Each endpoint is read once for all the events (a broadcast's chunk has a thousand).
+	endpoints := map[target]*declared{}
 	for _, ev := range events {
 		if ev.Project != events[0].Project {
 			return nil, fmt.Errorf("enqueue: events of projects %s and %s in one call", events[0].Project, ev.Project)
@@ -100,13 +102,17 @@ func (s *Service) EnqueueAll(ctx context.Context, tx pgx.Tx, events ...Event) ([
 			}
 		}
 		var payload []byte
+		var err error
 		for _, t := range candidates {
 			// Subscription alone decides: the secret is read at each attempt.
-			wh, err := s.resolver.webhookOf(ctx, t.kind, ev.Project, t.name, ev.Name)
-			if err != nil {
-				return nil, err
+			e, read := endpoints[t]
+			if !read {
+				if e, err = s.resolver.endpointOf(ctx, t.kind, ev.Project, t.name); err != nil {
+					return nil, err
+				}
+				endpoints[t] = e
 			}
-			if wh == nil {
+			if e.takes(t.kind, t.name, ev.Name) == nil {
 				continue
 			}
 			if payload == nil {

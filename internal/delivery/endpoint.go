@@ -59,9 +59,16 @@ var errNoSecret = errors.New("the webhook's signing secret does not exist")
 // (a webhook applied with kubectl a moment ago, before the controller made it).
 var errSecretNotYet = errors.New("the webhook's signing secret is not generated yet")
 
-// senderWebhook returns the Sender's webhook when it is on and subscribed to event; nil when
-// the sender or its webhook is gone, or the webhook is off or not subscribed.
-func (r resolver) senderWebhook(ctx context.Context, project, sender, event string) (*subscription, error) {
+// declared is a webhook as its resource declares it: where it goes, how it signs, and which
+// events it takes (all when empty). An event is delivered to it when subscribed says so.
+type declared struct {
+	subscription
+	events []v1alpha1.WebhookEvent
+}
+
+// senderEndpoint returns the Sender's webhook; nil when the sender or its webhook is gone, or
+// the webhook is off.
+func (r resolver) senderEndpoint(ctx context.Context, project, sender string) (*declared, error) {
 	var s v1alpha1.Sender
 	err := r.reader.Get(ctx, client.ObjectKey{Namespace: project, Name: sender}, &s)
 	if apierrors.IsNotFound(err) {
@@ -71,11 +78,11 @@ func (r resolver) senderWebhook(ctx context.Context, project, sender, event stri
 		return nil, fmt.Errorf("read sender %s/%s: %w", project, sender, err)
 	}
 	wh := s.Spec.Webhook
-	if wh == nil || (wh.Active != nil && !*wh.Active) || !subscribed(wh.Events, event) {
+	if wh == nil || (wh.Active != nil && !*wh.Active) {
 		return nil, nil
 	}
-	return &subscription{url: wh.URL, version: wh.SignatureVersion, secretRef: secretRef(wh.SecretRef, signingsecret.ForSender(&s)),
-		generated: wh.SecretRef == nil}, nil
+	return &declared{subscription: subscription{url: wh.URL, version: wh.SignatureVersion,
+		secretRef: secretRef(wh.SecretRef, signingsecret.ForSender(&s)), generated: wh.SecretRef == nil}, events: wh.Events}, nil
 }
 
 // senders names the project's senders, in name order.
@@ -94,12 +101,8 @@ func (r resolver) senders(ctx context.Context, project string) ([]string, error)
 	return names, nil
 }
 
-// projectWebhook returns the project webhook name ("v2" or "invitations") when it exists and is
-// subscribed to event; the invitations webhook takes invitation events only.
-func (r resolver) projectWebhook(ctx context.Context, project, name, event string) (*subscription, error) {
-	if name == string(v1alpha1.WebhookKindInvitations) && !strings.HasPrefix(event, "invitation.") {
-		return nil, nil
-	}
+// projectEndpoint returns the project webhook name ("v2" or "invitations") when it exists.
+func (r resolver) projectEndpoint(ctx context.Context, project, name string) (*declared, error) {
 	var wh v1alpha1.Webhook
 	err := r.reader.Get(ctx, client.ObjectKey{Namespace: project, Name: name}, &wh)
 	if apierrors.IsNotFound(err) {
@@ -108,11 +111,12 @@ func (r resolver) projectWebhook(ctx context.Context, project, name, event strin
 	if err != nil {
 		return nil, fmt.Errorf("read webhook %s/%s: %w", project, name, err)
 	}
-	if !wh.DeletionTimestamp.IsZero() || !subscribed(wh.Spec.Events, event) {
+	if !wh.DeletionTimestamp.IsZero() {
 		return nil, nil
 	}
-	return &subscription{url: wh.Spec.URL, version: wh.Spec.SignatureVersion,
-		secretRef: secretRef(wh.Spec.SecretRef, signingsecret.ForProjectWebhook(&wh)), generated: wh.Spec.SecretRef == nil}, nil
+	return &declared{subscription: subscription{url: wh.Spec.URL, version: wh.Spec.SignatureVersion,
+		secretRef: secretRef(wh.Spec.SecretRef, signingsecret.ForProjectWebhook(&wh)), generated: wh.Spec.SecretRef == nil},
+		events: wh.Spec.Events}, nil
 }
 
 // secretRef is the Secret a webhook signs with: the user's, else the generated one. It is known
@@ -127,14 +131,36 @@ func secretRef(user *v1alpha1.SecretKeyRef, generated string) v1alpha1.SecretKey
 // webhookOf returns the webhook a delivery of kind and name goes to; nil when none is
 // subscribed to event now.
 func (r resolver) webhookOf(ctx context.Context, kind Kind, project, name, event string) (*subscription, error) {
+	e, err := r.endpointOf(ctx, kind, project, name)
+	if err != nil || e == nil {
+		return nil, err
+	}
+	return e.takes(kind, name, event), nil
+}
+
+// endpointOf reads the webhook of kind and name, whatever it is subscribed to; nil when none.
+func (r resolver) endpointOf(ctx context.Context, kind Kind, project, name string) (*declared, error) {
 	switch kind {
 	case KindSender:
-		return r.senderWebhook(ctx, project, name, event)
+		return r.senderEndpoint(ctx, project, name)
 	case KindProjectV2, KindProjectV1:
-		return r.projectWebhook(ctx, project, name, event)
+		return r.projectEndpoint(ctx, project, name)
 	default:
 		return nil, fmt.Errorf("unknown endpoint kind %s", kind)
 	}
+}
+
+// takes is e's subscription when it takes event; the invitations webhook takes invitation
+// events only.
+func (e *declared) takes(kind Kind, name, event string) *subscription {
+	if e == nil || !subscribed(e.events, event) {
+		return nil
+	}
+	if kind != KindSender && name == string(v1alpha1.WebhookKindInvitations) && !strings.HasPrefix(event, "invitation.") {
+		return nil
+	}
+	sub := e.subscription
+	return &sub
 }
 
 // secret reads a webhook's signing secret: from the cache, else from the API server.
