@@ -956,3 +956,56 @@ func TestBroadcastsTakeTurns(t *testing.T) {
 		t.Errorf("one broadcast waited for the other: %v and %v recipients pending", a, b)
 	}
 }
+
+// TestBroadcastPausesForItsBalance: a live broadcast whose balance was spent between its send
+// and its start cannot reserve its estimate: it waits paused, takes nothing, and can be cancelled.
+func TestBroadcastPausesForItsBalance(t *testing.T) {
+	in := start(t, fastSandbox)
+	ctx := context.Background()
+	acme := newProject(t, in, verified)
+	if err := in.k8s.Create(ctx, &v1alpha1.PriceList{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "prices"},
+		Spec: v1alpha1.PriceListSpec{FreeCredit: "1.00", Prices: []v1alpha1.Price{{Channel: "sms", Prefix: "+44", Price: "0.05"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.k8s.Create(ctx, &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "main"}, Spec: v1alpha1.SenderSpec{
+		DisplayName: "Main", Default: true, Transport: v1alpha1.TransportSandbox, PhoneNumber: "+15005550006",
+		SMS: &v1alpha1.Activation{Active: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	live := newKey(t, in, acme, apikey.Live)
+	waitFor(t, func() bool { return in.get("/v1/senders/main", live).status == 200 })
+
+	id := in.post("/v1/broadcasts", live, `{"channel":"sms","name":"Later","text":"Hello"}`).body["broadcast"].(map[string]any)["id"].(string)
+	var contacts []string
+	for i := range 10 {
+		contacts = append(contacts, fmt.Sprintf(`{"recipient":"+4477009006%02d"}`, i))
+	}
+	in.post("/v1/broadcasts/"+id+"/contacts", live, `{"contacts":[`+strings.Join(contacts, ",")+`]}`)
+	at := time.Now().Add(3 * time.Second).UTC().Truncate(time.Second)
+	if r := in.post("/v1/broadcasts/"+id+"/send", live, `{"scheduledAt":"`+at.Format(time.RFC3339)+`"}`); r.status != 200 {
+		t.Fatalf("send = %d %v", r.status, r.body) // 0.50 estimated, 1.00 in the balance
+	}
+	// Meanwhile single sends spend 0.60 of it.
+	for i := range 12 {
+		if r := in.post("/v1/messages", live, fmt.Sprintf(`{"to":"+4477009007%02d","text":"single"}`, i)); r.status != 200 {
+			t.Fatalf("single send %d = %d %v", i, r.status, r.body)
+		}
+	}
+	waitFor(t, func() bool {
+		return in.get("/v1/broadcasts/"+id, live).body["broadcast"].(map[string]any)["status"] == "paused"
+	})
+	var reason string
+	if err := in.db.QueryRow(ctx, `SELECT pause_reason FROM broadcasts WHERE id = $1`, id).Scan(&reason); err != nil || reason != "insufficient_balance" {
+		t.Errorf("pause reason %q %v", reason, err)
+	}
+	b := in.get("/v1/broadcasts/"+id, live).body["broadcast"].(map[string]any)
+	if b["pendingCount"] != 10.0 || b["reservedAmount"] != nil {
+		t.Errorf("paused = %v", b)
+	}
+	if bal := in.get("/v1/balance", live).body; bal["balance"] != 40.0 { // cents: nothing reserved
+		t.Errorf("balance = %v", bal)
+	}
+	if r := in.post("/v1/broadcasts/"+id+"/cancel", live, ""); r.status != 200 || r.body["broadcast"].(map[string]any)["skippedCount"] != 10.0 {
+		t.Errorf("cancel = %d %v", r.status, r.body)
+	}
+}

@@ -315,7 +315,7 @@ func (s *Service) chunk(ctx context.Context, id string, n int) (int, error) {
 		if err := p.advance(ctx, q, outs); err != nil {
 			return err
 		}
-		released, err := s.release(ctx, tx, b, outs, now)
+		released, err := release(ctx, tx, b, p.list, outs, now)
 		if err != nil {
 			return err
 		}
@@ -326,7 +326,7 @@ func (s *Service) chunk(ctx context.Context, id string, n int) (int, error) {
 			}
 			return fmt.Errorf("accept recipients of %s: %w", id, err)
 		}
-		emailed, err := s.chargeEmails(ctx, tx, b, msgs, now)
+		emailed, err := s.chargeEmails(ctx, tx, b, p.list, msgs, now)
 		if err != nil {
 			if pz := pauseFor(err, now); pz != nil {
 				return pz
@@ -359,13 +359,9 @@ func (s *Service) chunk(ctx context.Context, id string, n int) (int, error) {
 // release gives back to the balance, before the chunk's messages are charged, the part of the
 // broadcast's reservation they will take: their prices at the price list (at most what is
 // still reserved). A test broadcast reserves nothing.
-func (s *Service) release(ctx context.Context, tx pgx.Tx, b db.Broadcast, outs []outbound, now time.Time) (billing.Micros, error) {
-	if b.ReservedMicros == nil || *b.ReservedMicros <= 0 || s.money == nil {
+func release(ctx context.Context, tx pgx.Tx, b db.Broadcast, list *v1alpha1.PriceList, outs []outbound, now time.Time) (billing.Micros, error) {
+	if b.ReservedMicros == nil || *b.ReservedMicros <= 0 || list == nil {
 		return 0, nil
-	}
-	list, err := s.money.PriceList(ctx, b.Project)
-	if err != nil || list == nil {
-		return 0, err
 	}
 	var total billing.Micros
 	emails := 0
@@ -455,22 +451,13 @@ func (s *Service) foldAll(ctx context.Context) (bool, error) {
 // move its counters after that.
 func (s *Service) fold(ctx context.Context, id string) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
-		d, err := q.TakeBroadcastDeltas(ctx, id)
-		if err != nil {
-			return fmt.Errorf("take changes of broadcast %s: %w", id, err)
-		}
-		if d.N == 0 {
-			return nil
-		}
 		now := s.now().UTC()
-		row, err := q.CountBroadcast(ctx, db.CountBroadcastParams{ID: id, Pending: d.Pending, Queued: d.Queued, Sending: d.Sending,
-			Delivered: d.Delivered, Failed: d.Failed, Skipped: d.Skipped, Cost: d.Cost, Released: d.Released, Now: now})
+		row, err := foldIn(ctx, db.New(tx), counts{db.CountBroadcastParams{ID: id, Now: now}})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // deleted
 		}
 		if err != nil {
-			return fmt.Errorf("count broadcast %s: %w", id, err)
+			return err
 		}
 		if row.Status != StatusSending || row.PendingCount > 0 || row.QueuedCount > 0 {
 			return nil
@@ -481,6 +468,24 @@ func (s *Service) fold(ctx context.Context, id string) error {
 		_, err = s.move(ctx, tx, row, db.SetBroadcastStatusParams{Status: StatusCompleted})
 		return err
 	})
+}
+
+// foldIn takes the broadcast's recorded changes in q's transaction and adds them, with more,
+// to its counters, locking its row.
+func foldIn(ctx context.Context, q *db.Queries, more counts) (db.Broadcast, error) {
+	d, err := q.TakeBroadcastDeltas(ctx, more.ID)
+	if err != nil {
+		return db.Broadcast{}, fmt.Errorf("take changes of broadcast %s: %w", more.ID, err)
+	}
+	p := more.CountBroadcastParams
+	p.Pending, p.Queued, p.Sending = p.Pending+d.Pending, p.Queued+d.Queued, p.Sending+d.Sending
+	p.Delivered, p.Failed, p.Skipped = p.Delivered+d.Delivered, p.Failed+d.Failed, p.Skipped+d.Skipped
+	p.Cost, p.Released = p.Cost+d.Cost, p.Released+d.Released
+	row, err := q.CountBroadcast(ctx, p)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		err = fmt.Errorf("count broadcast %s: %w", more.ID, err)
+	}
+	return row, err
 }
 
 // settle releases what a broadcast that ends still has reserved.

@@ -146,8 +146,8 @@ func (s *Service) RetryReview(ctx context.Context, k Key, id string) (Broadcast,
 
 // Cancel stops a broadcast that has not ended: recipients not yet handed to the send path are
 // skipped; messages already queued may still be delivered. What it still has reserved returns
-// to the balance. The recipients are locked before the broadcast, as the fan-out locks them, so
-// a chunk under way finishes first and its recipients stay queued.
+// to the balance. Skipping waits for a chunk under way to finish with the recipients it holds
+// (they stay queued); the broadcast's row is locked after, as a fold locks it.
 func (s *Service) Cancel(ctx context.Context, k Key, id string) (Broadcast, error) {
 	var out Broadcast
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -165,12 +165,7 @@ func (s *Service) Cancel(ctx context.Context, k Key, id string) (Broadcast, erro
 			return fmt.Errorf("skip recipients of %s: %w", id, err)
 		}
 		// Its recorded changes too, so that what it releases is what it still has reserved.
-		d, err := q.TakeBroadcastDeltas(ctx, id)
-		if err != nil {
-			return fmt.Errorf("take changes of broadcast %s: %w", id, err)
-		}
-		if row, err = q.CountBroadcast(ctx, db.CountBroadcastParams{ID: id, Pending: d.Pending - skipped, Queued: d.Queued, Sending: d.Sending,
-			Delivered: d.Delivered, Failed: d.Failed, Skipped: d.Skipped + skipped, Cost: d.Cost, Released: d.Released, Now: now}); err != nil {
+		if row, err = foldIn(ctx, q, counts{db.CountBroadcastParams{ID: id, Pending: -skipped, Skipped: skipped, Now: now}}); err != nil {
 			return notFound(err, id)
 		}
 		if slices.Contains(final, row.Status) { // it ended meanwhile
@@ -182,12 +177,8 @@ func (s *Service) Cancel(ctx context.Context, k Key, id string) (Broadcast, erro
 		if row, err = s.move(ctx, tx, row, db.SetBroadcastStatusParams{Status: StatusCancelled}); err != nil {
 			return err
 		}
-		rows := []db.Broadcast{row}
-		if err := unfolded(ctx, q, rows); err != nil {
-			return err
-		}
-		out = viewOf(rows[0])
-		return nil
+		out, err = viewIn(ctx, q, row)
+		return err
 	})
 	return out, err
 }
@@ -225,12 +216,8 @@ func (s *Service) transition(ctx context.Context, k Key, id string, change func(
 		if err != nil {
 			return err
 		}
-		rows := []db.Broadcast{row}
-		if err := unfolded(ctx, db.New(tx), rows); err != nil {
-			return err
-		}
-		out = viewOf(rows[0])
-		return nil
+		out, err = viewIn(ctx, db.New(tx), row)
+		return err
 	})
 	return out, err
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -31,8 +32,9 @@ type plan struct {
 	snd      *v1alpha1.Sender
 	sndErr   error // why there is no sender: every recipient fails with it
 	channels []string
-	list     *v1alpha1.PriceList
-	paces    map[string]pace // by channel
+	list     *v1alpha1.PriceList // nil: nothing is priced
+	paces    map[string]pace     // by channel
+	rates    map[string]float64  // messages per second by paced address
 	// next is where each paced address's pace stands, locked for this chunk (allowance).
 	next map[string]time.Time
 }
@@ -45,7 +47,7 @@ type pace struct {
 
 // plan reads what b's recipients need once per chunk.
 func (s *Service) plan(ctx context.Context, b db.Broadcast) (*plan, error) {
-	p := &plan{s: s, b: b, f: fieldsOf(b), paces: map[string]pace{}}
+	p := &plan{s: s, b: b, f: fieldsOf(b), paces: map[string]pace{}, rates: map[string]float64{}}
 	p.snd, p.sndErr = s.send.BulkSender(ctx, b.Project, b.SenderID)
 	var ae *apperror.Error
 	if p.sndErr != nil && !errors.As(p.sndErr, &ae) {
@@ -62,13 +64,13 @@ func (s *Service) plan(ctx context.Context, b db.Broadcast) (*plan, error) {
 				}
 			}
 		}
-		if s.money != nil {
-			list, err := s.money.PriceList(ctx, b.Project)
-			if err != nil {
-				return nil, err
-			}
-			p.list = list
+	}
+	if s.money != nil { // what smart compares, and what the chunk releases and charges
+		list, err := s.money.PriceList(ctx, b.Project)
+		if err != nil {
+			return nil, err
 		}
+		p.list = list
 	}
 	if p.snd != nil && s.pacer != nil {
 		for _, ch := range p.channels {
@@ -77,6 +79,9 @@ func (s *Service) plan(ctx context.Context, b db.Broadcast) (*plan, error) {
 				return nil, err
 			}
 			p.paces[ch] = pace{key: key, perSecond: rate}
+			if rate > 0 {
+				p.rates[key] = rate
+			}
 		}
 	}
 	return p, nil
@@ -86,13 +91,7 @@ func (s *Service) plan(ctx context.Context, b db.Broadcast) (*plan, error) {
 // many recipients the chunk may take now: what each address's messages per second allow from
 // where its pace stands to paceWindow from now; -1 when none is paced.
 func (p *plan) allowance(ctx context.Context, q *db.Queries, now time.Time) (int, error) {
-	var keys []string
-	for _, ch := range p.channels {
-		if pc := p.paces[ch]; pc.perSecond > 0 && !slices.Contains(keys, pc.key) {
-			keys = append(keys, pc.key)
-		}
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(p.rates))
 	limit := -1
 	p.next = map[string]time.Time{}
 	for _, key := range keys {
@@ -107,21 +106,12 @@ func (p *plan) allowance(ctx context.Context, q *db.Queries, now time.Time) (int
 			next = now
 		}
 		p.next[key] = next
-		n := int(p.rateOf(key) * now.Add(paceWindow).Sub(next).Seconds())
+		n := int(p.rates[key] * now.Add(paceWindow).Sub(next).Seconds())
 		if limit == -1 || n < limit {
 			limit = max(n, 0)
 		}
 	}
 	return limit, nil
-}
-
-func (p *plan) rateOf(key string) float64 {
-	for _, pc := range p.paces {
-		if pc.key == key {
-			return pc.perSecond
-		}
-	}
-	return 0
 }
 
 // advance moves each paced address's pace past the chunk's messages from it.
@@ -133,7 +123,7 @@ func (p *plan) advance(ctx context.Context, q *db.Queries, outs []outbound) erro
 		}
 	}
 	for key, n := range sent {
-		next := p.next[key].Add(time.Duration(float64(n) / p.rateOf(key) * float64(time.Second)))
+		next := p.next[key].Add(time.Duration(float64(n) / p.rates[key] * float64(time.Second)))
 		if err := q.SetPace(ctx, db.SetPaceParams{PaceKey: key, NextAt: next}); err != nil {
 			return fmt.Errorf("pace %s: %w", key, err)
 		}

@@ -124,11 +124,7 @@ func (s *Service) Get(ctx context.Context, k Key, id string) (Broadcast, error) 
 	if err != nil {
 		return Broadcast{}, notFound(err, id)
 	}
-	rows := []db.Broadcast{row}
-	if err := unfolded(ctx, q, rows); err != nil {
-		return Broadcast{}, err
-	}
-	return viewOf(rows[0]), nil
+	return viewIn(ctx, q, row)
 }
 
 // Page is where a list starts: after the item of this creation time and id.

@@ -155,6 +155,15 @@ func contactOf(c db.BroadcastContact) Contact {
 	return v
 }
 
+// viewIn is row as the API shows it, with its changes not folded yet (unfolded).
+func viewIn(ctx context.Context, q *db.Queries, row db.Broadcast) (Broadcast, error) {
+	rows := []db.Broadcast{row}
+	if err := unfolded(ctx, q, rows); err != nil {
+		return Broadcast{}, err
+	}
+	return viewOf(rows[0]), nil
+}
+
 // unfolded adds to rows the changes to their counters recorded but not folded into them yet
 // (fold), so that a read's counters are exact at every moment.
 func unfolded(ctx context.Context, q *db.Queries, rows []db.Broadcast) error {

@@ -995,17 +995,6 @@ func (q *Queries) LockPace(ctx context.Context, paceKey string) (time.Time, erro
 	return next_at, err
 }
 
-const paceOf = `-- name: PaceOf :one
-SELECT next_at FROM broadcast_paces WHERE key = $1
-`
-
-func (q *Queries) PaceOf(ctx context.Context, paceKey string) (time.Time, error) {
-	row := q.db.QueryRow(ctx, paceOf, paceKey)
-	var next_at time.Time
-	err := row.Scan(&next_at)
-	return next_at, err
-}
-
 const pauseBroadcast = `-- name: PauseBroadcast :one
 UPDATE broadcasts SET status = 'paused', paused_until = $1, pause_reason = $2, updated_at = $3
 WHERE id = $4 AND status IN ('approved', 'scheduled', 'sending', 'paused')

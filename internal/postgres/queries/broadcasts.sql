@@ -180,9 +180,6 @@ UPDATE broadcasts SET status = 'paused', paused_until = @paused_until, pause_rea
 WHERE id = @id AND status IN ('approved', 'scheduled', 'sending', 'paused')
 RETURNING *;
 
--- name: PaceOf :one
-SELECT next_at FROM broadcast_paces WHERE key = @pace_key;
-
 -- name: EnsurePace :exec
 INSERT INTO broadcast_paces (key, next_at) VALUES (@pace_key, @now) ON CONFLICT (key) DO NOTHING;
 
