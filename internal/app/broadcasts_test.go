@@ -630,24 +630,35 @@ func TestBroadcastCancelMidSend(t *testing.T) {
 	}
 }
 
+// smsSandboxSender sends SMS through the sandbox, live keys too.
+var smsSandboxSender = v1alpha1.SenderSpec{DisplayName: "Main", Default: true, Transport: v1alpha1.TransportSandbox,
+	PhoneNumber: "+15005550006", SMS: &v1alpha1.Activation{Active: true}}
+
+// pricedLiveProject is a project of spec priced by prices, with the sender "main" of sender, and
+// a live key of it.
+func pricedLiveProject(t *testing.T, in *instance, spec v1alpha1.ProjectSpec, prices v1alpha1.PriceListSpec, sender v1alpha1.SenderSpec) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	acme := newProject(t, in, spec)
+	if err := in.k8s.Create(ctx, &v1alpha1.PriceList{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "prices"}, Spec: prices}); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.k8s.Create(ctx, &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "main"}, Spec: sender}); err != nil {
+		t.Fatal(err)
+	}
+	live := newKey(t, in, acme, apikey.Live)
+	waitFor(t, func() bool { return in.get("/v1/senders/main", live).status == 200 })
+	return acme, live
+}
+
 // TestBroadcastMoney: a live broadcast reserves its estimate from the balance when it starts,
 // its messages are charged as they are accepted, and what it did not spend returns, so the
 // balance ends exactly its actualCost lower and the ledger agrees.
 func TestBroadcastMoney(t *testing.T) {
 	in := start(t, fastSandbox)
 	ctx := context.Background()
-	acme := newProject(t, in, verified)
-	if err := in.k8s.Create(ctx, &v1alpha1.PriceList{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "prices"},
-		Spec: v1alpha1.PriceListSpec{FreeCredit: "1.00", Prices: []v1alpha1.Price{{Channel: "sms", Prefix: "+44", Price: "0.05", ProviderCost: "0.04"}}}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := in.k8s.Create(ctx, &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "main"}, Spec: v1alpha1.SenderSpec{
-		DisplayName: "Main", Default: true, Transport: v1alpha1.TransportSandbox, PhoneNumber: "+15005550006",
-		SMS: &v1alpha1.Activation{Active: true}}}); err != nil {
-		t.Fatal(err)
-	}
-	live := newKey(t, in, acme, apikey.Live)
-	waitFor(t, func() bool { return in.get("/v1/senders/main", live).status == 200 })
+	acme, live := pricedLiveProject(t, in, verified, v1alpha1.PriceListSpec{FreeCredit: "1.00",
+		Prices: []v1alpha1.Price{{Channel: "sms", Prefix: "+44", Price: "0.05", ProviderCost: "0.04"}}}, smsSandboxSender)
 
 	id := in.post("/v1/broadcasts", live, `{"channel":"sms","name":"Paid","text":"Hi {{name}}"}`).body["broadcast"].(map[string]any)["id"].(string)
 	var contacts []string
@@ -746,18 +757,10 @@ func TestBroadcastEmailBlocks(t *testing.T) {
 	ctx := context.Background()
 	paid := verified
 	paid.Plan = v1alpha1.PlanPaid // the Free plan's email caps are not what this is about
-	acme := newProject(t, in, paid)
-	if err := in.k8s.Create(ctx, &v1alpha1.PriceList{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "prices"},
-		Spec: v1alpha1.PriceListSpec{FreeCredit: "5.00", Prices: []v1alpha1.Price{{Channel: "email", Prefix: "+", Price: "0.80"}}}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := in.k8s.Create(ctx, &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "main"}, Spec: v1alpha1.SenderSpec{
-		DisplayName: "Main", Default: true, Transport: v1alpha1.TransportSandbox,
-		Email: &v1alpha1.EmailSettings{Address: "news@acme.example"}}}); err != nil {
-		t.Fatal(err)
-	}
-	live := newKey(t, in, acme, apikey.Live)
-	waitFor(t, func() bool { return in.get("/v1/senders/main", live).status == 200 })
+	acme, live := pricedLiveProject(t, in, paid, v1alpha1.PriceListSpec{FreeCredit: "5.00",
+		Prices: []v1alpha1.Price{{Channel: "email", Prefix: "+", Price: "0.80"}}},
+		v1alpha1.SenderSpec{DisplayName: "Main", Default: true, Transport: v1alpha1.TransportSandbox,
+			Email: &v1alpha1.EmailSettings{Address: "news@acme.example"}})
 	if _, err := billing.Credit(ctx, in.db, billing.Account{Project: acme}, 5_000_000, "test", time.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -962,18 +965,8 @@ func TestBroadcastsTakeTurns(t *testing.T) {
 func TestBroadcastPausesForItsBalance(t *testing.T) {
 	in := start(t, fastSandbox)
 	ctx := context.Background()
-	acme := newProject(t, in, verified)
-	if err := in.k8s.Create(ctx, &v1alpha1.PriceList{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "prices"},
-		Spec: v1alpha1.PriceListSpec{FreeCredit: "1.00", Prices: []v1alpha1.Price{{Channel: "sms", Prefix: "+44", Price: "0.05"}}}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := in.k8s.Create(ctx, &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "main"}, Spec: v1alpha1.SenderSpec{
-		DisplayName: "Main", Default: true, Transport: v1alpha1.TransportSandbox, PhoneNumber: "+15005550006",
-		SMS: &v1alpha1.Activation{Active: true}}}); err != nil {
-		t.Fatal(err)
-	}
-	live := newKey(t, in, acme, apikey.Live)
-	waitFor(t, func() bool { return in.get("/v1/senders/main", live).status == 200 })
+	_, live := pricedLiveProject(t, in, verified, v1alpha1.PriceListSpec{FreeCredit: "1.00",
+		Prices: []v1alpha1.Price{{Channel: "sms", Prefix: "+44", Price: "0.05"}}}, smsSandboxSender)
 
 	id := in.post("/v1/broadcasts", live, `{"channel":"sms","name":"Later","text":"Hello"}`).body["broadcast"].(map[string]any)["id"].(string)
 	var contacts []string
