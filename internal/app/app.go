@@ -305,9 +305,10 @@ func Run(ctx context.Context, cfg Config) error {
 			PublicURL: cfg.PublicURL, TelegramAPI: cfg.TelegramAPI, TelegramKey: telegramKey,
 			AttachmentHTTP: cfg.Delivery.Client.HTTPClient(attachmentTimeout)}
 		dispatch := &message.DispatchWorker{}
+		dispatchMany := &message.DispatchManyWorker{}
 		catchUp := &sandbox.CatchUpWorker{Pool: cfg.Pool, Sandbox: sbx}
 		broadcastReview := &broadcast.ReviewWorker{}
-		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Dispatch: dispatch, CatchUp: catchUp, BroadcastReview: broadcastReview},
+		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Dispatch: dispatch, DispatchMany: dispatchMany, CatchUp: catchUp, BroadcastReview: broadcastReview},
 			worker.Options{Concurrency: cfg.WorkerConcurrency}, cfg.Role.runs(RoleWorker), log)
 		if err != nil {
 			return err
@@ -333,7 +334,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.DispatchAttempts > 0 {
 			messages.SetDispatchAttempts(cfg.DispatchAttempts)
 		}
-		dispatch.Service = messages
+		dispatch.Service, dispatchMany.Service = messages, messages
 		// The sandbox's steps come in bursts (every message sent 0.5 s ago is delivered now):
 		// they share transactions.
 		statuses := messages.NewStatusBatcher()
@@ -341,6 +342,7 @@ func Run(ctx context.Context, cfg Config) error {
 			_, err := statuses.Apply(ctx, message.StatusChange{MessageID: id, Status: status})
 			return err
 		}
+		sbx.AdvanceAll = messages.AdvanceAll
 		if cfg.Role.runs(RoleWorker) {
 			if err := mgr.Add(&worker.Runner{Client: queue}); err != nil {
 				return fmt.Errorf("add worker: %w", err)

@@ -1002,3 +1002,67 @@ func TestBroadcastPausesForItsBalance(t *testing.T) {
 		t.Errorf("cancel = %d %v", r.status, r.body)
 	}
 }
+
+// TestBroadcastDispatchedInBatches follows a test-mode broadcast through the batch dispatch (one
+// job a chunk, one statement for the chunk's sent and one for its delivered): a recipient who
+// opted out and one the sandbox refuses fail alone, the others' messages raise their events and
+// count in their contacts' metrics as single sends do.
+func TestBroadcastDispatchedInBatches(t *testing.T) {
+	rcv := newHookReceiver(t)
+	in := start(t, fastSandbox, rcv.trusted(), func(c *app.Config) { c.BroadcastChunk = 4 })
+	acme, key := sendingProjectOf(t, in, verified, rcv, apikey.Test)
+	in.exec(`INSERT INTO opt_outs (project, test_mode, originator, recipient, created_at) VALUES ($1, true, '+15005550006', '+447700900103', now())`, acme)
+	for _, n := range []string{"+447700900100", "+447700900101"} { // contacts whose metrics the sends count in
+		if r := in.post("/v1/contacts", key, `{"channels":[{"channel":"sms","identifier":"`+n+`"}]}`); r.status != 201 {
+			t.Fatalf("contact %s = %d %v", n, r.status, r.body)
+		}
+	}
+
+	r := in.post("/v1/broadcasts", key, `{"channel":"sms","name":"Batches","text":"Hello"}`)
+	id := r.body["broadcast"].(map[string]any)["id"].(string)
+	var sb strings.Builder
+	for i := range 10 {
+		fmt.Fprintf(&sb, `{"recipient":"+4477009001%02d"},`, i)
+	}
+	sb.WriteString(`{"recipient":"+15005550001"}`) // the sandbox refuses it: RISK_BLOCKED
+	if r := in.post("/v1/broadcasts/"+id+"/contacts", key, `{"contacts":[`+sb.String()+`]}`); r.body["added"] != 11.0 {
+		t.Fatalf("add = %v", r.body)
+	}
+	in.post("/v1/broadcasts/"+id+"/send", key, `{}`)
+	get := func() map[string]any { return in.get("/v1/broadcasts/"+id, key).body["broadcast"].(map[string]any) }
+	waitFor(t, func() bool { return get()["status"] == "completed" && get()["deliveredCount"] == 9.0 })
+	if b := get(); b["failedCount"] != 2.0 || b["sentCount"] != 9.0 || b["sendingCount"] != 0.0 {
+		t.Errorf("broadcast = %v", b)
+	}
+
+	failed := map[string]string{}
+	for _, it := range in.get("/v1/broadcasts/"+id+"/contacts", key).body["items"].([]any) {
+		if c := it.(map[string]any); c["status"] == "failed" {
+			failed[c["recipient"].(string)] = c["errorCode"].(string)
+		}
+	}
+	if failed["+447700900103"] != "RECIPIENT_UNSUBSCRIBED" || failed["+15005550001"] != "RISK_BLOCKED" || len(failed) != 2 {
+		t.Errorf("failed recipients = %v", failed)
+	}
+	// One dispatch job a chunk of three or four, none a message.
+	if n := in.count(`SELECT count(*) FROM river_job WHERE kind = 'message.dispatch'`); n != 0 {
+		t.Errorf("%d single dispatch jobs for a test-mode broadcast", n)
+	}
+	if n := in.count(`SELECT count(*) FROM river_job WHERE kind = 'message.dispatch_many'`); n < 3 || n > 4 {
+		t.Errorf("%d batch dispatch jobs for 11 recipients in chunks of 4", n)
+	}
+	// A delivered message: the sandbox's id, both events, the contact's metrics.
+	var msgID, providerID string
+	if err := in.db.QueryRow(context.Background(), `SELECT id, provider_message_id FROM messages WHERE recipient = '+447700900100' AND project = $1`,
+		acme).Scan(&msgID, &providerID); err != nil || !strings.HasPrefix(providerID, "sbx_") {
+		t.Fatalf("message of +447700900100: %q %q %v", msgID, providerID, err)
+	}
+	waitFor(t, func() bool { return slices.Contains(rcv.names(msgID), "message.delivered") })
+	if names := rcv.names(msgID); !slices.Contains(names, "message.sent") {
+		t.Errorf("events of a broadcast message = %v", names)
+	}
+	if n := in.count(`SELECT count(*) FROM contact_channels WHERE project = $1 AND identifier LIKE '+4477009001%' AND total_attempts = 1 AND delivered_count = 1
+		AND success_count = 1 AND last_success_at IS NOT NULL`, acme); n != 2 {
+		t.Errorf("%d contact channels counted one attempt and one delivery, want 2", n)
+	}
+}

@@ -68,7 +68,8 @@ func (s *Service) Accept(ctx context.Context, tx pgx.Tx, batch []Outbound) ([]db
 	}
 	now := s.now().UTC().Truncate(time.Microsecond)
 	msgs := make([]db.Message, len(batch))
-	jobs := make([]river.InsertManyParams, len(batch))
+	jobs := make([]river.InsertManyParams, 0, len(batch))
+	var sandboxed []string // a test-mode broadcast chunk's messages: one job for all
 	for i := range batch {
 		m, err := stored(&batch[i], now)
 		if err != nil {
@@ -83,7 +84,16 @@ func (s *Service) Accept(ctx context.Context, tx pgx.Tx, batch []Outbound) ([]db
 				return nil, &ErrDuplicate{Original: db.Message{ID: owner}}
 			}
 		}
-		msgs[i], jobs[i] = m, river.InsertManyParams{Args: DispatchArgs{MessageID: m.ID}, InsertOpts: dispatchOpts(&batch[i])}
+		msgs[i] = m
+		if batch[i].BroadcastContactID != "" && batch[i].TestMode {
+			sandboxed = append(sandboxed, m.ID)
+			continue
+		}
+		jobs = append(jobs, river.InsertManyParams{Args: DispatchArgs{MessageID: m.ID}, InsertOpts: dispatchOpts(&batch[i])})
+	}
+	if len(sandboxed) > 0 {
+		jobs = append(jobs, river.InsertManyParams{Args: DispatchManyArgs{MessageIDs: sandboxed},
+			InsertOpts: &river.InsertOpts{Priority: bulkPriority}})
 	}
 	// The events of the whole batch, one statement a project.
 	byProject := map[string][]delivery.Event{}

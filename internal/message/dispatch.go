@@ -96,41 +96,9 @@ func (s *Service) dispatch(ctx context.Context, id string) error {
 	if m.Status != "queued" && m.Status != "sending" {
 		return nil // already handed over: a repeated job must not send twice
 	}
-	// A suspended project's queued messages fail; then risk review: a held message waits for
-	// its operator, and goes through the other policies once approved.
-	if sus, err := s.suspension(ctx, m.Project, m.TestMode); err != nil {
+	route, done, err := s.prepare(ctx, m, nil)
+	if err != nil || done {
 		return err
-	} else if sus != nil && m.Direction == "outbound" {
-		f := suspendedFailure
-		return s.fail(ctx, m, &f)
-	}
-	f, held, err := s.review(ctx, m)
-	switch {
-	case err != nil:
-		return err
-	case f != nil:
-		if err := s.fail(ctx, m, f.Failure); err != nil {
-			return err
-		}
-		return s.afterRefusal(ctx, m, f.suspendAfter, f.suspendWithin)
-	case held:
-		return nil
-	}
-	for _, p := range s.dispatchPolicies {
-		f, err := p.CheckDispatch(ctx, m)
-		if err != nil {
-			return err
-		}
-		if f != nil {
-			return s.fail(ctx, m, f)
-		}
-	}
-	route, err := s.transports.Route(ctx, m)
-	if f := transport.AsFailure(err); f != nil {
-		return s.fail(ctx, m, f)
-	}
-	if err != nil {
-		return fmt.Errorf("pick the transport of message %s: %w", m.ID, err)
 	}
 	if route.External {
 		if int(m.DispatchAttempts) >= s.dispatchAttempts {
@@ -146,16 +114,9 @@ func (s *Service) dispatch(ctx context.Context, id string) error {
 		}
 		m = db.Message(started)
 	}
-	out, err := s.outbound(ctx, m, route)
-	if f := transport.AsFailure(err); f != nil {
-		return s.fail(ctx, m, f)
-	}
-	if err != nil {
+	res, done, err := s.send(ctx, m, route)
+	if done {
 		return err
-	}
-	res, err := route.Transport.Send(ctx, out)
-	if f := transport.AsFailure(err); f != nil {
-		return s.fail(ctx, m, f)
 	}
 	if err != nil {
 		return s.later(ctx, m, err)
@@ -168,6 +129,70 @@ func (s *Service) dispatch(ctx context.Context, id string) error {
 		f.Follow(m.ID, m.Channel)
 	}
 	return nil
+}
+
+// prepare runs the dispatch policies on m and picks its route. done: the policies dealt with
+// the message (failed it, or risk review holds it), and there is nothing to send. checked holds
+// the answers of the policies a batch dispatch asked for the whole batch, by policy index and
+// message id.
+func (s *Service) prepare(ctx context.Context, m db.Message, checked map[int]map[string]*transport.Failure) (route Route, done bool, err error) {
+	// A suspended project's queued messages fail; then risk review: a held message waits for
+	// its operator, and goes through the other policies once approved.
+	if sus, err := s.suspension(ctx, m.Project, m.TestMode); err != nil {
+		return Route{}, false, err
+	} else if sus != nil && m.Direction == "outbound" {
+		f := suspendedFailure
+		return Route{}, true, s.fail(ctx, m, &f)
+	}
+	f, held, err := s.review(ctx, m)
+	switch {
+	case err != nil:
+		return Route{}, false, err
+	case f != nil:
+		if err := s.fail(ctx, m, f.Failure); err != nil {
+			return Route{}, true, err
+		}
+		return Route{}, true, s.afterRefusal(ctx, m, f.suspendAfter, f.suspendWithin)
+	case held:
+		return Route{}, true, nil
+	}
+	for i, p := range s.dispatchPolicies {
+		verdicts, asked := checked[i]
+		f := verdicts[m.ID]
+		if !asked {
+			if f, err = p.CheckDispatch(ctx, m); err != nil {
+				return Route{}, false, err
+			}
+		}
+		if f != nil {
+			return Route{}, true, s.fail(ctx, m, f)
+		}
+	}
+	route, err = s.transports.Route(ctx, m)
+	if f := transport.AsFailure(err); f != nil {
+		return Route{}, true, s.fail(ctx, m, f)
+	}
+	if err != nil {
+		return Route{}, false, fmt.Errorf("pick the transport of message %s: %w", m.ID, err)
+	}
+	return route, false, nil
+}
+
+// send hands m to its route's transport. done: nothing more to do, the message failed for good
+// (a Failure, recorded) or could not be built (err); otherwise err is the transport's for now.
+func (s *Service) send(ctx context.Context, m db.Message, route Route) (res transport.Result, done bool, err error) {
+	out, err := s.outbound(ctx, m, route)
+	if f := transport.AsFailure(err); f != nil {
+		return res, true, s.fail(ctx, m, f)
+	}
+	if err != nil {
+		return res, true, err
+	}
+	res, err = route.Transport.Send(ctx, out)
+	if f := transport.AsFailure(err); f != nil {
+		return res, true, s.fail(ctx, m, f)
+	}
+	return res, false, err
 }
 
 // fail fails m with f, unless a WhatsApp message can fall back to SMS; a recipient's opt-out

@@ -35,6 +35,13 @@ type DispatchPolicy interface {
 	CheckDispatch(ctx context.Context, m db.Message) (*transport.Failure, error)
 }
 
+// BatchDispatchPolicy is a DispatchPolicy that can check a batch dispatch's messages at once:
+// one answer per message, in order, each what CheckDispatch would say.
+type BatchDispatchPolicy interface {
+	DispatchPolicy
+	CheckDispatchAll(ctx context.Context, ms []db.Message) ([]*transport.Failure, error)
+}
+
 // FallbackPolicy fails a message before it falls back from WhatsApp to SMS.
 type FallbackPolicy interface {
 	CheckFallback(ctx context.Context, m db.Message, snd *v1alpha1.Sender) (*transport.Failure, error)
@@ -156,6 +163,8 @@ const ErrUnsubscribed = "RECIPIENT_UNSUBSCRIBED"
 // optOutReader says whether a recipient asked a number to stop.
 type optOutReader interface {
 	optedOut(ctx context.Context, m db.Message) (bool, error)
+	// optedOutAll answers optedOut for each of ms, in one read a project and mode.
+	optedOutAll(ctx context.Context, ms []db.Message) ([]bool, error)
 }
 
 // optedOut fails an SMS to a recipient who replied STOP to its number: the provider would
@@ -164,15 +173,48 @@ type optOutReader interface {
 type optedOut struct{ pool optOutReader }
 
 func (p optedOut) CheckDispatch(ctx context.Context, m db.Message) (*transport.Failure, error) {
-	if m.Channel != string(v1alpha1.ChannelSMS) && m.Channel != string(v1alpha1.ChannelSMSOneway) {
+	if !smsChannel(m.Channel) {
 		return nil, nil
 	}
 	out, err := p.pool.optedOut(ctx, m)
 	if err != nil || !out {
 		return nil, err
 	}
-	return &transport.Failure{Code: ErrUnsubscribed,
-		Message: "The recipient replied STOP to this number; they receive no messages from it until they reply START."}, nil
+	f := unsubscribed
+	return &f, nil
+}
+
+// CheckDispatchAll implements BatchDispatchPolicy.
+func (p optedOut) CheckDispatchAll(ctx context.Context, ms []db.Message) ([]*transport.Failure, error) {
+	var sms []db.Message
+	var at []int
+	for i, m := range ms {
+		if smsChannel(m.Channel) {
+			sms, at = append(sms, m), append(at, i)
+		}
+	}
+	fs := make([]*transport.Failure, len(ms))
+	if len(sms) == 0 {
+		return fs, nil
+	}
+	out, err := p.pool.optedOutAll(ctx, sms)
+	if err != nil {
+		return nil, err
+	}
+	for j, o := range out {
+		if o {
+			f := unsubscribed
+			fs[at[j]] = &f
+		}
+	}
+	return fs, nil
+}
+
+var unsubscribed = transport.Failure{Code: ErrUnsubscribed,
+	Message: "The recipient replied STOP to this number; they receive no messages from it until they reply START."}
+
+func smsChannel(channel string) bool {
+	return channel == string(v1alpha1.ChannelSMS) || channel == string(v1alpha1.ChannelSMSOneway)
 }
 
 func (s *Service) optedOut(ctx context.Context, m db.Message) (bool, error) {
@@ -180,6 +222,41 @@ func (s *Service) optedOut(ctx context.Context, m db.Message) (bool, error) {
 		Originator: m.Originator, Recipient: m.Recipient})
 	if err != nil {
 		return false, fmt.Errorf("read opt-outs: %w", err)
+	}
+	return out, nil
+}
+
+func (s *Service) optedOutAll(ctx context.Context, ms []db.Message) ([]bool, error) {
+	type scope struct {
+		project  string
+		testMode bool
+	}
+	type pair struct{ originator, recipient string }
+	asked := map[scope]*db.OptedOutAmongParams{}
+	var order []scope
+	for _, m := range ms {
+		k := scope{m.Project, m.TestMode}
+		p := asked[k]
+		if p == nil {
+			p = &db.OptedOutAmongParams{Project: m.Project, TestMode: m.TestMode}
+			asked[k], order = p, append(order, k)
+		}
+		p.Originators, p.Recipients = append(p.Originators, m.Originator), append(p.Recipients, m.Recipient)
+	}
+	stopped := map[scope]map[pair]bool{}
+	for _, k := range order {
+		rows, err := db.New(s.pool).OptedOutAmong(ctx, *asked[k])
+		if err != nil {
+			return nil, fmt.Errorf("read opt-outs: %w", err)
+		}
+		stopped[k] = map[pair]bool{}
+		for _, r := range rows {
+			stopped[k][pair{r.Originator, r.Recipient}] = true
+		}
+	}
+	out := make([]bool, len(ms))
+	for i, m := range ms {
+		out[i] = stopped[scope{m.Project, m.TestMode}][pair{m.Originator, m.Recipient}]
 	}
 	return out, nil
 }

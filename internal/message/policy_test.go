@@ -82,10 +82,18 @@ func (o optOuts) optedOut(_ context.Context, m db.Message) (bool, error) {
 	return o[[2]string{m.Originator, m.Recipient}], nil
 }
 
+func (o optOuts) optedOutAll(ctx context.Context, ms []db.Message) ([]bool, error) {
+	out := make([]bool, len(ms))
+	for i, m := range ms {
+		out[i], _ = o.optedOut(ctx, m)
+	}
+	return out, nil
+}
+
 func TestOptedOut(t *testing.T) {
 	t.Parallel()
 	stopped := optOuts{{"+15005550006", "+15005550100"}: true}
-	for _, c := range []struct {
+	cases := []struct {
 		name, channel, from, to string
 		fails                   bool
 	}{
@@ -95,10 +103,23 @@ func TestOptedOut(t *testing.T) {
 		{"another number of ours", "sms", "+15005550007", "+15005550100", false},
 		{"another recipient", "sms", "+15005550006", "+15005550101", false},
 		{"whatsapp has its own opt-out", "whatsapp", "+15005550006", "+15005550100", false},
-	} {
-		f, err := optedOut{pool: stopped}.CheckDispatch(context.Background(), db.Message{Channel: c.channel, Originator: c.from, Recipient: c.to})
+	}
+	batch := make([]db.Message, len(cases))
+	for i, c := range cases {
+		batch[i] = db.Message{Channel: c.channel, Originator: c.from, Recipient: c.to}
+		f, err := optedOut{pool: stopped}.CheckDispatch(context.Background(), batch[i])
 		if err != nil || (f != nil) != c.fails || (f != nil && f.Code != ErrUnsubscribed) {
 			t.Errorf("%s: %+v %v, fails want %v", c.name, f, err, c.fails)
+		}
+	}
+	// A batch dispatch's check answers the same, message by message.
+	fs, err := optedOut{pool: stopped}.CheckDispatchAll(context.Background(), batch)
+	if err != nil || len(fs) != len(cases) {
+		t.Fatalf("CheckDispatchAll = %v, %v", fs, err)
+	}
+	for i, c := range cases {
+		if (fs[i] != nil) != c.fails || (fs[i] != nil && fs[i].Code != ErrUnsubscribed) {
+			t.Errorf("%s in a batch: %+v, fails want %v", c.name, fs[i], c.fails)
 		}
 	}
 }

@@ -125,6 +125,18 @@ type Follower interface {
 	Follow(messageID, channel string)
 }
 
+// Sent is a message a transport took, for a GroupFollower.
+type Sent struct {
+	MessageID, Channel string
+}
+
+// GroupFollower is a Follower that follows a batch dispatch's messages as one group, so that
+// their later steps are recorded together.
+type GroupFollower interface {
+	Follower
+	FollowAll(sent []Sent)
+}
+
 // Transport sends messages for the channels it carries.
 //
 // Send returns a *Failure when the provider refused the message for good (the message fails

@@ -25,6 +25,8 @@ import (
 type Deps struct {
 	Keys     *apikey.Service
 	Dispatch *message.DispatchWorker
+	// DispatchMany sends test-mode broadcast chunks (message.DispatchManyArgs).
+	DispatchMany *message.DispatchManyWorker
 	// CatchUp makes the sandbox's overdue steps; it runs every sandbox.CatchUpEvery.
 	CatchUp *sandbox.CatchUpWorker
 	// BroadcastReview reviews broadcasts sent for review.
@@ -52,6 +54,7 @@ func workers(d Deps) *river.Workers {
 	river.AddWorker(w, &apikey.TouchWorker{Keys: d.Keys})
 	if d.Dispatch != nil {
 		river.AddWorker(w, d.Dispatch)
+		river.AddWorker(w, d.DispatchMany)
 		river.AddWorker(w, d.CatchUp)
 	}
 	if d.BroadcastReview != nil {

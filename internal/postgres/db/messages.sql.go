@@ -344,6 +344,63 @@ func (q *Queries) GetMessageByProviderID(ctx context.Context, arg GetMessageByPr
 	return i, err
 }
 
+const getMessagesByIDs = `-- name: GetMessagesByIDs :many
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id FROM messages WHERE id = ANY($1::text[]) AND status IN ('queued', 'sending') ORDER BY id
+`
+
+// The messages of a batch dispatch that are still to be handed over, in id order.
+func (q *Queries) GetMessagesByIDs(ctx context.Context, ids []string) ([]Message, error) {
+	rows, err := q.db.Query(ctx, getMessagesByIDs, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Message
+	for rows.Next() {
+		var i Message
+		if err := rows.Scan(
+			&i.ID,
+			&i.Project,
+			&i.TestMode,
+			&i.Sender,
+			&i.Direction,
+			&i.Channel,
+			&i.MessageType,
+			&i.Status,
+			&i.Recipient,
+			&i.Originator,
+			&i.Body,
+			&i.Content,
+			&i.Subject,
+			&i.Metadata,
+			&i.ProviderMessageID,
+			&i.ErrorCode,
+			&i.ErrorMessage,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Options,
+			&i.ConversationID,
+			&i.AttemptedChannels,
+			&i.ProviderTimestamp,
+			&i.ErrorProviderCode,
+			&i.DispatchAttempts,
+			&i.CostMicros,
+			&i.CostProviderMicros,
+			&i.ChargedMicros,
+			&i.RiskHold,
+			&i.RiskReviewed,
+			&i.BroadcastContactID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const isOptedOut = `-- name: IsOptedOut :one
 SELECT EXISTS (SELECT 1 FROM opt_outs
                WHERE project = $1 AND test_mode = $2 AND originator = $3 AND recipient = $4)
@@ -545,6 +602,51 @@ func (q *Queries) OptOut(ctx context.Context, arg OptOutParams) error {
 		arg.CreatedAt,
 	)
 	return err
+}
+
+const optedOutAmong = `-- name: OptedOutAmong :many
+SELECT o.originator, o.recipient FROM opt_outs o
+JOIN (SELECT unnest($1::text[]) AS originator, unnest($2::text[]) AS recipient) p
+  ON p.originator = o.originator AND p.recipient = o.recipient
+WHERE o.project = $3 AND o.test_mode = $4
+`
+
+type OptedOutAmongParams struct {
+	Originators []string
+	Recipients  []string
+	Project     string
+	TestMode    bool
+}
+
+type OptedOutAmongRow struct {
+	Originator string
+	Recipient  string
+}
+
+// Which of the (originator, recipient) pairs have opted out: IsOptedOut for a batch.
+func (q *Queries) OptedOutAmong(ctx context.Context, arg OptedOutAmongParams) ([]OptedOutAmongRow, error) {
+	rows, err := q.db.Query(ctx, optedOutAmong,
+		arg.Originators,
+		arg.Recipients,
+		arg.Project,
+		arg.TestMode,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OptedOutAmongRow
+	for rows.Next() {
+		var i OptedOutAmongRow
+		if err := rows.Scan(&i.Originator, &i.Recipient); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const sandboxInFlight = `-- name: SandboxInFlight :many
@@ -770,6 +872,146 @@ func (q *Queries) SetMessageStatus(ctx context.Context, arg SetMessageStatusPara
 		&i.BroadcastContactID,
 	)
 	return i, err
+}
+
+const setMessagesStatus = `-- name: SetMessagesStatus :many
+WITH step AS (
+    SELECT unnest($1::text[]) AS id, unnest($2::text[]) AS provider_message_id
+), moved AS (
+    UPDATE messages msg
+    SET status = $3, provider_message_id = coalesce(nullif(step.provider_message_id, ''), msg.provider_message_id),
+        updated_at = $4
+    FROM step
+    WHERE msg.id = step.id AND msg.status = ANY($5::text[])
+    RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.provider_timestamp, msg.error_provider_code, msg.dispatch_attempts, msg.cost_micros, msg.cost_provider_micros, msg.charged_micros, msg.risk_hold, msg.risk_reviewed, msg.broadcast_contact_id
+), outcome AS (
+    SELECT m.project, m.test_mode,
+        CASE WHEN m.channel = 'sms_oneway' THEN 'sms' ELSE m.channel END AS channel,
+        CASE WHEN strpos(m.recipient, '@') > 0 THEN lower(m.recipient) ELSE m.recipient END AS identifier,
+        count(*) FILTER (WHERE m.status = 'sent') AS attempts,
+        count(*) FILTER (WHERE m.status = 'delivered') AS delivered,
+        coalesce(sum((extract(epoch FROM m.updated_at - m.created_at) * 1000)::bigint) FILTER (WHERE m.status = 'delivered'), 0)::bigint AS delivery_ms,
+        max(m.updated_at) AS updated_at
+    FROM moved m
+    WHERE m.direction = 'outbound' AND m.status IN ('sent', 'delivered')
+    GROUP BY 1, 2, 3, 4
+), counted AS (
+    UPDATE contact_channels cc
+    SET total_attempts = cc.total_attempts + o.attempts,
+        success_count = cc.success_count + o.delivered,
+        delivered_count = cc.delivered_count + o.delivered,
+        total_delivery_ms = cc.total_delivery_ms + o.delivery_ms,
+        last_success_at = CASE WHEN o.delivered > 0 THEN o.updated_at ELSE cc.last_success_at END,
+        updated_at = o.updated_at
+    FROM outcome o
+    WHERE cc.project = o.project AND cc.test_mode = o.test_mode AND cc.channel = o.channel AND cc.identifier = o.identifier
+    RETURNING cc.id
+)
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id FROM moved
+`
+
+type SetMessagesStatusParams struct {
+	Ids                []string
+	ProviderMessageIds []string
+	Status             string
+	UpdatedAt          time.Time
+	FromStatuses       []string
+}
+
+type SetMessagesStatusRow struct {
+	ID                 string
+	Project            string
+	TestMode           bool
+	Sender             string
+	Direction          string
+	Channel            string
+	MessageType        string
+	Status             string
+	Recipient          string
+	Originator         string
+	Body               *string
+	Content            []byte
+	Subject            *string
+	Metadata           []byte
+	ProviderMessageID  *string
+	ErrorCode          *string
+	ErrorMessage       *string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	Options            []byte
+	ConversationID     *string
+	AttemptedChannels  []string
+	ProviderTimestamp  *time.Time
+	ErrorProviderCode  *string
+	DispatchAttempts   int32
+	CostMicros         *int64
+	CostProviderMicros *int64
+	ChargedMicros      *int64
+	RiskHold           bool
+	RiskReviewed       bool
+	BroadcastContactID *string
+}
+
+// SetMessageStatus for many messages moving to one status without an error (a batch
+// dispatch's sent, the sandbox's delivered and read). Each message moves only from a status this
+// one follows; an empty provider id keeps the stored one. The contact channels' metrics are
+// added up per channel first, since a batch may hold several messages to one contact.
+func (q *Queries) SetMessagesStatus(ctx context.Context, arg SetMessagesStatusParams) ([]SetMessagesStatusRow, error) {
+	rows, err := q.db.Query(ctx, setMessagesStatus,
+		arg.Ids,
+		arg.ProviderMessageIds,
+		arg.Status,
+		arg.UpdatedAt,
+		arg.FromStatuses,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []SetMessagesStatusRow
+	for rows.Next() {
+		var i SetMessagesStatusRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.Project,
+			&i.TestMode,
+			&i.Sender,
+			&i.Direction,
+			&i.Channel,
+			&i.MessageType,
+			&i.Status,
+			&i.Recipient,
+			&i.Originator,
+			&i.Body,
+			&i.Content,
+			&i.Subject,
+			&i.Metadata,
+			&i.ProviderMessageID,
+			&i.ErrorCode,
+			&i.ErrorMessage,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Options,
+			&i.ConversationID,
+			&i.AttemptedChannels,
+			&i.ProviderTimestamp,
+			&i.ErrorProviderCode,
+			&i.DispatchAttempts,
+			&i.CostMicros,
+			&i.CostProviderMicros,
+			&i.ChargedMicros,
+			&i.RiskHold,
+			&i.RiskReviewed,
+			&i.BroadcastContactID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const startDispatch = `-- name: StartDispatch :one

@@ -60,6 +60,49 @@ WITH moved AS (
 )
 SELECT * FROM moved;
 
+-- name: SetMessagesStatus :many
+-- SetMessageStatus for many messages moving to one status without an error (a batch
+-- dispatch's sent, the sandbox's delivered and read). Each message moves only from a status this
+-- one follows; an empty provider id keeps the stored one. The contact channels' metrics are
+-- added up per channel first, since a batch may hold several messages to one contact.
+WITH step AS (
+    SELECT unnest(@ids::text[]) AS id, unnest(@provider_message_ids::text[]) AS provider_message_id
+), moved AS (
+    UPDATE messages msg
+    SET status = @status, provider_message_id = coalesce(nullif(step.provider_message_id, ''), msg.provider_message_id),
+        updated_at = @updated_at
+    FROM step
+    WHERE msg.id = step.id AND msg.status = ANY(@from_statuses::text[])
+    RETURNING msg.*
+), outcome AS (
+    SELECT m.project, m.test_mode,
+        CASE WHEN m.channel = 'sms_oneway' THEN 'sms' ELSE m.channel END AS channel,
+        CASE WHEN strpos(m.recipient, '@') > 0 THEN lower(m.recipient) ELSE m.recipient END AS identifier,
+        count(*) FILTER (WHERE m.status = 'sent') AS attempts,
+        count(*) FILTER (WHERE m.status = 'delivered') AS delivered,
+        coalesce(sum((extract(epoch FROM m.updated_at - m.created_at) * 1000)::bigint) FILTER (WHERE m.status = 'delivered'), 0)::bigint AS delivery_ms,
+        max(m.updated_at) AS updated_at
+    FROM moved m
+    WHERE m.direction = 'outbound' AND m.status IN ('sent', 'delivered')
+    GROUP BY 1, 2, 3, 4
+), counted AS (
+    UPDATE contact_channels cc
+    SET total_attempts = cc.total_attempts + o.attempts,
+        success_count = cc.success_count + o.delivered,
+        delivered_count = cc.delivered_count + o.delivered,
+        total_delivery_ms = cc.total_delivery_ms + o.delivery_ms,
+        last_success_at = CASE WHEN o.delivered > 0 THEN o.updated_at ELSE cc.last_success_at END,
+        updated_at = o.updated_at
+    FROM outcome o
+    WHERE cc.project = o.project AND cc.test_mode = o.test_mode AND cc.channel = o.channel AND cc.identifier = o.identifier
+    RETURNING cc.id
+)
+SELECT * FROM moved;
+
+-- name: GetMessagesByIDs :many
+-- The messages of a batch dispatch that are still to be handed over, in id order.
+SELECT * FROM messages WHERE id = ANY(@ids::text[]) AND status IN ('queued', 'sending') ORDER BY id;
+
 -- name: SenderActivity :one
 -- The sender's traffic of the last 24 hours: one index range per sender.
 SELECT
@@ -128,6 +171,13 @@ DELETE FROM opt_outs WHERE project = @project AND test_mode = @test_mode AND ori
 -- name: IsOptedOut :one
 SELECT EXISTS (SELECT 1 FROM opt_outs
                WHERE project = @project AND test_mode = @test_mode AND originator = @originator AND recipient = @recipient);
+
+-- name: OptedOutAmong :many
+-- Which of the (originator, recipient) pairs have opted out: IsOptedOut for a batch.
+SELECT o.originator, o.recipient FROM opt_outs o
+JOIN (SELECT unnest(@originators::text[]) AS originator, unnest(@recipients::text[]) AS recipient) p
+  ON p.originator = o.originator AND p.recipient = o.recipient
+WHERE o.project = @project AND o.test_mode = @test_mode;
 
 -- name: AwaitingReceipt :many
 -- The live messages a sender sent a contact on a channel up to a time that are still in one of

@@ -9,6 +9,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/transport"
 )
 
 // CatchUpArgs makes the sandbox's simulated steps that are overdue: those whose in-memory timer
@@ -58,15 +59,36 @@ func (w *CatchUpWorker) catchUp(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read overdue sandbox steps: %w", err)
 	}
+	// Each step as a group when the sandbox advances groups, else message by message.
+	var steps []Step
+	groups := map[Step][]transport.Sent{}
 	for _, m := range rows {
 		step, ok := w.Sandbox.Next(m.Channel, m.Status)
 		if !ok || m.UpdatedAt.Add(step.After+CatchUpEvery).After(now) {
 			continue
 		}
-		if err := w.Sandbox.Advance(ctx, m.ID, step.Status); err != nil {
+		if w.Sandbox.AdvanceAll == nil {
+			if err := w.Sandbox.Advance(ctx, m.ID, step.Status); err != nil {
+				return 0, err
+			}
+			w.Sandbox.playFrom(m.ID, m.Channel, step.Status)
+			continue
+		}
+		if groups[step] == nil {
+			steps = append(steps, step)
+		}
+		groups[step] = append(groups[step], transport.Sent{MessageID: m.ID, Channel: m.Channel})
+	}
+	for _, step := range steps {
+		group := groups[step]
+		ids := make([]string, len(group))
+		for i, m := range group {
+			ids[i] = m.MessageID
+		}
+		if err := w.Sandbox.AdvanceAll(ctx, ids, step.Status); err != nil {
 			return 0, err
 		}
-		w.Sandbox.playFrom(m.ID, m.Channel, step.Status)
+		w.Sandbox.playAll(group, step.Status)
 	}
 	return len(rows), nil
 }

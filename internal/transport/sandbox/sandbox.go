@@ -24,6 +24,10 @@ type Sandbox struct {
 	// Advance moves a message to a status with its event (the message lifecycle's
 	// ApplyStatus); set before the first Follow.
 	Advance func(ctx context.Context, messageID, status string) error
+	// AdvanceAll moves many messages to one status, each with its event, together: a batch
+	// dispatch's messages and the catch-up's take their steps as a group. Set before the first
+	// FollowAll; without it each message is advanced alone.
+	AdvanceAll func(ctx context.Context, messageIDs []string, status string) error
 }
 
 // MagicRecipients make the sandbox fail a send with the given error code: one for each code a
@@ -73,6 +77,43 @@ func (s *Sandbox) Send(_ context.Context, m transport.Outbound) (transport.Resul
 // Follow plays the message's later steps on timers, once its sent status is committed.
 func (s *Sandbox) Follow(messageID, channel string) {
 	s.playFrom(messageID, channel, transport.StatusSent)
+}
+
+// FollowAll implements transport.GroupFollower: the messages' later steps are played as groups
+// (one per channel's next step), each group's step recorded at once.
+func (s *Sandbox) FollowAll(sent []transport.Sent) {
+	s.playAll(sent, transport.StatusSent)
+}
+
+// playAll schedules the step after status of every message, one timer a step, and from each
+// step the next for the messages it applies to.
+func (s *Sandbox) playAll(msgs []transport.Sent, status string) {
+	if s.AdvanceAll == nil {
+		for _, m := range msgs {
+			s.playFrom(m.MessageID, m.Channel, status)
+		}
+		return
+	}
+	groups := map[Step][]transport.Sent{}
+	for _, m := range msgs {
+		if step, ok := s.Next(m.Channel, status); ok {
+			groups[step] = append(groups[step], m)
+		}
+	}
+	for step, group := range groups {
+		time.AfterFunc(step.After, func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			ids := make([]string, len(group))
+			for i, m := range group {
+				ids[i] = m.MessageID
+			}
+			// A failure here is not lost: the catch-up makes the same steps later.
+			if err := s.AdvanceAll(ctx, ids, step.Status); err == nil {
+				s.playAll(group, step.Status)
+			}
+		})
+	}
 }
 
 // playFrom schedules the step after status, and from it the next.
