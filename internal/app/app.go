@@ -45,6 +45,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/emailin"
 	"github.com/switchboard-io/switchboard/internal/httpapi"
 	"github.com/switchboard-io/switchboard/internal/index"
+	"github.com/switchboard-io/switchboard/internal/invitation"
 	"github.com/switchboard-io/switchboard/internal/kubewrite"
 	"github.com/switchboard-io/switchboard/internal/mailin"
 	"github.com/switchboard-io/switchboard/internal/message"
@@ -144,7 +145,12 @@ type Config struct {
 	// SupportURL is where a project whose sending is suspended is sent (403 sending_suspended's
 	// details.dashboardUrl).
 	SupportURL string
-	Log        logr.Logger
+	// DashboardURL is where invitation links point: the connection page, served by the api
+	// role under /invitations/ (PublicURL when empty, else the API's own address).
+	DashboardURL string
+	// InvitationAbandonAfter fails an invitation left in progress this long (an hour when zero).
+	InvitationAbandonAfter time.Duration
+	Log                    logr.Logger
 	// SkipControllerNameValidation lets one test binary run several managers; controller names
 	// must otherwise be unique per process, as they name the controllers' metrics.
 	SkipControllerNameValidation bool
@@ -252,6 +258,15 @@ func Run(ctx context.Context, cfg Config) error {
 		return &templatereview.Reviewer{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), FieldManager: fieldManager,
 			Account: accounts, Pool: cfg.Pool, Deliveries: delivery.NewService(mgr.GetClient())}
 	}
+	// Invitation links carry a token derived from one key every replica shares.
+	invitationKey, err := postgres.SharedSecret(ctx, cfg.Pool, invitation.KeyName, invitation.KeySize)
+	if err != nil {
+		return err
+	}
+	invitations := func(fieldManager string) *invitation.Service {
+		return invitation.NewService(mgr.GetClient(), mgr.GetAPIReader(), cfg.Pool, delivery.NewService(mgr.GetClient()),
+			invitationKey, cfg.dashboardURL()).WithFieldManager(fieldManager)
+	}
 	if serveWebhooks {
 		if err := admission.Setup(mgr); err != nil {
 			return fmt.Errorf("set up admission webhooks: %w", err)
@@ -264,7 +279,8 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		if err := controller.Setup(mgr, controller.Options{Activity: &controller.ActivitySource{Pool: cfg.Pool, Every: every},
 			ProviderChecks: providercheck.Checks(), EmailDomains: verifier("switchboard-manager"),
-			Templates: reviewer("switchboard-manager"), WhatsApp: accounts, WhatsAppEvery: cfg.WhatsAppStatusEvery}); err != nil {
+			Templates: reviewer("switchboard-manager"), WhatsApp: accounts, WhatsAppEvery: cfg.WhatsAppStatusEvery,
+			Invitations: invitations("switchboard-manager"), InvitationAbandonAfter: cfg.InvitationAbandonAfter}); err != nil {
 			return fmt.Errorf("set up controllers: %w", err)
 		}
 		syncer := &template.Syncer{Service: template.NewService(mgr.GetClient(), mgr.GetAPIReader(), reviewer("switchboard-manager")),
@@ -365,7 +381,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.Role.runs(RoleAPI) {
 			domains := emaildomain.NewService(mgr.GetClient(), mgr.GetAPIReader(), verifier(kubewrite.FieldManager))
 			templates := template.NewService(mgr.GetClient(), mgr.GetAPIReader(), reviewer(kubewrite.FieldManager))
-			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, emailChecks, resolver, checks, log); err != nil {
+			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, invitations(kubewrite.FieldManager), emailChecks, resolver, checks, log); err != nil {
 				return err
 			}
 		}
@@ -379,7 +395,7 @@ func Run(ctx context.Context, cfg Config) error {
 // listener, the request-rate limiter, the cursor key shared by replicas, and the informers it reads.
 func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Service, queue *river.Client[pgx.Tx],
 	messages *message.Service, transports *registry.Registry, domains *emaildomain.Service, templates *template.Service,
-	registrations *tendlc.Service, broadcasts *broadcast.Service,
+	registrations *tendlc.Service, broadcasts *broadcast.Service, invitations *invitation.Service,
 	emailChecks *emailcheck.Checker,
 	resolver *dnsresolve.Resolver, checks map[string]healthz.Checker,
 	log logr.Logger) error {
@@ -410,6 +426,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Templates:    templates,
 		TenDLC:       registrations,
 		Broadcasts:   broadcasts,
+		Invitations:  invitations,
 		EmailChecks:  emailChecks,
 		Disposable:   cfg.Disposable,
 		Limiter:      limiter,
@@ -451,6 +468,20 @@ const attachmentTimeout = 2 * time.Minute
 
 // dnsTimeout bounds one DNS question of email checks (each is asked again once).
 const dnsTimeout = 3 * time.Second
+
+// dashboardURL is where invitation links point: DashboardURL, else PublicURL, else the API's
+// own listener (a local installation).
+func (c *Config) dashboardURL() string {
+	switch {
+	case c.DashboardURL != "":
+		return c.DashboardURL
+	case c.PublicURL != "":
+		return c.PublicURL
+	case c.Listener != nil:
+		return "http://" + c.Listener.Addr().String()
+	}
+	return ""
+}
 
 // SandboxOptions are the sandbox transport's delays: sent at once, delivered after DeliverAfter,
 // read (whatsapp) after ReadAfter more.

@@ -28,26 +28,35 @@ func operatorClients(ctx context.Context, databaseURL, kubeconfig string) (clien
 	if databaseURL == "" {
 		return nil, nil, &UsageError{Err: errors.New("--database-url (or DATABASE_URL) is required")}
 	}
-	cfg, err := restConfig(kubeconfig)
+	k8s, err := operatorKube(kubeconfig)
 	if err != nil {
 		return nil, nil, err
-	}
-	scheme := runtime.NewScheme()
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return nil, nil, err
-	}
-	if err := corev1.AddToScheme(scheme); err != nil {
-		return nil, nil, err
-	}
-	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, nil, fmt.Errorf("connect to Kubernetes: %w", err)
 	}
 	pool, err := postgres.Open(ctx, databaseURL)
 	if err != nil {
 		return nil, nil, err
 	}
 	return k8s, pool, nil
+}
+
+// operatorKube is the Kubernetes client of the operator's commands.
+func operatorKube(kubeconfig string) (client.Client, error) {
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	k8s, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("connect to Kubernetes: %w", err)
+	}
+	return k8s, nil
 }
 
 // operatorQueued are the clients of operatorClients and a queue client that only inserts: the

@@ -57,6 +57,8 @@ type roleFlags struct {
 	webhookPort       int
 	whatsAppStatus    time.Duration
 	supportURL        string
+	dashboardURL      string
+	abandonAfter      time.Duration
 }
 
 func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) *cobra.Command {
@@ -109,6 +111,8 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 	if r == app.RoleAPI || r == app.RoleAll {
 		fl.StringVar(&f.supportURL, "support-url", envOr("SWITCHBOARD_SUPPORT_URL", ""),
 			"where a project whose sending risk review suspended is sent to have it lifted (403 sending_suspended's details.dashboardUrl), e.g. https://example.com/support (env SWITCHBOARD_SUPPORT_URL)")
+		fl.StringVar(&f.dashboardURL, "dashboard-url", envOr("SWITCHBOARD_DASHBOARD_URL", ""),
+			"where invitation links point, e.g. https://connect.example.com (env SWITCHBOARD_DASHBOARD_URL): the connection page clients open, served by the api role under /invitations/; empty: --public-url, else the API's own address")
 		fl.StringVar(&f.listen, "listen", ":8080", "address the REST API listens on")
 		fl.StringVar(&f.redisURL, "redis-url", envOr("REDIS_URL", ""), "Redis URL shared by api replicas, e.g. redis://redis:6379/0 (env REDIS_URL); empty keeps state in memory, for one replica")
 	}
@@ -122,6 +126,8 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 		fl.IntVar(&f.webhookPort, "webhook-port", 9443, "port the admission webhooks are served on, with --webhook-cert-dir")
 		fl.DurationVar(&f.tenDLCSync, "ten-dlc-sync-interval", 15*time.Second,
 			"how often pending 10DLC brands and campaigns are looked at for their registrar's verdict (a live one is asked at most every 5 minutes; POST /v1/10dlc/.../sync asks at once)")
+		fl.DurationVar(&f.abandonAfter, "invitation-abandon-after", time.Hour,
+			"how long a client may take to connect once started before the invitation fails with signup_abandoned (the page reports a closed dialog at once)")
 		fl.DurationVar(&f.whatsAppStatus, "whatsapp-status-interval", time.Hour,
 			"how often each WhatsApp sender's number, quality rating and payment status are read from the Graph API into its status (Sender.whatsapp.paymentStatus)")
 	}
@@ -147,8 +153,8 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 	if f.smtpMaxBytes < 0 {
 		return &UsageError{Err: errors.New("--smtp-max-message-bytes must be positive")}
 	}
-	if f.templateSync < 0 || f.whatsAppStatus < 0 || f.tenDLCSync < 0 {
-		return &UsageError{Err: errors.New("--template-sync-interval, --ten-dlc-sync-interval and --whatsapp-status-interval must be positive")}
+	if f.templateSync < 0 || f.whatsAppStatus < 0 || f.tenDLCSync < 0 || f.abandonAfter < 0 {
+		return &UsageError{Err: errors.New("--template-sync-interval, --ten-dlc-sync-interval, --whatsapp-status-interval and --invitation-abandon-after must be positive")}
 	}
 	if f.workerConcurrency < 0 {
 		return &UsageError{Err: errors.New("--worker-concurrency must be positive")}
@@ -156,9 +162,12 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 	if f.broadcastChunk < 0 || f.broadcastChunk > 5000 {
 		return &UsageError{Err: errors.New("--broadcast-chunk must be between 1 and 5000")}
 	}
-	if f.publicURL != "" {
-		if u, err := url.Parse(f.publicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return &UsageError{Err: fmt.Errorf("--public-url %q is not an absolute http(s) URL", f.publicURL)}
+	for flag, v := range map[string]string{"--public-url": f.publicURL, "--dashboard-url": f.dashboardURL} {
+		if v == "" {
+			continue
+		}
+		if u, err := url.Parse(v); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return &UsageError{Err: fmt.Errorf("%s %q is not an absolute http(s) URL", flag, v)}
 		}
 	}
 	if f.inboundHost != "" {
@@ -257,6 +266,8 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		WebhookPort:             f.webhookPort,
 		WhatsAppStatusEvery:     f.whatsAppStatus,
 		SupportURL:              f.supportURL,
+		DashboardURL:            f.dashboardURL,
+		InvitationAbandonAfter:  f.abandonAfter,
 		Log:                     log,
 	})
 }

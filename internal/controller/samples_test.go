@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -142,6 +143,22 @@ var _ = Describe("config/samples for email", func() {
 
 var _ = Describe("config/samples for templates", func() {
 	ctx := context.Background()
+
+	It("the Invitation applies as it is and gets its link's token and expiry", func() {
+		b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_invitation.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var inv v1alpha1.Invitation
+		Expect(yaml.UnmarshalStrict(b, &inv)).To(Succeed())
+		err = k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: inv.Namespace}})
+		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
+		Expect(k8s.Create(ctx, &inv)).To(Succeed())
+		Eventually(func() v1alpha1.InvitationState {
+			_ = k8s.Get(ctx, client.ObjectKeyFromObject(&inv), &inv)
+			return inv.Status.State
+		}).Should(Equal(v1alpha1.InvitationPending))
+		Expect(inv.Status.TokenHash).NotTo(BeEmpty())
+		Expect(inv.Status.ExpiresAt.Sub(inv.CreationTimestamp.Time)).To(Equal(14 * 24 * time.Hour))
+	})
 
 	It("the Template applies as it is and the sandbox approves its submission", func() {
 		b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_template.yaml"))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/domainverify"
+	"github.com/switchboard-io/switchboard/internal/invitation"
 	"github.com/switchboard-io/switchboard/internal/templatereview"
 )
 
@@ -30,6 +31,10 @@ type Options struct {
 	// their status, every WhatsAppEvery (an hour when zero).
 	WhatsApp      WhatsAppReader
 	WhatsAppEvery time.Duration
+	// Invitations keeps invitations' states; nil runs no Invitation controller.
+	Invitations *invitation.Service
+	// InvitationAbandonAfter fails an invitation in progress for longer (DefaultAbandonAfter when zero).
+	InvitationAbandonAfter time.Duration
 }
 
 // Setup registers every reconciler with the manager. The field indexes (index.Register) must be
@@ -55,6 +60,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	}
 	if opts.Templates != nil {
 		if err := (&TemplateReconciler{Client: mgr.GetClient(), Reviewer: opts.Templates}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
+	if opts.Invitations != nil {
+		if err := (&InvitationReconciler{Client: mgr.GetClient(), Invitations: opts.Invitations,
+			AbandonAfter: opts.InvitationAbandonAfter}).SetupWithManager(mgr); err != nil {
 			return err
 		}
 	}

@@ -34,6 +34,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/dnsresolve/dnstest"
 	"github.com/switchboard-io/switchboard/internal/domainverify"
 	"github.com/switchboard-io/switchboard/internal/index"
+	"github.com/switchboard-io/switchboard/internal/invitation"
 	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
 	"github.com/switchboard-io/switchboard/internal/providercheck"
 	"github.com/switchboard-io/switchboard/internal/templatereview"
@@ -47,6 +48,8 @@ var (
 	// and the deliveries of domain events).
 	dnsServer *dnstest.Server
 	pool      *pgxpool.Pool
+	// invitations is the controller's invitation service, which the tests also move states with.
+	invitations *invitation.Service
 )
 
 // skipAdmission labels an object the suite's admission webhooks do not see.
@@ -111,8 +114,10 @@ var _ = BeforeSuite(func() {
 	// The checks the binary runs: Twilio's against the twiliotest peer a test points baseURL at.
 	reviewer := &templatereview.Reviewer{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), Pool: pool,
 		Deliveries: delivery.NewService(mgr.GetClient())}
+	invitations = invitation.NewService(mgr.GetClient(), mgr.GetAPIReader(), pool, delivery.NewService(mgr.GetClient()),
+		[]byte("invitation-token-key-of-the-test"), "https://connect.switchboard.test").WithFieldManager("switchboard-manager")
 	Expect(controller.Setup(mgr, controller.Options{ProviderChecks: providercheck.Checks(), EmailDomains: verifier,
-		Templates: reviewer})).To(Succeed())
+		Templates: reviewer, Invitations: invitations, InvitationAbandonAfter: invitationAbandonAfter})).To(Succeed())
 	Expect(admission.Setup(mgr)).To(Succeed())
 
 	var ctx context.Context

@@ -102,6 +102,12 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/v1/senders/{senderId}/profile/picture", access: permission, permission: apikey.PermissionAll, handle: s.updateSenderPicture},
 		{method: "POST", path: "/v1/senders/{senderId}/channels/{channel}/activate", access: permission, permission: apikey.PermissionAll, handle: s.activateSenderChannel},
 
+		// Invitations connect client accounts into senders: any key reads them, a full key
+		// makes and cancels them.
+		{method: "POST", path: "/v1/invitations", access: permission, permission: apikey.PermissionAll, handle: s.createInvitation},
+		{method: "GET", path: "/v1/invitations", access: anyKey, handle: s.listInvitations},
+		{method: "GET", path: "/v1/invitations/{invitationId}", access: anyKey, handle: s.getInvitation},
+		{method: "POST", path: "/v1/invitations/{invitationId}/cancel", access: permission, permission: apikey.PermissionAll, handle: s.cancelInvitation},
 		{method: "POST", path: "/v1/invitations/webhook", access: permission, permission: apikey.PermissionAll, handle: s.putProjectWebhook(v1alpha1.WebhookKindInvitations)},
 		{method: "GET", path: "/v2/channels", access: anyKey, handle: s.listChannels},
 		{method: "POST", path: "/v2/channels", access: permission, permission: apikey.PermissionAll, handle: s.createChannel},

@@ -22,6 +22,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/contact"
 	"github.com/switchboard-io/switchboard/internal/emailcheck"
 	"github.com/switchboard-io/switchboard/internal/emaildomain"
+	"github.com/switchboard-io/switchboard/internal/invitation"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/phonecheck"
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
@@ -59,18 +60,20 @@ type Server struct {
 	disposable  emailcheck.Disposable
 	// projectHooks manages the v2 project webhook.
 	projectHooks *projectwebhook.Service
-	limiter      ratelimit.Limiter
-	reader       client.Reader
-	usage        KeyUsage
-	listener     net.Listener
-	checks       map[string]healthz.Checker
-	log          logr.Logger
-	now          func() time.Time
-	cursors      *cursorCodec
-	docs         map[string][]byte
-	callbacks    http.Handler
-	balances     *billing.Service
-	phones       *phonecheck.Service
+	// invitations keeps the projects' invitations.
+	invitations *invitation.Service
+	limiter     ratelimit.Limiter
+	reader      client.Reader
+	usage       KeyUsage
+	listener    net.Listener
+	checks      map[string]healthz.Checker
+	log         logr.Logger
+	now         func() time.Time
+	cursors     *cursorCodec
+	docs        map[string][]byte
+	callbacks   http.Handler
+	balances    *billing.Service
+	phones      *phonecheck.Service
 }
 
 // Options are what the server needs.
@@ -98,6 +101,8 @@ type Options struct {
 	Disposable emailcheck.Disposable
 	// ProjectWebhooks manages the v2 project webhook.
 	ProjectWebhooks *projectwebhook.Service
+	// Invitations keeps the projects' invitations.
+	Invitations *invitation.Service
 	// Limiter counts requests per project; nil means in memory.
 	Limiter ratelimit.Limiter
 	// Reader reads Switchboard's custom resources, normally from the informer cache.
@@ -132,7 +137,7 @@ func New(o Options) (*Server, error) {
 	}
 	return &Server{
 		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
-		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, emailChecks: o.EmailChecks, disposable: o.Disposable,
+		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks,
 	}, nil

@@ -22,6 +22,9 @@ const (
 	// EmailDomainName indexes EmailDomains by spec.domain, so the SMTP listener finds the
 	// projects of a recipient's domain without reading every domain.
 	EmailDomainName = "spec.domain"
+	// InvitationToken indexes Invitations by status.tokenHash, so the connection page finds the
+	// invitation of a link.
+	InvitationToken = "status.tokenHash"
 )
 
 // Register adds every index to indexer.
@@ -51,6 +54,14 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 		return []string{o.(*v1alpha1.EmailDomain).Spec.Domain}
 	}); err != nil {
 		return fmt.Errorf("index email domains by domain: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &v1alpha1.Invitation{}, InvitationToken, func(o client.Object) []string {
+		if h := o.(*v1alpha1.Invitation).Status.TokenHash; h != "" {
+			return []string{h}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index invitations by token: %w", err)
 	}
 	return nil
 }

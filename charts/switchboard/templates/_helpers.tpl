@@ -231,11 +231,14 @@ spec:
 {{- toYaml $args -}}
 {{- end -}}
 
-{{/* Arguments of the roles that serve the API: the SMTP listener's, and where a suspended project is sent. */}}
+{{/* Arguments of the roles that serve the API: the SMTP listener's, where a suspended project is sent, and where invitation links point. */}}
 {{- define "switchboard.apiArgs" -}}
 {{- $args := include "switchboard.smtpArgs" . | fromYamlArray -}}
 {{- if .Values.api.supportUrl -}}
 {{- $args = append $args (printf "--support-url=%s" .Values.api.supportUrl) -}}
+{{- end -}}
+{{- if .Values.api.dashboardUrl -}}
+{{- $args = append $args (printf "--dashboard-url=%s" .Values.api.dashboardUrl) -}}
 {{- end -}}
 {{- toYaml $args -}}
 {{- end -}}

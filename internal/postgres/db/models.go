@@ -180,6 +180,13 @@ type EmailSuppression struct {
 	Until     *time.Time
 }
 
+type InvitationAnnouncement struct {
+	Project       string
+	InvitationUid string
+	ChangeID      string
+	ChangedAt     time.Time
+}
+
 type LedgerEntry struct {
 	ID           int64
 	Project      string
