@@ -19,7 +19,7 @@ run: build envtest-assets ## Run Switchboard locally (control plane, Postgres, m
 	$(BIN) dev
 
 .PHONY: test
-test: verify envtest-assets chart-lint ## Run every test: checks, unit, Postgres, envtest, chart and end-to-end.
+test: verify envtest-assets chart-lint browser ## Run every test: checks, unit, Postgres, envtest, chart and end-to-end.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh --check)" go test -count=1 -timeout 20m ./...
 
 ##@ Building
@@ -31,6 +31,12 @@ build: ## Build bin/switchboard.
 .PHONY: envtest-assets
 envtest-assets: ## Provide kube-apiserver, etcd and kubectl (downloaded, or built from the module proxy once).
 	@hack/envtest-assets.sh >/dev/null
+
+.PHONY: browser
+browser: ## Provide Debian's Chromium for the connection page's browser test (apt-get; never a downloaded browser).
+	@command -v chromium >/dev/null || { echo "installing chromium (apt-get)"; \
+	  if [ "$$(id -u)" = 0 ]; then S=; else S=sudo; fi; \
+	  $$S apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$S apt-get install -y -qq chromium >/dev/null; }
 
 ##@ Generated code
 

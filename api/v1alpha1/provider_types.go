@@ -112,6 +112,21 @@ type MetaSettings struct {
 	// +kubebuilder:validation:Pattern=`^v[0-9]+\.[0-9]+$`
 	// +optional
 	GraphAPIVersion string `json:"graphApiVersion,omitempty"`
+	// EmbeddedSignupConfigID is the Facebook Login for Business configuration of the app's
+	// WhatsApp Embedded Signup: invitations of connectionType whatsapp_waba run it.
+	// +kubebuilder:validation:Pattern=`^[0-9]{1,32}$`
+	// +optional
+	EmbeddedSignupConfigID string `json:"embeddedSignupConfigId,omitempty"`
+	// DialogURL replaces https://www.facebook.com, where the OAuth dialog of Facebook Login is
+	// (a local peer in tests).
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	// +optional
+	DialogURL string `json:"dialogURL,omitempty"`
+	// SDKURL replaces https://connect.facebook.net/en_US/sdk.js, the Facebook JS SDK the
+	// connection page loads for Embedded Signup.
+	// +kubebuilder:validation:Pattern=`^https?://[^\s]+$`
+	// +optional
+	SDKURL string `json:"sdkURL,omitempty"`
 }
 
 // ProviderSecretRef names a Secret in the Provider's namespace.

@@ -35,6 +35,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/broadcast"
 	"github.com/switchboard-io/switchboard/internal/callback"
+	"github.com/switchboard-io/switchboard/internal/connectpage"
 	"github.com/switchboard-io/switchboard/internal/contact"
 	"github.com/switchboard-io/switchboard/internal/controller"
 	"github.com/switchboard-io/switchboard/internal/delivery"
@@ -49,6 +50,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/kubewrite"
 	"github.com/switchboard-io/switchboard/internal/mailin"
 	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/onboarding"
 	"github.com/switchboard-io/switchboard/internal/phonecheck"
 	"github.com/switchboard-io/switchboard/internal/postgres"
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
@@ -381,7 +383,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.Role.runs(RoleAPI) {
 			domains := emaildomain.NewService(mgr.GetClient(), mgr.GetAPIReader(), verifier(kubewrite.FieldManager))
 			templates := template.NewService(mgr.GetClient(), mgr.GetAPIReader(), reviewer(kubewrite.FieldManager))
-			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, invitations(kubewrite.FieldManager), emailChecks, resolver, checks, log); err != nil {
+			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, invitations(kubewrite.FieldManager), invitationKey, emailChecks, resolver, checks, log); err != nil {
 				return err
 			}
 		}
@@ -395,7 +397,7 @@ func Run(ctx context.Context, cfg Config) error {
 // listener, the request-rate limiter, the cursor key shared by replicas, and the informers it reads.
 func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Service, queue *river.Client[pgx.Tx],
 	messages *message.Service, transports *registry.Registry, domains *emaildomain.Service, templates *template.Service,
-	registrations *tendlc.Service, broadcasts *broadcast.Service, invitations *invitation.Service,
+	registrations *tendlc.Service, broadcasts *broadcast.Service, invitations *invitation.Service, invitationKey []byte,
 	emailChecks *emailcheck.Checker,
 	resolver *dnsresolve.Resolver, checks map[string]healthz.Checker,
 	log logr.Logger) error {
@@ -408,6 +410,13 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		limiter = ratelimit.NewRedis(cfg.Redis)
 	}
 	cursorKey, err := postgres.SharedSecret(ctx, cfg.Pool, "cursor_key", 32)
+	if err != nil {
+		return err
+	}
+	pages, err := connectpage.New(connectpage.Options{Invitations: invitations, Reader: mgr.GetClient(), Pool: cfg.Pool,
+		SessionKey: invitationKey, BaseURL: cfg.dashboardURL(), Log: log.WithName("connect-page"),
+		Connector: &onboarding.Connector{Apps: transports, Client: mgr.GetClient(), Live: mgr.GetAPIReader(),
+			Events: mgr.GetEventRecorderFor("switchboard-api")}})
 	if err != nil {
 		return err
 	}
@@ -435,6 +444,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		CursorKey:    cursorKey,
 		Listener:     cfg.Listener,
 		ReadyChecks:  checks,
+		Pages:        pages,
 		Callbacks: &callback.Handler{Messages: messages, Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), PublicURL: cfg.PublicURL,
 			InstallationNamespace: cfg.InstallationNamespace, TelegramKey: transports.TelegramKey, Bots: transports,
 			Templates: templates.Reviewer(), Media: transports,

@@ -72,6 +72,7 @@ type Server struct {
 	cursors     *cursorCodec
 	docs        map[string][]byte
 	callbacks   http.Handler
+	pages       http.Handler
 	balances    *billing.Service
 	phones      *phonecheck.Service
 }
@@ -117,7 +118,10 @@ type Options struct {
 	// Callbacks serves what providers post back, under /callbacks/ (no API key: each provider
 	// signs its own requests); nil serves none.
 	Callbacks http.Handler
-	Log       logr.Logger
+	// Pages serves the invitations' connection page under /invitations/ (no API key: the link's
+	// token is the credential); nil serves none.
+	Pages http.Handler
+	Log   logr.Logger
 }
 
 // New returns a server on the given listener.
@@ -139,7 +143,7 @@ func New(o Options) (*Server, error) {
 		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
 		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
-		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks,
+		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks, pages: o.Pages,
 	}, nil
 }
 
@@ -156,6 +160,9 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /healthz/", live)
 	mux.Handle("GET /readyz", ready)
 	mux.Handle("GET /readyz/", ready)
+	if s.pages != nil {
+		mux.Handle(invitation.PagePath, s.pages)
+	}
 	if s.callbacks != nil {
 		mux.Handle("/callbacks/", s.callbacks)
 	}

@@ -25,6 +25,9 @@ const (
 	// InvitationToken indexes Invitations by status.tokenHash, so the connection page finds the
 	// invitation of a link.
 	InvitationToken = "status.tokenHash"
+	// SenderMessengerPage indexes Senders by their Messenger Page: a Page connected again,
+	// through another project's invitation, leaves the sender that had it.
+	SenderMessengerPage = "spec.messenger.accountId"
 )
 
 // Register adds every index to indexer.
@@ -62,6 +65,14 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("index invitations by token: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &v1alpha1.Sender{}, SenderMessengerPage, func(o client.Object) []string {
+		if m := o.(*v1alpha1.Sender).Spec.Messenger; m != nil && m.AccountID != "" {
+			return []string{m.AccountID}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index senders by messenger page: %w", err)
 	}
 	return nil
 }

@@ -44,6 +44,15 @@ func (q *Queries) AnnounceInvitation(ctx context.Context, arg AnnounceInvitation
 	return changed, err
 }
 
+const dropStaleSignIns = `-- name: DropStaleSignIns :exec
+DELETE FROM invitation_sign_ins WHERE created_at < $1
+`
+
+func (q *Queries) DropStaleSignIns(ctx context.Context, before time.Time) error {
+	_, err := q.db.Exec(ctx, dropStaleSignIns, before)
+	return err
+}
+
 const forgetInvitationAnnouncement = `-- name: ForgetInvitationAnnouncement :exec
 DELETE FROM invitation_announcements WHERE project = $1 AND invitation_uid = $2
 `
@@ -56,4 +65,90 @@ type ForgetInvitationAnnouncementParams struct {
 func (q *Queries) ForgetInvitationAnnouncement(ctx context.Context, arg ForgetInvitationAnnouncementParams) error {
 	_, err := q.db.Exec(ctx, forgetInvitationAnnouncement, arg.Project, arg.InvitationUid)
 	return err
+}
+
+const setSignInPages = `-- name: SetSignInPages :exec
+UPDATE invitation_sign_ins SET pages = $1 WHERE state = $2
+`
+
+type SetSignInPagesParams struct {
+	Pages []byte
+	State string
+}
+
+func (q *Queries) SetSignInPages(ctx context.Context, arg SetSignInPagesParams) error {
+	_, err := q.db.Exec(ctx, setSignInPages, arg.Pages, arg.State)
+	return err
+}
+
+const startSignIn = `-- name: StartSignIn :exec
+INSERT INTO invitation_sign_ins (state, project, invitation, created_at) VALUES ($1, $2, $3, $4)
+`
+
+type StartSignInParams struct {
+	State      string
+	Project    string
+	Invitation string
+	CreatedAt  time.Time
+}
+
+func (q *Queries) StartSignIn(ctx context.Context, arg StartSignInParams) error {
+	_, err := q.db.Exec(ctx, startSignIn,
+		arg.State,
+		arg.Project,
+		arg.Invitation,
+		arg.CreatedAt,
+	)
+	return err
+}
+
+const takeSignInPages = `-- name: TakeSignInPages :one
+DELETE FROM invitation_sign_ins
+WHERE state = $1 AND project = $2 AND invitation = $3 AND pages IS NOT NULL AND created_at > $4
+RETURNING pages
+`
+
+type TakeSignInPagesParams struct {
+	State      string
+	Project    string
+	Invitation string
+	FreshAfter time.Time
+}
+
+// The sealed pages of a sign-in, once: picking a page ends the sign-in.
+func (q *Queries) TakeSignInPages(ctx context.Context, arg TakeSignInPagesParams) ([]byte, error) {
+	row := q.db.QueryRow(ctx, takeSignInPages,
+		arg.State,
+		arg.Project,
+		arg.Invitation,
+		arg.FreshAfter,
+	)
+	var pages []byte
+	err := row.Scan(&pages)
+	return pages, err
+}
+
+const useSignIn = `-- name: UseSignIn :one
+UPDATE invitation_sign_ins SET used_at = $1
+WHERE state = $2 AND used_at IS NULL AND created_at > $3
+RETURNING project, invitation
+`
+
+type UseSignInParams struct {
+	UsedAt     *time.Time
+	State      string
+	FreshAfter time.Time
+}
+
+type UseSignInRow struct {
+	Project    string
+	Invitation string
+}
+
+// Takes a sign-in state once: a second use (a replayed redirect) or a stale one finds no row.
+func (q *Queries) UseSignIn(ctx context.Context, arg UseSignInParams) (UseSignInRow, error) {
+	row := q.db.QueryRow(ctx, useSignIn, arg.UsedAt, arg.State, arg.FreshAfter)
+	var i UseSignInRow
+	err := row.Scan(&i.Project, &i.Invitation)
+	return i, err
 }

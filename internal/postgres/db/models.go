@@ -187,6 +187,15 @@ type InvitationAnnouncement struct {
 	ChangedAt     time.Time
 }
 
+type InvitationSignIn struct {
+	State      string
+	Project    string
+	Invitation string
+	CreatedAt  time.Time
+	UsedAt     *time.Time
+	Pages      []byte
+}
+
 type LedgerEntry struct {
 	ID           int64
 	Project      string

@@ -10,5 +10,18 @@ CREATE TABLE invitation_announcements (
     PRIMARY KEY (project, invitation_uid)
 );
 
+-- The connection page's Facebook sign-ins under way: the OAuth state each one was started
+-- with (single use: a replayed state is refused), and after the sign-in the Pages the client
+-- may pick from, sealed (their tokens are secrets) until one is picked.
+CREATE TABLE invitation_sign_ins (
+    state          text        PRIMARY KEY,
+    project        text        NOT NULL,
+    invitation     text        NOT NULL,
+    created_at     timestamptz NOT NULL,
+    used_at        timestamptz,
+    pages          bytea
+);
+
 -- +goose Down
+DROP TABLE invitation_sign_ins;
 DROP TABLE invitation_announcements;

@@ -14,3 +14,24 @@ SELECT EXISTS (SELECT 1 FROM upsert)::boolean AS changed;
 
 -- name: ForgetInvitationAnnouncement :exec
 DELETE FROM invitation_announcements WHERE project = @project AND invitation_uid = @invitation_uid;
+
+-- name: StartSignIn :exec
+INSERT INTO invitation_sign_ins (state, project, invitation, created_at) VALUES (@state, @project, @invitation, @created_at);
+
+-- name: UseSignIn :one
+-- Takes a sign-in state once: a second use (a replayed redirect) or a stale one finds no row.
+UPDATE invitation_sign_ins SET used_at = @used_at
+WHERE state = @state AND used_at IS NULL AND created_at > @fresh_after
+RETURNING project, invitation;
+
+-- name: SetSignInPages :exec
+UPDATE invitation_sign_ins SET pages = @pages WHERE state = @state;
+
+-- name: TakeSignInPages :one
+-- The sealed pages of a sign-in, once: picking a page ends the sign-in.
+DELETE FROM invitation_sign_ins
+WHERE state = @state AND project = @project AND invitation = @invitation AND pages IS NOT NULL AND created_at > @fresh_after
+RETURNING pages;
+
+-- name: DropStaleSignIns :exec
+DELETE FROM invitation_sign_ins WHERE created_at < @before;

@@ -43,6 +43,9 @@ type request struct {
 	// oauth sends the token as "Authorization: OAuth <token>", as the Resumable Upload API's
 	// upload step wants it, instead of Bearer.
 	oauth bool
+	// anonymous sends no Authorization header and needs no token: the OAuth code exchange
+	// authenticates the app by its id and secret in the query.
+	anonymous bool
 	// header are more request headers (the upload's file_offset).
 	header http.Header
 	// secrets are what an error must never repeat besides the token: the text, parameters.
@@ -63,7 +66,7 @@ func (t *Transport) call(ctx context.Context, r request, out any) error {
 	if t.baseErr != nil {
 		return t.baseErr
 	}
-	if r.token == "" {
+	if r.token == "" && !r.anonymous {
 		return &transport.Failure{Code: CodeAuthFailed, Message: "There is no Meta access token: neither the Provider nor the sender has one."}
 	}
 	for _, seg := range r.path {
@@ -136,11 +139,11 @@ func (t *Transport) callForSuccess(ctx context.Context, r request) error {
 	return nil
 }
 
-// exchange sends req with the token (as Bearer, unless req carries its own Authorization) and
-// returns the body of a 2xx answer, at most maxBytes (more is an error). Any other answer is
-// classified (classify).
+// exchange sends req with the token (as Bearer, unless req carries its own Authorization or
+// the request is anonymous) and returns the body of a 2xx answer, at most maxBytes (more is an
+// error). Any other answer is classified (classify).
 func (t *Transport) exchange(ctx context.Context, req *http.Request, op, token string, maxBytes int64, secrets []string) ([]byte, error) {
-	if req.Header.Get("Authorization") == "" {
+	if req.Header.Get("Authorization") == "" && token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	req.Header.Set("Accept", "application/json")

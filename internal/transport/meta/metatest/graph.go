@@ -32,6 +32,8 @@ import (
 //	POST   /{v}/{page-id}/messages                   a Send API message or sender action
 //	GET    /{v}/{page-id}                            the Page
 //
+// A client's onboarding (the OAuth dialog, the code exchange, subscribed_apps…) is in oauth.go.
+//
 // Errors are the Graph API's {"error": {message, type, code, error_subcode, error_data:
 // {messaging_product, details}, fbtrace_id}}.
 
@@ -123,6 +125,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.picture(w, r)
 		return
 	}
+	// sdk.js, the OAuth dialog, the code exchange and debug_token take no token of a user (oauth.go).
+	if s.serveOAuth(w, r) {
+		return
+	}
 	token := bearer(r)
 	switch {
 	case token == "":
@@ -156,6 +162,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 
 // route answers a request for node id (and its edge); an error it returns is written.
 func (s *Server) route(w http.ResponseWriter, r *http.Request, token, id, edge string) *apiError {
+	if handled, e := s.onboarding(w, r, token, id, edge); handled {
+		return e
+	}
 	s.mu.Lock()
 	phone, page := s.phones[id], s.pages[id]
 	_, isWABA := s.wabas[id]
@@ -1006,10 +1015,6 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, wabaID st
 	if n, err := strconv.Atoi(q.Get("limit")); err == nil && n > 0 && n < size {
 		size = n
 	}
-	start := 0
-	if a, err := base64.RawURLEncoding.DecodeString(q.Get("after")); err == nil && len(a) > 0 {
-		start, _ = strconv.Atoi(string(a))
-	}
 	var all []map[string]any
 	for _, t := range s.Templates(wabaID) {
 		if (q.Get("name") != "" && t.Name != q.Get("name")) || (q.Get("status") != "" && t.Status != q.Get("status")) {
@@ -1021,6 +1026,17 @@ func (s *Server) listTemplates(w http.ResponseWriter, r *http.Request, wabaID st
 			node["rejected_reason"] = t.RejectedReason
 		}
 		all = append(all, pick(node, q.Get("fields"), "name,language,status,category,id,components"))
+	}
+	s.writePage(w, r, all, size)
+}
+
+// writePage answers a list edge's page of size from the after cursor, with Meta's paging cursors
+// and, when more follow, the next link.
+func (s *Server) writePage(w http.ResponseWriter, r *http.Request, all []map[string]any, size int) {
+	q := r.URL.Query()
+	start := 0
+	if a, err := base64.RawURLEncoding.DecodeString(q.Get("after")); err == nil && len(a) > 0 {
+		start, _ = strconv.Atoi(string(a))
 	}
 	start = min(max(start, 0), len(all))
 	end := min(start+size, len(all))

@@ -9,10 +9,30 @@
 // OnAccepted) and answers ids shaped like Meta's (wamid.HBgL… for WhatsApp, m_… for the Send
 // API).
 //
+// It also answers what a client's onboarding meets (oauth.go): Meta's OAuth dialog
+// (GET /{v}/dialog/oauth) for Facebook Login (scope) and WhatsApp Embedded Signup (config_id),
+// signed in as the DialogUser SetDialogUser sets, with stable selectors for a browser; a
+// stand-in of the JavaScript SDK (SDKPath) whose FB.login opens the dialog in a popup; the code
+// exchange (/oauth/access_token), debug_token, /me/permissions and /me/accounts of the user
+// token, the subscribed_apps of Pages and WABAs, /{waba-id}/phone_numbers and
+// /{phone-number-id}/register (Exchanged, PageSubscriptions, WABASubscribed, Registered).
+//
 // Where it departs from Meta: a send to a recipient whose window is closed (Window) is refused
 // at once with 131047 (Meta accepts it and reports 131047 in a failed status webhook); it
 // fetches no media link; template review is a call (SetTemplateStatus) rather than a wait; Graph
 // field expansion and most fields Switchboard does not read are left out.
+//
+// And for onboarding: the dialog, sdk.js and the Graph API share the server's origin (Meta's
+// are www.facebook.com, connect.facebook.net and graph.facebook.com), so Embedded Signup's
+// session info comes from it rather than from https://www.facebook.com; the user is signed in
+// already and Embedded Signup is one page (choose a phone number) that grants
+// whatsapp_business_management and whatsapp_business_messaging whatever config_id names; any
+// http(s) redirect_uri is accepted (there are no app settings); only response_type=code; codes
+// do not expire (Meta's last 10 minutes) and one tried with another redirect_uri stays usable;
+// sdk.js gets the login result as a message of metatest's own; debug_token takes only the app
+// token; user and Page tokens do not expire, and are bound to their objects only where
+// onboarding needs it (subscribed_apps, phone_numbers, register); other calls take any known
+// token.
 //
 // Webhooks are not built here: OnAccepted is the hook a webhook builder uses to follow each
 // accepted message.
@@ -155,6 +175,7 @@ type Server struct {
 	reads    []Read
 	changed  chan struct{}
 	hooks    []func(Message)
+	oauth    oauthState // the onboarding endpoints' (oauth.go)
 }
 
 // New starts a server on 127.0.0.1. Close stops it.
@@ -168,7 +189,7 @@ func New(opts Options) (*Server, error) {
 		opts: opts, tokens: map[string]bool{Token: true}, phones: map[string]*PhoneNumber{},
 		pages: map[string]string{}, wabas: map[string]*waba{}, profiles: map[string]map[string]any{},
 		media: map[string]media{}, sessions: map[string]*uploadSession{}, handles: map[string]media{},
-		pictures: map[string]media{}, shut: map[string]bool{}, changed: make(chan struct{}),
+		pictures: map[string]media{}, shut: map[string]bool{}, changed: make(chan struct{}), oauth: newOAuthState(),
 	}
 	for _, tok := range opts.Tokens {
 		s.tokens[tok] = true

@@ -1,0 +1,493 @@
+package app_test
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/app"
+	"github.com/switchboard-io/switchboard/internal/transport/meta/metatest"
+)
+
+// The client the connection tests invite: one Page, and a WABA with a Brazilian number.
+const (
+	clientPageID   = "300000000000001"
+	clientPageName = "Ana's Bakery"
+	clientWABA     = "200000000000009"
+	clientPhoneID  = "100000000000099"
+	clientDisplay  = "+55 11 99999-0000"
+	clientVerified = "Ana Bakery"
+)
+
+// browser is a headless Chromium (Debian's, `make browser`), a phone-sized window, in lang.
+func browser(t *testing.T, lang string) context.Context {
+	t.Helper()
+	path, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Fatal("chromium is not installed: run `make browser` (apt-get install chromium)")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
+		chromedp.WindowSize(420, 860), chromedp.Flag("lang", lang))
+	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(alloc)
+	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
+	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
+	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders, network.SetExtraHTTPHeadersParams{
+		Headers: network.Headers{"Accept-Language": lang}}); err != nil {
+		t.Fatal(err)
+	}
+	return ctx
+}
+
+// screenshot keeps the page as docs/invitations/<name>.png when SWITCHBOARD_SCREENSHOTS names
+// the directory (the docs' pictures are made so; a normal run writes nothing).
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	dir := os.Getenv("SWITCHBOARD_SCREENSHOTS")
+	if dir == "" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// onboardingProject is a project whose meta Provider is the peer's app, set up for Embedded
+// Signup and Facebook Login, with its invitations webhook going to rcv.
+func onboardingProject(t *testing.T, in *instance, peer *metatest.Server, rcv *hookReceiver, appSecret string) (string, string) {
+	t.Helper()
+	acme := newProject(t, in, v1alpha1.ProjectSpec{DisplayName: "Acme Agency"})
+	for _, o := range []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "meta", Labels: map[string]string{v1alpha1.SecretLabel: "true"}},
+			StringData: map[string]string{"accessToken": metatest.Token, "appSecret": appSecret, "verifyToken": "let-me-in"}},
+		&v1alpha1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "meta"}, Spec: v1alpha1.ProviderSpec{
+			Type: v1alpha1.ProviderMeta, BaseURL: peer.URL, Default: true, SecretRef: &v1alpha1.ProviderSecretRef{Name: "meta"},
+			Meta: &v1alpha1.MetaSettings{AppID: metatest.AppID, EmbeddedSignupConfigID: "987654321012345",
+				DialogURL: peer.URL, SDKURL: peer.URL + metatest.SDKPath}}},
+	} {
+		if err := in.k8s.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := newKey(t, in, acme, apikey.Live)
+	if r := in.post("/v1/invitations/webhook", key, `{"url":"`+rcv.URL+`/invitations"}`); r.status != 201 {
+		t.Fatalf("invitations webhook = %d %v", r.status, r.body)
+	}
+	return acme, key
+}
+
+// invite creates an invitation and returns its id and link.
+func invite(t *testing.T, in *instance, key, body string) (string, string) {
+	t.Helper()
+	r := in.post("/v1/invitations", key, body)
+	if r.status != 201 {
+		t.Fatalf("invite %s = %d %v", body, r.status, r.body)
+	}
+	inv := r.body["invitation"].(map[string]any)
+	return inv["id"].(string), inv["url"].(string)
+}
+
+// stored reads an invitation's resource.
+func stored(t *testing.T, in *instance, project, id string) v1alpha1.Invitation {
+	t.Helper()
+	var inv v1alpha1.Invitation
+	if err := in.k8s.Get(context.Background(), client.ObjectKey{Namespace: project, Name: id}, &inv); err != nil {
+		t.Fatal(err)
+	}
+	return inv
+}
+
+// eventsOf are an invitation's events as "previous→current reason".
+func eventsOf(rcv *hookReceiver, id string) []string {
+	var out []string
+	for _, ev := range rcv.invitationEvents(id) {
+		s := ev["previousStatus"].(string) + "→" + ev["currentStatus"].(string)
+		if r, ok := ev["failureReason"].(string); ok {
+			s += " " + r
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// pageState is the state the page shows.
+func pageState(ctx context.Context) (string, error) {
+	if err := chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS("#state"))); err != nil {
+		return "", err
+	}
+	a, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#state"), "data-state"))
+	return a.Value, err
+}
+
+func waitPageState(t *testing.T, ctx context.Context, want string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := pageState(ctx)
+		if err == nil && got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			body, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+			t.Fatalf("the page shows %q (%v), want %q: %s", got, err, want, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestConnectionPagesInChromium drives Debian's Chromium through the connection page against
+// the Meta peer: a Messenger Page connected (consent, pick, completion), a WhatsApp number
+// through Embedded Signup's popup, cancel, a declined permission, retry, abandonment, no Page,
+// a failed code exchange, a replayed state, and the pages of a cancelled, expired and unknown
+// link. It checks the stored states, the events, the Senders and their Secrets.
+func TestConnectionPagesInChromium(t *testing.T) {
+	peer := metatest.NewServer(t, metatest.Options{})
+	peer.SetDialogUser(metatest.DialogUser{Pages: []metatest.DialogPage{{ID: clientPageID, Name: clientPageName}}, WABAID: clientWABA,
+		PhoneNumbers: []metatest.PhoneNumber{{ID: clientPhoneID, Display: clientDisplay, WABAID: clientWABA, VerifiedName: clientVerified}}})
+	rcv := newHookReceiver(t)
+	in := start(t, rcv.trusted(), func(c *app.Config) { c.InvitationAbandonAfter = 3 * time.Second })
+	acme, key := onboardingProject(t, in, peer, rcv, metatest.AppSecret)
+	ctx := browser(t, "en")
+	var firstSender string // the messenger sender of the first connection
+	ctxEs := browser(t, "es")
+
+	t.Run("messenger: consent, pick the Page, completed", func(t *testing.T) {
+		id, link := invite(t, in, key, `{"connectionType":"messenger","clientName":"Ana","clientEmail":"ana@bakery.example"}`)
+		if err := chromedp.Do(ctx, chromedp.Navigate(link)); err != nil {
+			t.Fatal(err)
+		}
+		title, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("h1")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, ctx, "pending")
+		screenshot(t, ctx, "ready")
+		if !strings.Contains(title, "Messenger") || stored(t, in, acme, id).Status.ViewedAt == nil {
+			t.Errorf("title %q, viewedAt %v", title, stored(t, in, acme, id).Status.ViewedAt)
+		}
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#connect")), chromedp.WaitVisible(chromedp.CSS("#continue"))); err != nil {
+			t.Fatal(err)
+		}
+		if st := stored(t, in, acme, id); st.Stored() != v1alpha1.InvitationInProgress {
+			t.Errorf("after start: %s", st.Stored())
+		}
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#continue")), chromedp.WaitVisible(chromedp.CSS("#use-page"))); err != nil {
+			t.Fatal(err)
+		}
+		screenshot(t, ctx, "pick-page")
+		pages, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#pages")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#use-page"))); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, ctx, "completed")
+		screenshot(t, ctx, "completed")
+		if !strings.Contains(pages, clientPageName) {
+			t.Errorf("pages offered: %q", pages)
+		}
+		inv := stored(t, in, acme, id)
+		if inv.Status.Sender != id || inv.Status.ConnectedAccount == nil || inv.Status.ConnectedAccount.ID != clientPageID ||
+			inv.Status.ConnectedAccount.Name != clientPageName || inv.Status.CompletedAt == nil {
+			t.Errorf("completed invitation = %+v", inv.Status)
+		}
+		var snd v1alpha1.Sender
+		if err := in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: id}, &snd); err != nil {
+			t.Fatal(err)
+		}
+		m := snd.Spec.Messenger
+		if m == nil || m.AccountID != clientPageID || !m.Active || m.CredentialsRef == nil || snd.Spec.DisplayName != "Ana" {
+			t.Fatalf("sender = %+v", snd.Spec)
+		}
+		var secret corev1.Secret
+		if err := in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: m.CredentialsRef.Name}, &secret); err != nil ||
+			len(secret.Data[m.CredentialsRef.Key]) == 0 || secret.Labels[v1alpha1.SecretLabel] != "true" {
+			t.Errorf("secret = %v %v", secret.Labels, err)
+		}
+		firstSender = id
+		if subs := peer.PageSubscriptions(clientPageID); !slices.Contains(subs, "messages") {
+			t.Errorf("page subscriptions = %v", subs)
+		}
+		waitFor(t, func() bool { return len(eventsOf(rcv, id)) == 2 })
+		if got := eventsOf(rcv, id); !slices.Equal(got, []string{"pending→in_progress", "in_progress→completed"}) {
+			t.Errorf("events = %v", got)
+		}
+		ev := rcv.invitationEvents(id)[1]
+		if ev["senderId"] != id || ev["connectedAccount"].(map[string]any)["id"] != clientPageID || ev["clientEmail"] != "ana@bakery.example" {
+			t.Errorf("completed event = %v", ev)
+		}
+		// The sender sends through the Page (its channel is on).
+		waitFor(t, func() bool {
+			r := in.get("/v1/senders/"+id, key)
+			chans, _ := r.body["channels"].([]any)
+			return slices.Contains(chans, any("messenger"))
+		})
+	})
+
+	t.Run("whatsapp: Embedded Signup in its popup, completed", func(t *testing.T) {
+		id, link := invite(t, in, key, `{"clientName":"Ana","allowedPhoneCountries":["BR"]}`)
+		if err := chromedp.Do(ctxEs, chromedp.Navigate(link)); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, ctxEs, "pending")
+		screenshot(t, ctxEs, "ready-whatsapp-es")
+		popups := chromedp.WaitNewTarget(ctxEs, func(i *target.Info) bool { return strings.Contains(i.URL, "/dialog/oauth") })
+		if err := chromedp.Do(ctxEs, chromedp.WaitEnabled(chromedp.CSS("#connect")), chromedp.Click(chromedp.CSS("#connect"))); err != nil {
+			t.Fatal(err)
+		}
+		popup, cancel := chromedp.NewContext(ctxEs, chromedp.WithTargetID(<-popups))
+		defer cancel()
+		if err := chromedp.Do(popup, chromedp.WaitVisible(chromedp.CSS("#phone")), chromedp.SetValue(chromedp.CSS("#phone"), clientPhoneID), chromedp.Click(chromedp.CSS("#continue"))); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, ctxEs, "completed")
+		screenshot(t, ctxEs, "completed-whatsapp-es")
+		inv := stored(t, in, acme, id)
+		if inv.Status.WABAAccountID != clientWABA || inv.Status.ConnectedAccount == nil || inv.Status.ConnectedAccount.ID != clientPhoneID {
+			t.Errorf("completed invitation = %+v", inv.Status)
+		}
+		var snd v1alpha1.Sender
+		if err := in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: id}, &snd); err != nil {
+			t.Fatal(err)
+		}
+		wa := snd.Spec.WhatsApp
+		if wa == nil || wa.AccountID != clientPhoneID || wa.BusinessAccountID != clientWABA || wa.DisplayPhoneNumber != clientDisplay || !wa.Active {
+			t.Fatalf("sender = %+v", snd.Spec)
+		}
+		var secret corev1.Secret
+		if err := in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: wa.CredentialsRef.Name}, &secret); err != nil {
+			t.Fatal(err)
+		}
+		pin, registered := peer.Registered(clientPhoneID)
+		if !registered || string(secret.Data["pin"]) != pin || len(secret.Data["accessToken"]) == 0 || !peer.WABASubscribed(clientWABA) {
+			t.Errorf("registered %v (pin kept %v), subscribed %v", registered, string(secret.Data["pin"]) == pin, peer.WABASubscribed(clientWABA))
+		}
+		waitFor(t, func() bool { return len(eventsOf(rcv, id)) == 2 })
+		if ev := rcv.invitationEvents(id)[1]; ev["wabaAccountId"] != clientWABA || ev["senderId"] != id {
+			t.Errorf("completed event = %v", ev)
+		}
+	})
+
+	t.Run("messenger: cancel, then a declined permission, then retry to completion", func(t *testing.T) {
+		id, link := invite(t, in, key, `{"connectionType":"messenger"}`)
+		if err := chromedp.Do(ctx, chromedp.Navigate(link), chromedp.Click(chromedp.CSS("#connect")), chromedp.WaitVisible(chromedp.CSS("#cancel")), chromedp.Click(chromedp.CSS("#cancel"))); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, ctx, "failed")
+		screenshot(t, ctx, "failed")
+		if reason, err := chromedp.Run(ctx, chromedp.AttributeValue(chromedp.CSS("#failure"), "data-reason")); err != nil ||
+			reason.Value != v1alpha1.FailureSocialCancelled {
+			t.Errorf("reason shown = %q %v", reason.Value, err)
+		}
+		// Retry, and decline pages_messaging.
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#connect")), chromedp.WaitVisible(chromedp.CSS("#continue")),
+			chromedp.Click(chromedp.CSS(`input[name=permission][value=pages_messaging]`)), chromedp.Click(chromedp.CSS("#continue"))); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, ctx, "failed")
+		if inv := stored(t, in, acme, id); inv.Status.FailureReason != v1alpha1.FailureSocialNotAuthorized {
+			t.Errorf("after declining = %+v", inv.Status)
+		}
+		// Retry again, all granted.
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#connect")), chromedp.WaitVisible(chromedp.CSS("#continue")), chromedp.Click(chromedp.CSS("#continue")),
+			chromedp.WaitVisible(chromedp.CSS("#use-page")), chromedp.Click(chromedp.CSS("#use-page"))); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, ctx, "completed")
+		waitFor(t, func() bool { return len(eventsOf(rcv, id)) == 6 })
+		if got := eventsOf(rcv, id); !slices.Equal(got, []string{"pending→in_progress", "in_progress→failed social_cancelled",
+			"failed→in_progress", "in_progress→failed social_not_authorized", "failed→in_progress", "in_progress→completed"}) {
+			t.Errorf("events = %v", got)
+		}
+	})
+
+	t.Run("whatsapp: the dialog cancelled fails with social_cancelled", func(t *testing.T) {
+		id, link := invite(t, in, key, `{}`)
+		if err := chromedp.Do(ctx, chromedp.Navigate(link)); err != nil {
+			t.Fatal(err)
+		}
+		popups := chromedp.WaitNewTarget(ctx, func(i *target.Info) bool { return strings.Contains(i.URL, "/dialog/oauth") })
+		if err := chromedp.Do(ctx, chromedp.WaitEnabled(chromedp.CSS("#connect")), chromedp.Click(chromedp.CSS("#connect"))); err != nil {
+			t.Fatal(err)
+		}
+		popup, cancel := chromedp.NewContext(ctx, chromedp.WithTargetID(<-popups))
+		defer cancel()
+		if err := chromedp.Do(popup, chromedp.WaitVisible(chromedp.CSS("#cancel")), chromedp.Click(chromedp.CSS("#cancel"))); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, ctx, "failed")
+		if inv := stored(t, in, acme, id); inv.Status.FailureReason != v1alpha1.FailureSocialCancelled {
+			t.Errorf("invitation = %+v", inv.Status)
+		}
+	})
+
+	t.Run("abandoned: a dialog left open fails with signup_abandoned", func(t *testing.T) {
+		id, link := invite(t, in, key, `{"connectionType":"messenger"}`)
+		if err := chromedp.Do(ctx, chromedp.Navigate(link), chromedp.Click(chromedp.CSS("#connect")), chromedp.WaitVisible(chromedp.CSS("#continue"))); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { return stored(t, in, acme, id).Status.FailureReason == v1alpha1.FailureSignupAbandoned })
+		if err := chromedp.Do(ctx, chromedp.Navigate(link)); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, ctx, "failed")
+	})
+
+	t.Run("a replayed sign-in changes nothing", func(t *testing.T) {
+		id, link := invite(t, in, key, `{"connectionType":"messenger"}`)
+		if err := chromedp.Do(ctx, chromedp.Navigate(link), chromedp.Click(chromedp.CSS("#connect")), chromedp.WaitVisible(chromedp.CSS("#continue")),
+			chromedp.Click(chromedp.CSS("#continue")), chromedp.WaitVisible(chromedp.CSS("#use-page"))); err != nil {
+			t.Fatal(err)
+		}
+		callback, err := chromedp.Run(ctx, chromedp.Location())
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := stored(t, in, acme, id)
+		resp, err := http.Get(callback)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if after := stored(t, in, acme, id); resp.StatusCode != 400 || after.ResourceVersion != before.ResourceVersion {
+			t.Errorf("replayed callback = %d; invitation changed: %v", resp.StatusCode, after.ResourceVersion != before.ResourceVersion)
+		}
+	})
+
+	t.Run("no Page fails with provider_no_pages", func(t *testing.T) {
+		peer.SetDialogUser(metatest.DialogUser{WABAID: clientWABA})
+		defer peer.SetDialogUser(metatest.DialogUser{Pages: []metatest.DialogPage{{ID: clientPageID, Name: clientPageName}}, WABAID: clientWABA,
+			PhoneNumbers: []metatest.PhoneNumber{{ID: clientPhoneID, Display: clientDisplay, WABAID: clientWABA, VerifiedName: clientVerified}}})
+		id, link := invite(t, in, key, `{"connectionType":"messenger"}`)
+		if err := chromedp.Do(ctx, chromedp.Navigate(link), chromedp.Click(chromedp.CSS("#connect")), chromedp.WaitVisible(chromedp.CSS("#continue")), chromedp.Click(chromedp.CSS("#continue"))); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, ctx, "failed")
+		if inv := stored(t, in, acme, id); inv.Status.FailureReason != v1alpha1.FailureProviderNoPages {
+			t.Errorf("invitation = %+v", inv.Status)
+		}
+	})
+
+	t.Run("a code exchange that fails is internal_error", func(t *testing.T) {
+		_, badKey := onboardingProject(t, in, peer, rcv, "not-the-app-secret")
+		id, link := invite(t, in, badKey, `{"connectionType":"messenger"}`)
+		if err := chromedp.Do(ctx, chromedp.Navigate(link), chromedp.Click(chromedp.CSS("#connect")), chromedp.WaitVisible(chromedp.CSS("#continue")),
+			chromedp.Click(chromedp.CSS("#continue"))); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, ctx, "failed")
+		r := in.get("/v1/invitations/"+id, badKey).body["invitation"].(map[string]any)
+		if r["status"] != "failed" || r["failureReason"] != v1alpha1.FailureInternalError {
+			t.Errorf("invitation = %v", r)
+		}
+	})
+
+	t.Run("a Page connected by another project moves there", func(t *testing.T) {
+		other, otherKey := onboardingProject(t, in, peer, rcv, metatest.AppSecret)
+		id, link := invite(t, in, otherKey, `{"connectionType":"messenger"}`)
+		if err := chromedp.Do(ctx, chromedp.Navigate(link), chromedp.Click(chromedp.CSS("#connect")), chromedp.WaitVisible(chromedp.CSS("#continue")),
+			chromedp.Click(chromedp.CSS("#continue")), chromedp.WaitVisible(chromedp.CSS("#use-page")), chromedp.Click(chromedp.CSS("#use-page"))); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, ctx, "completed")
+		var moved v1alpha1.Sender
+		if err := in.k8s.Get(context.Background(), client.ObjectKey{Namespace: other, Name: id}, &moved); err != nil || moved.Spec.Messenger == nil {
+			t.Fatalf("the new sender = %+v %v", moved.Spec, err)
+		}
+		var old v1alpha1.Sender
+		if err := in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: firstSender}, &old); err != nil || old.Spec.Messenger != nil {
+			t.Errorf("the old sender kept the Page: %+v %v", old.Spec.Messenger, err)
+		}
+		waitFor(t, func() bool {
+			var events corev1.EventList
+			if err := in.k8s.List(context.Background(), &events, client.InNamespace(acme)); err != nil {
+				return false
+			}
+			for _, e := range events.Items {
+				if e.Reason == "MessengerPageMoved" && e.InvolvedObject.Name == firstSender && strings.Contains(e.Message, other) {
+					return true
+				}
+			}
+			return false
+		})
+	})
+
+	t.Run("cancelled, expired and unknown links", func(t *testing.T) {
+		id, link := invite(t, in, key, `{}`)
+		in.post("/v1/invitations/"+id+"/cancel", key, "")
+		resp, err := http.Get(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusGone {
+			t.Errorf("cancelled link = %d", resp.StatusCode)
+		}
+		if err := chromedp.Do(ctx, chromedp.Navigate(link)); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, ctx, "cancelled")
+		screenshot(t, ctx, "cancelled")
+		// Starting a cancelled invitation changes nothing.
+		if r, err := http.Post(link+"/start", "application/x-www-form-urlencoded", nil); err != nil {
+			t.Fatal(err)
+		} else {
+			r.Body.Close()
+		}
+		if inv := stored(t, in, acme, id); inv.Stored() != v1alpha1.InvitationCancelled {
+			t.Errorf("a cancelled invitation moved to %s", inv.Stored())
+		}
+
+		id, link = invite(t, in, key, `{}`)
+		inv := stored(t, in, acme, id)
+		inv.Status.ExpiresAt = &metav1.Time{Time: time.Now().Add(-time.Minute)}
+		if err := in.k8s.Status().Update(context.Background(), &inv); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool {
+			r, err := http.Get(link)
+			if err != nil {
+				return false
+			}
+			r.Body.Close()
+			return r.StatusCode == http.StatusGone
+		})
+		if err := chromedp.Do(ctxEs, chromedp.Navigate(link)); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, ctxEs, "expired")
+		screenshot(t, ctxEs, "expired-es")
+
+		unknown := link[:strings.LastIndex(link, "/")+1] + "Zm9yZ2VkLXRva2VuLXRoYXQtbm8taW52aXRhdGlvbi1oYXM"
+		r, err := http.Get(unknown)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Body.Close()
+		if r.StatusCode != http.StatusNotFound {
+			t.Errorf("unknown link = %d", r.StatusCode)
+		}
+	})
+}

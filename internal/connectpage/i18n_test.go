@@ -1,0 +1,42 @@
+package connectpage
+
+import (
+	"strings"
+	"testing"
+)
+
+// Every language has every key, with the same placeholders, so no page shows a key or a
+// %!s(MISSING).
+func TestEveryLanguageHasEveryText(t *testing.T) {
+	for l, texts := range text {
+		for key, en := range text["en"] {
+			s, ok := texts[key]
+			if !ok {
+				t.Errorf("%s lacks %q", l, key)
+				continue
+			}
+			if strings.Count(s, "%s") != strings.Count(en, "%s") {
+				t.Errorf("%s %q has %d placeholders, English %d", l, key, strings.Count(s, "%s"), strings.Count(en, "%s"))
+			}
+		}
+		if len(texts) != len(text["en"]) {
+			t.Errorf("%s has %d texts, English %d", l, len(texts), len(text["en"]))
+		}
+	}
+}
+
+func TestLanguageOfTheBrowser(t *testing.T) {
+	for header, want := range map[string]string{
+		"":                          "en",
+		"es-MX,es;q=0.9,en;q=0.8":   "es",
+		"es-419":                    "es",
+		"fr-FR,fr;q=0.9":            "en",
+		"de;q=0.9,es;q=0.8,en;q=.1": "es",
+		"en-GB":                     "en",
+		"not a header":              "en",
+	} {
+		if got := lang(header); got != want {
+			t.Errorf("lang(%q) = %s, want %s", header, got, want)
+		}
+	}
+}
