@@ -290,6 +290,61 @@ func TestConnectionPagesInChromium(t *testing.T) {
 		}
 	})
 
+	t.Run("whatsapp: a pre-assigned number is connected instead of the client's own", func(t *testing.T) {
+		const preVerified, preDisplay = "900000000000001", "+55 11 4000-1234"
+		peer.AddPreVerifiedPhone(preVerified, preDisplay)
+		id, link := invite(t, in, key, `{"phoneNumberId":"`+preVerified+`","allowedPhoneCountries":["BR"]}`)
+		if err := chromedp.Do(ctx, chromedp.Navigate(link)); err != nil {
+			t.Fatal(err)
+		}
+		if body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#state"))); err != nil || !strings.Contains(body, preVerified) {
+			t.Errorf("the page does not say the number is provided: %q %v", body, err)
+		}
+		popups := chromedp.WaitNewTarget(ctx, func(i *target.Info) bool { return strings.Contains(i.URL, "/dialog/oauth") })
+		if err := chromedp.Do(ctx, chromedp.WaitEnabled(chromedp.CSS("#connect")), chromedp.Click(chromedp.CSS("#connect"))); err != nil {
+			t.Fatal(err)
+		}
+		popup, cancel := chromedp.NewContext(ctx, chromedp.WithTargetID(<-popups))
+		defer cancel()
+		if err := chromedp.Do(popup, chromedp.WaitVisible(chromedp.CSS("#phone")), chromedp.SetValue(chromedp.CSS("#phone"), preVerified),
+			chromedp.Click(chromedp.CSS("#continue"))); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, ctx, "completed")
+		var snd v1alpha1.Sender
+		if err := in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: id}, &snd); err != nil {
+			t.Fatal(err)
+		}
+		wa := snd.Spec.WhatsApp
+		if wa == nil || wa.DisplayPhoneNumber != preDisplay || wa.AccountID == preVerified || wa.AccountID == clientPhoneID {
+			t.Fatalf("sender's WhatsApp = %+v", wa)
+		}
+		if _, ok := peer.Registered(wa.AccountID); !ok {
+			t.Errorf("the provided number %s was not registered", wa.AccountID)
+		}
+	})
+
+	t.Run("whatsapp: a number from a country the invitation does not allow fails", func(t *testing.T) {
+		id, link := invite(t, in, key, `{"allowedPhoneCountries":["MX","AR"]}`)
+		if err := chromedp.Do(ctx, chromedp.Navigate(link)); err != nil {
+			t.Fatal(err)
+		}
+		popups := chromedp.WaitNewTarget(ctx, func(i *target.Info) bool { return strings.Contains(i.URL, "/dialog/oauth") })
+		if err := chromedp.Do(ctx, chromedp.WaitEnabled(chromedp.CSS("#connect")), chromedp.Click(chromedp.CSS("#connect"))); err != nil {
+			t.Fatal(err)
+		}
+		popup, cancel := chromedp.NewContext(ctx, chromedp.WithTargetID(<-popups))
+		defer cancel()
+		if err := chromedp.Do(popup, chromedp.WaitVisible(chromedp.CSS("#phone")), chromedp.SetValue(chromedp.CSS("#phone"), clientPhoneID),
+			chromedp.Click(chromedp.CSS("#continue"))); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, ctx, "failed")
+		if inv := stored(t, in, acme, id); inv.Status.FailureReason != "phone_country_not_allowed" || inv.Status.Sender != "" {
+			t.Errorf("invitation = %+v", inv.Status)
+		}
+	})
+
 	t.Run("messenger: cancel, then a declined permission, then retry to completion", func(t *testing.T) {
 		id, link := invite(t, in, key, `{"connectionType":"messenger"}`)
 		if err := chromedp.Do(ctx, chromedp.Navigate(link), chromedp.Click(chromedp.CSS("#connect")), chromedp.WaitVisible(chromedp.CSS("#cancel")), chromedp.Click(chromedp.CSS("#cancel"))); err != nil {

@@ -125,8 +125,19 @@ func (c *Connector) ConnectWhatsApp(ctx context.Context, inv *v1alpha1.Invitatio
 	if err != nil {
 		return invitation.Connected{}, internal(fmt.Errorf("read the numbers of WABA %s: %w", waba, err))
 	}
-	phone, err := chosenPhone(phones, session.PhoneNumberID)
-	if err != nil {
+	var phone metatransport.BusinessPhone
+	if pre := inv.Spec.PhoneNumberID; pre != "" {
+		// The number the invitation provides, whatever else the client has: it joined their
+		// WABA under an id of its own, found by its number.
+		number, err := app.Graph.PreVerifiedNumber(ctx, pre)
+		if err != nil {
+			return invitation.Connected{}, internal(fmt.Errorf("read pre-verified number %s: %w", pre, err))
+		}
+		phone, err = phoneByNumber(phones, number)
+		if err != nil {
+			return invitation.Connected{}, internal(err)
+		}
+	} else if phone, err = chosenPhone(phones, session.PhoneNumberID); err != nil {
 		return invitation.Connected{}, internal(err)
 	}
 	if !allowedCountry(phone.DisplayPhoneNumber, inv.Spec.AllowedPhoneCountries) {
@@ -166,6 +177,17 @@ func chosenPhone(phones []metatransport.BusinessPhone, id string) (metatransport
 		}
 	}
 	return metatransport.BusinessPhone{}, fmt.Errorf("phone number %q is not one of the WhatsApp Business account's %d", id, len(phones))
+}
+
+// phoneByNumber is the WABA's phone whose number is number (compared digit by digit).
+func phoneByNumber(phones []metatransport.BusinessPhone, number string) (metatransport.BusinessPhone, error) {
+	want := strings.Map(keepDigits, number)
+	for _, p := range phones {
+		if strings.Map(keepDigits, p.DisplayPhoneNumber) == want {
+			return p, nil
+		}
+	}
+	return metatransport.BusinessPhone{}, fmt.Errorf("the provided number %s is not in the client's WhatsApp Business account", number)
 }
 
 // allowedCountry says whether the number is from one of the countries (all when none).

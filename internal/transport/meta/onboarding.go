@@ -229,6 +229,26 @@ func (t *Transport) WABAPhoneNumbers(ctx context.Context, token, wabaID string) 
 	return phones, nil
 }
 
+// PreVerifiedNumber reads the number of one of the business's pre-verified phone numbers
+// (GET /{pre-verified-id}?fields=phone_number,code_verification_status) with the Provider's
+// token: the number a client connects instead of one of theirs. A number not verified yet is
+// a Failure: Embedded Signup offers only verified ones.
+func (t *Transport) PreVerifiedNumber(ctx context.Context, id string) (string, error) {
+	var out struct {
+		PhoneNumber string `json:"phone_number"`
+		Status      string `json:"code_verification_status"`
+	}
+	if err := t.call(ctx, request{op: "read pre-verified number", method: http.MethodGet, path: []string{id},
+		query: url.Values{"fields": {"phone_number,code_verification_status"}}, token: t.token("")}, &out); err != nil {
+		return "", err
+	}
+	if out.Status != "VERIFIED" {
+		return "", &transport.Failure{Code: CodeInvalidRequest,
+			Message: fmt.Sprintf("Pre-verified number %s is %s, not VERIFIED: verify it before inviting a client to it.", id, out.Status)}
+	}
+	return out.PhoneNumber, nil
+}
+
 // noToken: the call acts for a user or a Page, so the Provider's token does not stand in.
 func noToken(whose string) error {
 	return &transport.Failure{Code: CodeAuthFailed, Message: fmt.Sprintf("There is no %s access token for this call.", whose)}

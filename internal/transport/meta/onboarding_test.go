@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -365,4 +366,34 @@ func TestWABAPhoneNumbers(t *testing.T) {
 	}
 	_, err = tr.WABAPhoneNumbers(context.Background(), user, graphWABA)
 	failure(t, "another WABA", err, meta.CodePermissionDenied, "200")
+}
+
+// A pre-verified number: read with the Provider's token, offered by Embedded Signup when its
+// extras name it, and in the client's WABA under a new id once picked.
+func TestPreVerifiedNumber(t *testing.T) {
+	t.Parallel()
+	peer, tr := onboardingPeer(t, 0)
+	peer.AddPreVerifiedPhone("900000000000001", "+1 555-010-0099")
+	number, err := tr.PreVerifiedNumber(context.Background(), "900000000000001")
+	if err != nil || number != "+1 555-010-0099" {
+		t.Fatalf("PreVerifiedNumber = %q, %v", number, err)
+	}
+	if _, err := tr.PreVerifiedNumber(context.Background(), "900000000000002"); err == nil {
+		t.Error("an unknown pre-verified number was read")
+	}
+	code := consent(t, peer, url.Values{"display": {"popup"}, "config_id": {"987654321"},
+		"extras": {`{"setup":{"preVerifiedPhone":{"ids":["900000000000001"]}},"featureType":"","sessionInfoVersion":"3"}`}},
+		url.Values{"phone": {"900000000000001"}})
+	user, err := tr.ExchangeCode(context.Background(), metatest.AppID, metatest.AppSecret, code, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	phones, err := tr.WABAPhoneNumbers(context.Background(), user, userWABA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(phones, func(p meta.BusinessPhone) bool { return p.DisplayPhoneNumber == "+1 555-010-0099" })
+	if i < 0 || phones[i].ID == "900000000000001" || len(phones) != 3 {
+		t.Errorf("the client's numbers after the signup = %+v", phones)
+	}
 }

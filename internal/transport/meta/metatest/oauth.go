@@ -4,7 +4,9 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"html/template"
+	"math/big"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -127,13 +129,15 @@ type oauthState struct {
 	pageSubs   map[string][]string // a Page's subscribed fields
 	wabaSubs   map[string]bool
 	registered map[string]string // a phone number's two-step verification PIN
-	exchanged  int
+	// preVerified are the pre-verified numbers of the business (AddPreVerifiedPhone), by id.
+	preVerified map[string]string
+	exchanged   int
 }
 
 func newOAuthState() oauthState {
 	return oauthState{dialogs: map[string]*dialog{}, codes: map[string]*grant{}, grants: map[string]*grant{},
 		pageTokens: map[string]pageToken{}, pageSubs: map[string][]string{}, wabaSubs: map[string]bool{},
-		registered: map[string]string{}}
+		registered: map[string]string{}, preVerified: map[string]string{}}
 }
 
 // dialog is an open OAuth dialog.
@@ -144,7 +148,9 @@ type dialog struct {
 	origin string
 	// signup: Embedded Signup (config_id); onlyWABA when it shares no phone number.
 	signup, onlyWABA bool
-	scopes           []string // Facebook Login's permissions asked, public_profile aside
+	// preVerified are the pre-verified numbers extras.setup.preVerifiedPhone.ids offered.
+	preVerified []string
+	scopes      []string // Facebook Login's permissions asked, public_profile aside
 }
 
 // grant is what a user answered in the dialog: a code's, then its user token's.
@@ -186,6 +192,16 @@ func (s *Server) SetDialogUser(u DialogUser) {
 		s.wabas[u.WABAID] = &waba{}
 	}
 	s.oauth.user = u
+}
+
+// AddPreVerifiedPhone adds a pre-verified number of the business (Meta's WhatsApp Business
+// Pre-Verified Phone Number, GET /{id}): Embedded Signup offers it when its extras name it in
+// setup.preVerifiedPhone.ids, and a client who picks it gets it in their WABA under a new phone
+// number id, as Meta replaces the temporary object.
+func (s *Server) AddPreVerifiedPhone(id, display string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.oauth.preVerified[id] = display
 }
 
 // Exchanged is how many codes were exchanged for a user token.
@@ -352,6 +368,11 @@ func (s *Server) openDialog(w http.ResponseWriter, r *http.Request, version stri
 	if q.Get("config_id") != "" {
 		var extras struct {
 			FeatureType string `json:"featureType"`
+			Setup       struct {
+				PreVerifiedPhone struct {
+					IDs []string `json:"ids"`
+				} `json:"preVerifiedPhone"`
+			} `json:"setup"`
 		}
 		if e := q.Get("extras"); e != "" && json.Unmarshal([]byte(e), &extras) != nil {
 			dialogError(w, "Invalid extras: not a JSON object.")
@@ -364,8 +385,18 @@ func (s *Server) openDialog(w http.ResponseWriter, r *http.Request, version stri
 		d.signup = true
 		d.onlyWABA = extras.FeatureType == "only_waba_sharing" || len(user.PhoneNumbers) == 0
 		view["Title"], view["Signup"], view["WABAID"] = "Connect your WhatsApp Business Account", true, user.WABAID
+		offered := slices.Clone(user.PhoneNumbers)
+		s.mu.Lock()
+		for _, id := range extras.Setup.PreVerifiedPhone.IDs {
+			if display, ok := s.oauth.preVerified[id]; ok {
+				d.preVerified = append(d.preVerified, id)
+				offered = append(offered, PhoneNumber{ID: id, Display: display, VerifiedName: "pre-verified"})
+			}
+		}
+		s.mu.Unlock()
+		d.onlyWABA = d.onlyWABA && len(d.preVerified) == 0
 		if !d.onlyWABA {
-			view["Phones"] = user.PhoneNumbers
+			view["Phones"] = offered
 		}
 	} else {
 		for _, p := range strings.Split(q.Get("scope"), ",") {
@@ -423,8 +454,12 @@ func (s *Server) confirmDialog(w http.ResponseWriter, r *http.Request) {
 	if d.signup {
 		g.granted = append(g.granted, signupScopes...)
 		g.wabaID = user.WABAID
-		if !d.onlyWABA {
-			i := slices.IndexFunc(user.PhoneNumbers, func(p PhoneNumber) bool { return p.ID == r.PostForm.Get("phone") })
+		chosen := r.PostForm.Get("phone")
+		if slices.Contains(d.preVerified, chosen) {
+			// The pre-verified number joins the client's WABA under an id of its own.
+			g.phoneID = s.claimPreVerified(chosen, user)
+		} else if !d.onlyWABA {
+			i := slices.IndexFunc(user.PhoneNumbers, func(p PhoneNumber) bool { return p.ID == chosen })
 			if i < 0 {
 				dialogError(w, "Choose one of your phone numbers.")
 				return
@@ -464,6 +499,23 @@ func (s *Server) confirmDialog(w http.ResponseWriter, r *http.Request) {
 	s.oauth.codes[code] = g
 	s.mu.Unlock()
 	s.answerDialog(w, r, d, code, g)
+}
+
+// claimPreVerified adds the pre-verified number id to the user's WABA as a phone number with a
+// new id (the verified name of the user's numbers, if any), and returns that id.
+func (s *Server) claimPreVerified(id string, user DialogUser) string {
+	s.mu.Lock()
+	display := s.oauth.preVerified[id]
+	s.mu.Unlock()
+	n, _ := rand.Int(rand.Reader, big.NewInt(1e14))
+	phoneID := fmt.Sprintf("1%014d", n.Int64())
+	s.AddPhoneNumber(phoneID, display, user.WABAID)
+	if len(user.PhoneNumbers) > 0 {
+		s.mu.Lock()
+		s.phones[phoneID].VerifiedName = user.PhoneNumbers[0].VerifiedName
+		s.mu.Unlock()
+	}
+	return phoneID
 }
 
 // authCode is an authorization code shaped like Meta's: "AQ" and url-safe base64.
@@ -693,6 +745,7 @@ func (s *Server) onboarding(w http.ResponseWriter, r *http.Request, token, id, e
 	isPage, phone := s.pages[id] != "", s.phones[id]
 	_, isWABA := s.wabas[id]
 	pageName := s.pages[pt.pageID]
+	preVerified := s.oauth.preVerified[id]
 	s.mu.Unlock()
 	get, post := r.Method == http.MethodGet, r.Method == http.MethodPost
 	switch {
@@ -712,6 +765,9 @@ func (s *Server) onboarding(w http.ResponseWriter, r *http.Request, token, id, e
 		return true, s.phoneNumbers(w, r, token, id)
 	case phone != nil && edge == "register" && post:
 		return true, s.register(w, r, token, *phone)
+	case preVerified != "" && edge == "" && get:
+		writeJSON(w, http.StatusOK, pick(map[string]any{"id": id, "phone_number": preVerified, "code_verification_status": "VERIFIED"},
+			r.URL.Query().Get("fields"), "code_verification_status,phone_number,id"))
 	default:
 		return false, nil
 	}
