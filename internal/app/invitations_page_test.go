@@ -166,10 +166,10 @@ func TestConnectionPagesInChromium(t *testing.T) {
 	peer.SetDialogUser(metatest.DialogUser{Pages: []metatest.DialogPage{{ID: clientPageID, Name: clientPageName}}, WABAID: clientWABA,
 		PhoneNumbers: []metatest.PhoneNumber{{ID: clientPhoneID, Display: clientDisplay, WABAID: clientWABA, VerifiedName: clientVerified}}})
 	rcv := newHookReceiver(t)
-	in := start(t, rcv.trusted(), func(c *app.Config) { c.InvitationAbandonAfter = 3 * time.Second })
+	in := start(t, rcv.trusted(), publicAtListener, func(c *app.Config) { c.InvitationAbandonAfter = 3 * time.Second })
 	acme, key := onboardingProject(t, in, peer, rcv, metatest.AppSecret)
 	ctx := browser(t, "en")
-	var firstSender string // the messenger sender of the first connection
+	var firstSender, waSender string // the senders the first connections made
 	ctxEs := browser(t, "es")
 
 	t.Run("messenger: consent, pick the Page, completed", func(t *testing.T) {
@@ -264,6 +264,7 @@ func TestConnectionPagesInChromium(t *testing.T) {
 		}
 		waitPageState(t, ctxEs, "completed")
 		screenshot(t, ctxEs, "completed-whatsapp-es")
+		waSender = id
 		inv := stored(t, in, acme, id)
 		if inv.Status.WABAAccountID != clientWABA || inv.Status.ConnectedAccount == nil || inv.Status.ConnectedAccount.ID != clientPhoneID {
 			t.Errorf("completed invitation = %+v", inv.Status)
@@ -287,6 +288,44 @@ func TestConnectionPagesInChromium(t *testing.T) {
 		waitFor(t, func() bool { return len(eventsOf(rcv, id)) == 2 })
 		if ev := rcv.invitationEvents(id)[1]; ev["wabaAccountId"] != clientWABA || ev["senderId"] != id {
 			t.Errorf("completed event = %v", ev)
+		}
+	})
+
+	t.Run("the senders made send with the client's credentials", func(t *testing.T) {
+		ctx := context.Background()
+		hook := in.url + "/callbacks/meta/" + acme + "/meta"
+		for _, c := range []struct {
+			channel, sender, account, user string
+			inbound                        metatest.Payload
+		}{
+			{"whatsapp", waSender, clientPhoneID, "+15551230001", metatest.HookTextMessage(clientPhoneID, clientDisplay, "15551230001", "wamid.inv1", "Hola")},
+			{"messenger", firstSender, clientPageID, "7100000000000001", metatest.HookMessengerText(clientPageID, "7100000000000001", "m_inv1", "Hi")},
+		} {
+			if code, err := metatest.WebhookPost(ctx, hook, []byte(metatest.AppSecret), c.inbound); err != nil || code != 200 {
+				t.Fatalf("%s inbound = %d %v", c.channel, code, err)
+			}
+			waitFor(t, func() bool {
+				return in.count(`SELECT count(*) FROM messages WHERE project = $1 AND direction = 'inbound' AND sender = $2 AND channel = $3`,
+					acme, c.sender, c.channel) == 1
+			})
+			r := sendAs(in, key, c.sender, `{"to":"`+c.user+`","channel":"`+c.channel+`","text":"Welcome!"}`)
+			if r.status != 200 {
+				t.Fatalf("%s send = %d %v", c.channel, r.status, r.body)
+			}
+			waitStatus(t, in, key, r.body["message"].(map[string]any)["id"].(string), "sent")
+			var secret corev1.Secret
+			if err := in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: c.sender + "-" + c.channel}, &secret); err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, m := range peer.Messages() {
+				if (m.PhoneNumberID == c.account || m.PageID == c.account) && m.Token == string(secret.Data["accessToken"]) {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("%s: no message went from %s with the client's token", c.channel, c.account)
+			}
 		}
 	})
 
