@@ -437,7 +437,28 @@ func TestConnectionPagesInChromium(t *testing.T) {
 		}
 	})
 
-	t.Run("abandoned: a dialog left open fails with signup_abandoned", func(t *testing.T) {
+	t.Run("abandoned: leaving the page during Embedded Signup fails with signup_abandoned", func(t *testing.T) {
+		id, link := invite(t, in, key, `{}`)
+		if err := chromedp.Do(ctx, chromedp.Navigate(link)); err != nil {
+			t.Fatal(err)
+		}
+		popups := chromedp.WaitNewTarget(ctx, func(i *target.Info) bool { return strings.Contains(i.URL, "/dialog/oauth") })
+		if err := chromedp.Do(ctx, chromedp.WaitEnabled(chromedp.CSS("#connect")), chromedp.Click(chromedp.CSS("#connect"))); err != nil {
+			t.Fatal(err)
+		}
+		popup, cancel := chromedp.NewContext(ctx, chromedp.WithTargetID(<-popups))
+		defer cancel()
+		if err := chromedp.Do(popup, chromedp.WaitVisible(chromedp.CSS("#continue"))); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { inv := stored(t, in, acme, id); return inv.Stored() == v1alpha1.InvitationInProgress })
+		if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { return stored(t, in, acme, id).Status.FailureReason == v1alpha1.FailureSignupAbandoned })
+	})
+
+	t.Run("abandoned: a Facebook Login left open fails with signup_abandoned", func(t *testing.T) {
 		id, link := invite(t, in, key, `{"connectionType":"messenger"}`)
 		if err := chromedp.Do(ctx, chromedp.Navigate(link), chromedp.Click(chromedp.CSS("#connect")), chromedp.WaitVisible(chromedp.CSS("#continue"))); err != nil {
 			t.Fatal(err)

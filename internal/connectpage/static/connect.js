@@ -2,7 +2,8 @@
 // open in the click, so the click calls FB.login at once and tells the server it started in
 // parallel. The signup's FINISH message carries the WABA and phone number ids; the login's
 // callback carries the code, which the server exchanges. A closed dialog, or a CANCEL message,
-// fails the invitation with social_cancelled (the link stays usable: the page offers a retry).
+// fails the invitation with social_cancelled (the link stays usable: the page offers a retry);
+// leaving the page while the signup is under way fails it with signup_abandoned.
 (function () {
   "use strict";
   var button = document.getElementById("connect");
@@ -11,12 +12,19 @@
   var base = location.pathname.replace(/[^/]*$/, "") + token;
   var session = {};
   var cancelled = false;
+  var underWay = false; // between the click and the login's callback
 
   function post(path, body) {
     return fetch(base + path, {method: "POST", headers: {"Content-Type": "application/json"},
       body: JSON.stringify(body || {}), credentials: "same-origin"});
   }
   function reload() { location.assign(base); }
+
+  window.addEventListener("pagehide", function () {
+    if (underWay) {
+      navigator.sendBeacon(base + "/fail", new Blob([JSON.stringify({reason: "signup_abandoned"})], {type: "application/json"}));
+    }
+  });
 
   window.addEventListener("message", function (ev) {
     if (ev.origin !== settings.origin || typeof ev.data !== "string") { return; }
@@ -31,6 +39,7 @@
   });
 
   function loggedIn(response) {
+    underWay = false;
     var code = response && response.authResponse && response.authResponse.code;
     if (!code) {
       post("/fail", {reason: "social_cancelled"}).then(reload, reload);
@@ -56,6 +65,7 @@
 
   button.addEventListener("click", function () {
     button.disabled = true;
+    underWay = true;
     post("/start");
     FB.login(loggedIn, {config_id: settings.configId, response_type: "code", override_default_response_type: true,
       extras: settings.extras});
