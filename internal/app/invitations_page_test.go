@@ -329,6 +329,37 @@ func TestConnectionPagesInChromium(t *testing.T) {
 		}
 	})
 
+	t.Run("whatsapp: resent and connected again, the number keeps its PIN", func(t *testing.T) {
+		before, _ := peer.Registered(clientPhoneID)
+		inv := stored(t, in, acme, waSender)
+		inv.Spec.ResendRequestedAt = &metav1.Time{Time: time.Now().Add(time.Second)}
+		if err := in.k8s.Update(context.Background(), &inv); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { inv := stored(t, in, acme, waSender); return inv.Stored() == v1alpha1.InvitationPending })
+		if err := chromedp.Do(ctx, chromedp.Navigate(in.get("/v1/invitations/"+waSender, key).body["invitation"].(map[string]any)["url"].(string))); err != nil {
+			t.Fatal(err)
+		}
+		popups := chromedp.WaitNewTarget(ctx, func(i *target.Info) bool { return strings.Contains(i.URL, "/dialog/oauth") })
+		if err := chromedp.Do(ctx, chromedp.WaitEnabled(chromedp.CSS("#connect")), chromedp.Click(chromedp.CSS("#connect"))); err != nil {
+			t.Fatal(err)
+		}
+		popup, cancel := chromedp.NewContext(ctx, chromedp.WithTargetID(<-popups))
+		defer cancel()
+		if err := chromedp.Do(popup, chromedp.WaitVisible(chromedp.CSS("#phone")), chromedp.SetValue(chromedp.CSS("#phone"), clientPhoneID),
+			chromedp.Click(chromedp.CSS("#continue"))); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, ctx, "completed")
+		if after, ok := peer.Registered(clientPhoneID); !ok || after != before {
+			t.Errorf("PIN %q, then %q", before, after)
+		}
+		waitFor(t, func() bool { return len(eventsOf(rcv, waSender)) == 5 })
+		if got := eventsOf(rcv, waSender)[2:]; !slices.Equal(got, []string{"completed→pending", "pending→in_progress", "in_progress→completed"}) {
+			t.Errorf("events after the resend = %v", got)
+		}
+	})
+
 	t.Run("whatsapp: a pre-assigned number is connected instead of the client's own", func(t *testing.T) {
 		const preVerified, preDisplay = "900000000000001", "+55 11 4000-1234"
 		peer.AddPreVerifiedPhone(preVerified, preDisplay)

@@ -139,6 +139,12 @@ func (h *Handler) pickPage(w http.ResponseWriter, r *http.Request, token string)
 		h.failed(w, r, token, inv, &Failure{Reason: v1alpha1.FailureInternalError, Err: errors.New("the page picked was not among the sign-in's")})
 		return
 	}
+	if inv.Stored() != v1alpha1.InvitationInProgress {
+		// Failed meanwhile (left too long, or a retry elsewhere): connecting starts it again.
+		if inv, err = h.o.Invitations.Start(r.Context(), inv); h.refused(w, r, token, err) {
+			return
+		}
+	}
 	connected, err := h.o.Connector.ConnectMessenger(r.Context(), inv, *chosen)
 	if err != nil {
 		h.failed(w, r, token, inv, err)

@@ -144,8 +144,15 @@ func (c *Connector) ConnectWhatsApp(ctx context.Context, inv *v1alpha1.Invitatio
 		return invitation.Connected{}, &connectpage.Failure{Reason: "phone_country_not_allowed",
 			Err: fmt.Errorf("number %s is not from %v", phone.DisplayPhoneNumber, inv.Spec.AllowedPhoneCountries)}
 	}
-	pin, err := newPIN()
+	// The PIN is kept before the number is registered with it: a connection tried again (after
+	// a failure, or a resend) registers the same number with the same PIN, as Meta requires of
+	// a number that has one.
+	secret := inv.Name + "-whatsapp"
+	pin, err := c.pinOf(ctx, inv, secret, phone.ID)
 	if err != nil {
+		return invitation.Connected{}, internal(err)
+	}
+	if err := c.writeSecret(ctx, inv, secret, map[string]string{v1alpha1.ProviderKeyAccessToken: token, "pin": pin, "phoneNumberId": phone.ID}); err != nil {
 		return invitation.Connected{}, internal(err)
 	}
 	if err := app.Graph.RegisterPhone(ctx, token, phone.ID, pin); err != nil {
@@ -153,10 +160,6 @@ func (c *Connector) ConnectWhatsApp(ctx context.Context, inv *v1alpha1.Invitatio
 	}
 	if err := app.Graph.SubscribeWABA(ctx, token, waba); err != nil {
 		return invitation.Connected{}, internal(fmt.Errorf("subscribe the app to WABA %s: %w", waba, err))
-	}
-	secret := inv.Name + "-whatsapp"
-	if err := c.writeSecret(ctx, inv, secret, map[string]string{v1alpha1.ProviderKeyAccessToken: token, "pin": pin}); err != nil {
-		return invitation.Connected{}, internal(err)
 	}
 	name := displayName(inv, phone.VerifiedName)
 	account := &v1alpha1.ConnectedAccount{AccountID: phone.ID, DisplayName: phone.VerifiedName, DisplayPhoneNumber: phone.DisplayPhoneNumber,
@@ -207,6 +210,19 @@ func keepDigits(r rune) rune {
 		return r
 	}
 	return -1
+}
+
+// pinOf is the PIN the invitation's Secret keeps for the number, else a new one.
+func (c *Connector) pinOf(ctx context.Context, inv *v1alpha1.Invitation, secret, phoneID string) (string, error) {
+	var s corev1.Secret
+	err := c.Live.Get(ctx, client.ObjectKey{Namespace: inv.Namespace, Name: secret}, &s)
+	switch {
+	case err == nil && string(s.Data["phoneNumberId"]) == phoneID && len(s.Data["pin"]) == 6:
+		return string(s.Data["pin"]), nil
+	case err != nil && !apierrors.IsNotFound(err):
+		return "", fmt.Errorf("read secret %s: %w", secret, err)
+	}
+	return newPIN()
 }
 
 // newPIN is a number's two-step verification PIN: six random digits.
