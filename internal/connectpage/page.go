@@ -240,9 +240,13 @@ func headers(w http.ResponseWriter) {
 	w.Header().Set("Cache-Control", "no-store")
 }
 
-// lookup finds the invitation of a link, answering the not-found page when there is none.
+// lookup finds the invitation of a link (by the cache's token index), read fresh from the API
+// server, answering the not-found page when there is none.
 func (h *Handler) lookup(w http.ResponseWriter, r *http.Request, token string) *v1alpha1.Invitation {
 	inv, err := h.o.Invitations.ByToken(r.Context(), token)
+	if err == nil {
+		inv, err = h.o.Invitations.Fresh(r.Context(), inv.Namespace, inv.Name)
+	}
 	if err != nil {
 		if apperror.As(err) == nil {
 			h.o.Log.Error(err, "find the invitation of a link")

@@ -54,7 +54,7 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 		h.render(w, http.StatusInternalServerError, "message.html", h.messageView(r, "reason.internal_error", ""))
 		return
 	}
-	inv, err := h.o.Invitations.Get(r.Context(), row.Project, row.Invitation)
+	inv, err := h.o.Invitations.Fresh(r.Context(), row.Project, row.Invitation)
 	if err != nil {
 		h.render(w, http.StatusNotFound, "message.html", h.messageView(r, "notFound", "notFoundBody"))
 		return

@@ -159,6 +159,20 @@ func (s *Service) Get(ctx context.Context, project, id string) (*v1alpha1.Invita
 	return &inv, nil
 }
 
+// Fresh reads the invitation from the API server: the connection page shows, and acts on, the
+// state its own last step wrote, which the informer cache may not hold yet.
+func (s *Service) Fresh(ctx context.Context, project, id string) (*v1alpha1.Invitation, error) {
+	var inv v1alpha1.Invitation
+	err := s.live.Get(ctx, client.ObjectKey{Namespace: project, Name: id}, &inv)
+	if apierrors.IsNotFound(err) {
+		return nil, apperror.NotFoundf("Invitation %s does not exist.", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read invitation %s: %w", id, err)
+	}
+	return &inv, nil
+}
+
 // List returns the project's invitations in the state asked for (all when empty; expired is
 // the state they read as), oldest first, then by id.
 func (s *Service) List(ctx context.Context, project, state string) ([]v1alpha1.Invitation, error) {

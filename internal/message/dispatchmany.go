@@ -142,6 +142,36 @@ func (s *Service) AdvanceAll(ctx context.Context, ids []string, status string) e
 	return err
 }
 
+// applyAllIn moves the messages of p to its status inside tx, as one statement, and writes the
+// events of those that moved, one statement a project; the broadcast ones are added to f.
+func (s *Service) applyAllIn(ctx context.Context, tx pgx.Tx, status string, p db.SetMessagesStatusParams, f *followed) ([]db.Message, error) {
+	p.UpdatedAt = s.now().UTC()
+	rows, err := db.New(tx).SetMessagesStatus(ctx, p)
+	if err != nil {
+		return nil, fmt.Errorf("move %d messages to %s: %w", len(p.Ids), status, err)
+	}
+	moved := make([]db.Message, len(rows))
+	byProject := map[string][]delivery.Event{}
+	var projects []string
+	for i, r := range rows {
+		m := db.Message(r)
+		moved[i] = m
+		if _, seen := byProject[m.Project]; !seen {
+			projects = append(projects, m.Project)
+		}
+		byProject[m.Project] = append(byProject[m.Project], events(m)...)
+		if m.BroadcastContactID != nil {
+			*f = append(*f, m)
+		}
+	}
+	for _, pr := range projects {
+		if _, err := s.deliveries.EnqueueAll(ctx, tx, byProject[pr]...); err != nil {
+			return nil, err
+		}
+	}
+	return moved, nil
+}
+
 // applyAllAttempts bounds the runs of one batch that deadlocks with another over a contact's
 // row; each run is one statement, so a run again is cheap.
 const applyAllAttempts = 3
@@ -167,31 +197,11 @@ func (s *Service) applyAll(ctx context.Context, status string, steps []sentStep)
 	var moved []db.Message
 	var err error
 	for attempt := 1; ; attempt++ {
-		p.UpdatedAt = s.now().UTC()
 		err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			rows, err := db.New(tx).SetMessagesStatus(ctx, p)
-			if err != nil {
-				return fmt.Errorf("move %d messages to %s: %w", len(steps), status, err)
-			}
-			moved = make([]db.Message, len(rows))
-			byProject := map[string][]delivery.Event{}
-			var projects []string
 			var f followed
-			for i, r := range rows {
-				m := db.Message(r)
-				moved[i] = m
-				if _, seen := byProject[m.Project]; !seen {
-					projects = append(projects, m.Project)
-				}
-				byProject[m.Project] = append(byProject[m.Project], events(m)...)
-				if m.BroadcastContactID != nil {
-					f = append(f, m)
-				}
-			}
-			for _, pr := range projects {
-				if _, err := s.deliveries.EnqueueAll(ctx, tx, byProject[pr]...); err != nil {
-					return err
-				}
+			var err error
+			if moved, err = s.applyAllIn(ctx, tx, status, p, &f); err != nil {
+				return err
 			}
 			return s.follow(ctx, tx, f)
 		})

@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/transport"
 )
 
 // Status changes that arrive together share a transaction: at most statusBatchMax of them,
@@ -131,11 +134,25 @@ func (b *StatusBatcher) apply(ctx context.Context, batch []statusRequest) {
 		return a != "" && (c == "" || a < c)
 	})
 	moved := make([]bool, len(batch))
+	grouped, inGroup := groupSteps(batch)
 	err := pgx.BeginFunc(ctx, b.s.pool, func(tx pgx.Tx) error {
 		var f followed
+		for _, g := range grouped {
+			rows, err := b.s.applyAllIn(ctx, tx, g.status, g.params, &f)
+			if err != nil {
+				return err
+			}
+			took := make(map[string]bool, len(rows))
+			for _, m := range rows {
+				took[m.ID] = true
+			}
+			for _, i := range g.at {
+				moved[i] = took[batch[i].change.MessageID]
+			}
+		}
 		for i, r := range batch {
-			if _, ok := statusFrom[r.change.Status]; !ok {
-				continue // refused below, on its own
+			if _, ok := statusFrom[r.change.Status]; !ok || inGroup[i] {
+				continue // refused below, on its own; or moved with its group
 			}
 			m, err := b.s.applyIn(ctx, tx, r.change, &f)
 			if err != nil {
@@ -155,4 +172,43 @@ func (b *StatusBatcher) apply(ctx context.Context, batch []statusRequest) {
 		m, err := b.s.ApplyStatus(ctx, r.change)
 		r.done <- statusResult{moved: m, err: err}
 	}
+}
+
+// stepGroup is the changes of a batch that move to one status as one statement: forward steps
+// without an error (sent, delivered, read), of messages that have no other change in the batch.
+type stepGroup struct {
+	status string
+	params db.SetMessagesStatusParams
+	at     []int // their places in the batch
+}
+
+// groupSteps groups the batch's changes that can move together, in the batch's order (message
+// id order), and which of the batch's changes they hold; a message with two changes in the
+// batch keeps them one by one, in order.
+func groupSteps(batch []statusRequest) ([]stepGroup, []bool) {
+	changes := map[string]int{}
+	for _, r := range batch {
+		changes[r.change.MessageID]++
+	}
+	var out []stepGroup
+	inGroup := make([]bool, len(batch))
+	for _, status := range []string{transport.StatusSent, transport.StatusDelivered, transport.StatusRead} {
+		g := stepGroup{status: status, params: db.SetMessagesStatusParams{Status: status, FromStatuses: statusFrom[status]}}
+		for i, r := range batch {
+			ch := r.change
+			if ch.Status != status || ch.MessageID == "" || ch.Failure != nil || changes[ch.MessageID] != 1 {
+				continue
+			}
+			g.params.Ids = append(g.params.Ids, ch.MessageID)
+			g.params.ProviderMessageIds = append(g.params.ProviderMessageIds, ch.ProviderMessageID)
+			g.at = append(g.at, i)
+		}
+		if len(g.at) > 1 { // one change alone goes its own way: no gain
+			out = append(out, g)
+			for _, i := range g.at {
+				inGroup[i] = true
+			}
+		}
+	}
+	return out, inGroup
 }

@@ -74,6 +74,37 @@ func TestStatusBatcher(t *testing.T) {
 		t.Errorf("a repeated change: moved %v, %v", again, err)
 	}
 
+	// Delivered steps move together (one statement); a message delivered twice in among them
+	// moves once, and a stale sent moves nothing.
+	changes := []StatusChange{{MessageID: msgs[10].ID, Status: transport.StatusDelivered}, {MessageID: msgs[30].ID, Status: transport.StatusSent}}
+	for _, m := range msgs[10:20] {
+		changes = append(changes, StatusChange{MessageID: m.ID, Status: transport.StatusDelivered})
+	}
+	got := make([]bool, len(changes))
+	for i, ch := range changes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var err error
+			if got[i], err = b.Apply(ctx, ch); err != nil {
+				t.Errorf("change %d: %v", i, err)
+			}
+		}()
+	}
+	wg.Wait()
+	movedCount := 0
+	for _, g := range got {
+		if g {
+			movedCount++
+		}
+	}
+	if movedCount != 10 || got[1] {
+		t.Errorf("%d of %d changes moved (the stale sent: %v), want the 10 deliveries", movedCount, len(changes), got[1])
+	}
+	if got := s.eventsOf(t, "message.delivered"); got != 10 {
+		t.Errorf("%d message.delivered deliveries for 10 deliveries", got)
+	}
+
 	stop()
 	<-stopped
 	// Stopped: Apply is ApplyStatus.
