@@ -146,24 +146,20 @@ func expiry(from time.Time, days int32) *metav1.Time {
 	return &t
 }
 
-// Get returns invitation id of project.
+// Get returns invitation id of project, from the informer cache.
 func (s *Service) Get(ctx context.Context, project, id string) (*v1alpha1.Invitation, error) {
-	var inv v1alpha1.Invitation
-	err := s.client.Get(ctx, client.ObjectKey{Namespace: project, Name: id}, &inv)
-	if apierrors.IsNotFound(err) {
-		return nil, apperror.NotFoundf("Invitation %s does not exist.", id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read invitation %s: %w", id, err)
-	}
-	return &inv, nil
+	return read(ctx, s.client, project, id)
 }
 
 // Fresh reads the invitation from the API server: the connection page shows, and acts on, the
 // state its own last step wrote, which the informer cache may not hold yet.
 func (s *Service) Fresh(ctx context.Context, project, id string) (*v1alpha1.Invitation, error) {
+	return read(ctx, s.live, project, id)
+}
+
+func read(ctx context.Context, r client.Reader, project, id string) (*v1alpha1.Invitation, error) {
 	var inv v1alpha1.Invitation
-	err := s.live.Get(ctx, client.ObjectKey{Namespace: project, Name: id}, &inv)
+	err := r.Get(ctx, client.ObjectKey{Namespace: project, Name: id}, &inv)
 	if apierrors.IsNotFound(err) {
 		return nil, apperror.NotFoundf("Invitation %s does not exist.", id)
 	}

@@ -7,13 +7,11 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
-	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/randid"
@@ -28,27 +26,24 @@ var errUnchanged = errors.New("unchanged")
 func (s *Service) change(ctx context.Context, project, id string, step func(*v1alpha1.Invitation, time.Time) error) (*v1alpha1.Invitation, error) {
 	var out *v1alpha1.Invitation
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		var inv v1alpha1.Invitation
-		if err := s.live.Get(ctx, client.ObjectKey{Namespace: project, Name: id}, &inv); err != nil {
-			if apierrors.IsNotFound(err) {
-				return apperror.NotFoundf("Invitation %s does not exist.", id)
-			}
-			return fmt.Errorf("read invitation %s: %w", id, err)
+		inv, err := read(ctx, s.live, project, id)
+		if err != nil {
+			return err
 		}
 		now := s.now().UTC().Truncate(time.Second)
-		err := step(&inv, now)
+		err = step(inv, now)
 		if errors.Is(err, errUnchanged) {
-			out = &inv
+			out = inv
 			return nil
 		}
 		if err != nil {
 			return err
 		}
 		inv.Status.UpdatedAt = stamp(now)
-		if err := s.client.Status().Update(ctx, &inv, client.FieldOwner(s.fieldManager)); err != nil {
+		if err := s.client.Status().Update(ctx, inv, client.FieldOwner(s.fieldManager)); err != nil {
 			return err
 		}
-		out = &inv
+		out = inv
 		return nil
 	})
 	if err != nil {
