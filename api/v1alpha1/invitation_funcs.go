@@ -48,3 +48,9 @@ func (i *Invitation) ActiveAt(now time.Time) bool {
 	}
 	return false
 }
+
+// ResendAsked says whether spec.resendRequestedAt asks for a resend not carried out yet.
+func (i *Invitation) ResendAsked() bool {
+	req := i.Spec.ResendRequestedAt
+	return req != nil && (i.Status.ResentAt == nil || req.After(i.Status.ResentAt.Time))
+}

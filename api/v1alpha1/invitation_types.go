@@ -176,7 +176,7 @@ type InvitationStatus struct {
 // +kubebuilder:printcolumn:name="Client",type=string,JSONPath=`.spec.clientName`
 // +kubebuilder:printcolumn:name="Type",type=string,JSONPath=`.spec.connectionType`
 // +kubebuilder:printcolumn:name="State",type=string,JSONPath=`.status.state`
-// +kubebuilder:printcolumn:name="Expires",type=date,JSONPath=`.status.expiresAt`
+// +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.expiresAt`,description="when the link stops working (a date column would show a future time as <invalid>)"
 // +kubebuilder:printcolumn:name="Sender",type=string,JSONPath=`.status.sender`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Invitation struct {

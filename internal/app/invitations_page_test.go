@@ -131,6 +131,19 @@ func eventsOf(rcv *hookReceiver, id string) []string {
 	return out
 }
 
+// openSignup clicks Connect on the WhatsApp page ctx shows and returns the Embedded Signup
+// popup it opens.
+func openSignup(t *testing.T, ctx context.Context) context.Context {
+	t.Helper()
+	popups := chromedp.WaitNewTarget(ctx, func(i *target.Info) bool { return strings.Contains(i.URL, "/dialog/oauth") })
+	if err := chromedp.Do(ctx, chromedp.WaitEnabled(chromedp.CSS("#connect")), chromedp.Click(chromedp.CSS("#connect"))); err != nil {
+		t.Fatal(err)
+	}
+	popup, cancel := chromedp.NewContext(ctx, chromedp.WithTargetID(<-popups))
+	t.Cleanup(cancel)
+	return popup
+}
+
 // pageState is the state the page shows.
 func pageState(ctx context.Context) (string, error) {
 	if err := chromedp.Do(ctx, chromedp.WaitReady(chromedp.CSS("#state"))); err != nil {
@@ -253,12 +266,7 @@ func TestConnectionPagesInChromium(t *testing.T) {
 		}
 		waitPageState(t, ctxEs, "pending")
 		screenshot(t, ctxEs, "ready-whatsapp-es")
-		popups := chromedp.WaitNewTarget(ctxEs, func(i *target.Info) bool { return strings.Contains(i.URL, "/dialog/oauth") })
-		if err := chromedp.Do(ctxEs, chromedp.WaitEnabled(chromedp.CSS("#connect")), chromedp.Click(chromedp.CSS("#connect"))); err != nil {
-			t.Fatal(err)
-		}
-		popup, cancel := chromedp.NewContext(ctxEs, chromedp.WithTargetID(<-popups))
-		defer cancel()
+		popup := openSignup(t, ctxEs)
 		if err := chromedp.Do(popup, chromedp.WaitVisible(chromedp.CSS("#phone")), chromedp.SetValue(chromedp.CSS("#phone"), clientPhoneID), chromedp.Click(chromedp.CSS("#continue"))); err != nil {
 			t.Fatal(err)
 		}
@@ -340,12 +348,7 @@ func TestConnectionPagesInChromium(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(in.get("/v1/invitations/"+waSender, key).body["invitation"].(map[string]any)["url"].(string))); err != nil {
 			t.Fatal(err)
 		}
-		popups := chromedp.WaitNewTarget(ctx, func(i *target.Info) bool { return strings.Contains(i.URL, "/dialog/oauth") })
-		if err := chromedp.Do(ctx, chromedp.WaitEnabled(chromedp.CSS("#connect")), chromedp.Click(chromedp.CSS("#connect"))); err != nil {
-			t.Fatal(err)
-		}
-		popup, cancel := chromedp.NewContext(ctx, chromedp.WithTargetID(<-popups))
-		defer cancel()
+		popup := openSignup(t, ctx)
 		if err := chromedp.Do(popup, chromedp.WaitVisible(chromedp.CSS("#phone")), chromedp.SetValue(chromedp.CSS("#phone"), clientPhoneID),
 			chromedp.Click(chromedp.CSS("#continue"))); err != nil {
 			t.Fatal(err)
@@ -370,12 +373,7 @@ func TestConnectionPagesInChromium(t *testing.T) {
 		if body, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("#state"))); err != nil || !strings.Contains(body, preVerified) {
 			t.Errorf("the page does not say the number is provided: %q %v", body, err)
 		}
-		popups := chromedp.WaitNewTarget(ctx, func(i *target.Info) bool { return strings.Contains(i.URL, "/dialog/oauth") })
-		if err := chromedp.Do(ctx, chromedp.WaitEnabled(chromedp.CSS("#connect")), chromedp.Click(chromedp.CSS("#connect"))); err != nil {
-			t.Fatal(err)
-		}
-		popup, cancel := chromedp.NewContext(ctx, chromedp.WithTargetID(<-popups))
-		defer cancel()
+		popup := openSignup(t, ctx)
 		if err := chromedp.Do(popup, chromedp.WaitVisible(chromedp.CSS("#phone")), chromedp.SetValue(chromedp.CSS("#phone"), preVerified),
 			chromedp.Click(chromedp.CSS("#continue"))); err != nil {
 			t.Fatal(err)
@@ -399,12 +397,7 @@ func TestConnectionPagesInChromium(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(link)); err != nil {
 			t.Fatal(err)
 		}
-		popups := chromedp.WaitNewTarget(ctx, func(i *target.Info) bool { return strings.Contains(i.URL, "/dialog/oauth") })
-		if err := chromedp.Do(ctx, chromedp.WaitEnabled(chromedp.CSS("#connect")), chromedp.Click(chromedp.CSS("#connect"))); err != nil {
-			t.Fatal(err)
-		}
-		popup, cancel := chromedp.NewContext(ctx, chromedp.WithTargetID(<-popups))
-		defer cancel()
+		popup := openSignup(t, ctx)
 		if err := chromedp.Do(popup, chromedp.WaitVisible(chromedp.CSS("#phone")), chromedp.SetValue(chromedp.CSS("#phone"), clientPhoneID),
 			chromedp.Click(chromedp.CSS("#continue"))); err != nil {
 			t.Fatal(err)
@@ -453,12 +446,7 @@ func TestConnectionPagesInChromium(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(link)); err != nil {
 			t.Fatal(err)
 		}
-		popups := chromedp.WaitNewTarget(ctx, func(i *target.Info) bool { return strings.Contains(i.URL, "/dialog/oauth") })
-		if err := chromedp.Do(ctx, chromedp.WaitEnabled(chromedp.CSS("#connect")), chromedp.Click(chromedp.CSS("#connect"))); err != nil {
-			t.Fatal(err)
-		}
-		popup, cancel := chromedp.NewContext(ctx, chromedp.WithTargetID(<-popups))
-		defer cancel()
+		popup := openSignup(t, ctx)
 		if err := chromedp.Do(popup, chromedp.WaitVisible(chromedp.CSS("#cancel")), chromedp.Click(chromedp.CSS("#cancel"))); err != nil {
 			t.Fatal(err)
 		}
@@ -473,12 +461,7 @@ func TestConnectionPagesInChromium(t *testing.T) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(link)); err != nil {
 			t.Fatal(err)
 		}
-		popups := chromedp.WaitNewTarget(ctx, func(i *target.Info) bool { return strings.Contains(i.URL, "/dialog/oauth") })
-		if err := chromedp.Do(ctx, chromedp.WaitEnabled(chromedp.CSS("#connect")), chromedp.Click(chromedp.CSS("#connect"))); err != nil {
-			t.Fatal(err)
-		}
-		popup, cancel := chromedp.NewContext(ctx, chromedp.WithTargetID(<-popups))
-		defer cancel()
+		popup := openSignup(t, ctx)
 		if err := chromedp.Do(popup, chromedp.WaitVisible(chromedp.CSS("#continue"))); err != nil {
 			t.Fatal(err)
 		}

@@ -3,9 +3,11 @@ package cli_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -54,9 +56,28 @@ func TestInvitationResendAndLink(t *testing.T) {
 	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "acme"}}); err != nil {
 		t.Fatal(err)
 	}
-	inv := &v1alpha1.Invitation{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "ana"}}
+	inv := &v1alpha1.Invitation{ObjectMeta: metav1.ObjectMeta{Namespace: "acme", Name: "ana"},
+		Spec: v1alpha1.InvitationSpec{ClientName: "Ana's Bakery", ConnectionType: v1alpha1.ConnectionMessenger}}
 	if err := k8s.Create(ctx, inv); err != nil {
 		t.Fatal(err)
+	}
+	expires := time.Now().Add(72 * time.Hour).UTC().Truncate(time.Second)
+	inv.Status.State, inv.Status.ExpiresAt = v1alpha1.InvitationFailed, &metav1.Time{Time: expires}
+	if err := k8s.Status().Update(ctx, inv); err != nil {
+		t.Fatal(err)
+	}
+
+	// kubectl get invitations shows the client, the type, the state and the expiry.
+	kubectl := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl"), "--kubeconfig", kcFile, "get", "invitations", "-n", "acme")
+	table, err := kubectl.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl get invitations: %v\n%s", err, table)
+	}
+	lines := strings.Split(strings.TrimSpace(string(table)), "\n")
+	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != "NAME CLIENT TYPE STATE EXPIRES AGE" ||
+		!strings.Contains(lines[1], "Ana's Bakery") || !strings.Contains(lines[1], "messenger") || !strings.Contains(lines[1], "failed") ||
+		!strings.Contains(lines[1], expires.Format(time.RFC3339)) {
+		t.Errorf("kubectl get invitations =\n%s", table)
 	}
 
 	code, stdout, stderr := run(t, "invitation", "resend", "ana", "--project", "acme", "--kubeconfig", kcFile)

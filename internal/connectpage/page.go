@@ -261,7 +261,7 @@ func (h *Handler) lookup(w http.ResponseWriter, r *http.Request, token string) *
 
 func (h *Handler) messageView(r *http.Request, title, body string) view {
 	v := h.viewOf(r, nil, "")
-	v.State, v.Reason, v.Account = title, body, ""
+	v.State, v.Reason = title, body
 	return v
 }
 
@@ -369,23 +369,35 @@ func (h *Handler) whatsapp(w http.ResponseWriter, r *http.Request, token string)
 		http.Error(w, "a code is required", http.StatusBadRequest)
 		return
 	}
-	next := map[string]string{"next": invitation.PagePath + token}
+	h.connect(r, inv, func(inv *v1alpha1.Invitation) (invitation.Connected, error) {
+		return h.o.Connector.ConnectWhatsApp(r.Context(), inv, in.Code, in.WhatsAppSession)
+	})
+	writeJSON(w, map[string]string{"next": invitation.PagePath + token})
+}
+
+// connect makes a connection and records its outcome: completed, or failed with its reason. An
+// invitation no longer in progress (failed meanwhile: left too long, or a retry elsewhere) is
+// started again first; one cancelled, expired or completed meanwhile is left as it is, and the
+// page says so.
+func (h *Handler) connect(r *http.Request, inv *v1alpha1.Invitation, connectTo func(*v1alpha1.Invitation) (invitation.Connected, error)) {
 	if inv.Stored() != v1alpha1.InvitationInProgress {
-		if _, err := h.o.Invitations.Start(r.Context(), inv); err != nil {
-			writeJSON(w, next) // cancelled or expired meanwhile: the page says so
+		started, err := h.o.Invitations.Start(r.Context(), inv)
+		if err != nil {
+			if !errors.Is(err, invitation.ErrGone) && !errors.Is(err, invitation.ErrFinished) {
+				h.o.Log.Error(err, "start an invitation again", "project", inv.Namespace, "invitation", inv.Name)
+			}
 			return
 		}
+		inv = started
 	}
-	connected, err := h.o.Connector.ConnectWhatsApp(r.Context(), inv, in.Code, in.WhatsAppSession)
+	connected, err := connectTo(inv)
 	if err != nil {
 		h.failedQuietly(r, inv, err)
-		writeJSON(w, next)
 		return
 	}
 	if _, err := h.o.Invitations.Complete(r.Context(), inv, connected); err != nil {
 		h.o.Log.Error(err, "record a completed connection", "project", inv.Namespace, "invitation", inv.Name)
 	}
-	writeJSON(w, next)
 }
 
 // failedQuietly records a failed connection (its reason, else internal_error), for a script's

@@ -139,20 +139,9 @@ func (h *Handler) pickPage(w http.ResponseWriter, r *http.Request, token string)
 		h.failed(w, r, token, inv, &Failure{Reason: v1alpha1.FailureInternalError, Err: errors.New("the page picked was not among the sign-in's")})
 		return
 	}
-	if inv.Stored() != v1alpha1.InvitationInProgress {
-		// Failed meanwhile (left too long, or a retry elsewhere): connecting starts it again.
-		if inv, err = h.o.Invitations.Start(r.Context(), inv); h.refused(w, r, token, err) {
-			return
-		}
-	}
-	connected, err := h.o.Connector.ConnectMessenger(r.Context(), inv, *chosen)
-	if err != nil {
-		h.failed(w, r, token, inv, err)
-		return
-	}
-	if _, err := h.o.Invitations.Complete(r.Context(), inv, connected); err != nil {
-		h.o.Log.Error(err, "record a completed connection", "project", inv.Namespace, "invitation", inv.Name)
-	}
+	h.connect(r, inv, func(inv *v1alpha1.Invitation) (invitation.Connected, error) {
+		return h.o.Connector.ConnectMessenger(r.Context(), inv, *chosen)
+	})
 	headers(w)
 	http.Redirect(w, r, invitation.PagePath+token, http.StatusSeeOther)
 }

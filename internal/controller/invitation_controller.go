@@ -41,7 +41,7 @@ func (r *InvitationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, nil
 	}
 	inv, err := r.Invitations.Initialize(ctx, &got)
-	if err == nil && resendAsked(inv) {
+	if err == nil && inv.ResendAsked() {
 		inv, err = r.Invitations.Resend(ctx, inv)
 	}
 	if err == nil {
@@ -71,12 +71,6 @@ func (r *InvitationReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 		return ctrl.Result{}, fmt.Errorf("fail abandoned invitation %s: %w", req, err)
 	}
 	return ctrl.Result{}, nil
-}
-
-// resendAsked tells whether spec.resendRequestedAt asks for a resend not yet carried out.
-func resendAsked(inv *v1alpha1.Invitation) bool {
-	req := inv.Spec.ResendRequestedAt
-	return req != nil && (inv.Status.ResentAt == nil || req.After(inv.Status.ResentAt.Time))
 }
 
 // SetupWithManager watches Invitations.

@@ -153,12 +153,11 @@ func (s *Service) Fail(ctx context.Context, inv *v1alpha1.Invitation, reason str
 // recorded stays until the next one replaces it.
 func (s *Service) Resend(ctx context.Context, inv *v1alpha1.Invitation) (*v1alpha1.Invitation, error) {
 	return s.change(ctx, inv.Namespace, inv.Name, func(inv *v1alpha1.Invitation, now time.Time) error {
-		req := inv.Spec.ResendRequestedAt
-		if req == nil || (inv.Status.ResentAt != nil && !req.After(inv.Status.ResentAt.Time)) {
+		if !inv.ResendAsked() {
 			return errUnchanged
 		}
 		setState(inv, v1alpha1.InvitationPending, now)
-		inv.Status.ResentAt = req.DeepCopy()
+		inv.Status.ResentAt = inv.Spec.ResendRequestedAt.DeepCopy()
 		inv.Status.ExpiresAt = expiry(now, inv.Spec.ExpiresInDays)
 		inv.Status.FailureReason, inv.Status.FailedAt, inv.Status.CancelledAt = "", nil, nil
 		return nil

@@ -329,6 +329,9 @@ func (c *Connector) takePage(ctx context.Context, inv *v1alpha1.Invitation, page
 	return nil
 }
 
+// invitationLabel marks the Sender and Secrets a connection made with its invitation's name.
+const invitationLabel = "messaging.switchboard.io/invitation"
+
 // providerRef names the app's Provider on the sender when it is the project's own (an
 // installation's default is found again without a name).
 func providerRef(inv *v1alpha1.Invitation, app registry.MetaApp) string {
@@ -361,7 +364,7 @@ func (c *Connector) writeSecret(ctx context.Context, inv *v1alpha1.Invitation, n
 		err := c.Live.Get(ctx, client.ObjectKey{Namespace: inv.Namespace, Name: name}, &s)
 		if apierrors.IsNotFound(err) {
 			s = corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: inv.Namespace, Name: name,
-				Labels: map[string]string{v1alpha1.SecretLabel: "true", "messaging.switchboard.io/invitation": inv.Name}},
+				Labels: map[string]string{v1alpha1.SecretLabel: "true", invitationLabel: inv.Name}},
 				Type: corev1.SecretTypeOpaque, StringData: data}
 			return c.Client.Create(ctx, &s, client.FieldOwner(kubewrite.FieldManager))
 		}
@@ -378,14 +381,12 @@ func (c *Connector) writeSender(ctx context.Context, inv *v1alpha1.Invitation, d
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		var s v1alpha1.Sender
 		err := c.Live.Get(ctx, client.ObjectKey{Namespace: inv.Namespace, Name: inv.Name}, &s)
-		if apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
 			s = v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: inv.Namespace, Name: inv.Name,
-				Labels: map[string]string{"messaging.switchboard.io/invitation": inv.Name}},
+				Labels: map[string]string{invitationLabel: inv.Name}},
 				Spec: v1alpha1.SenderSpec{DisplayName: displayName}}
-			set(&s.Spec)
-			return kubewrite.Write(ctx, c.Client, &s)
-		}
-		if err != nil {
+		case err != nil:
 			return err
 		}
 		set(&s.Spec)

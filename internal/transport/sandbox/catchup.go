@@ -59,19 +59,12 @@ func (w *CatchUpWorker) catchUp(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read overdue sandbox steps: %w", err)
 	}
-	// Each step as a group when the sandbox advances groups, else message by message.
+	// Each step as a group.
 	var steps []Step
 	groups := map[Step][]transport.Sent{}
 	for _, m := range rows {
 		step, ok := w.Sandbox.Next(m.Channel, m.Status)
 		if !ok || m.UpdatedAt.Add(step.After+CatchUpEvery).After(now) {
-			continue
-		}
-		if w.Sandbox.AdvanceAll == nil {
-			if err := w.Sandbox.Advance(ctx, m.ID, step.Status); err != nil {
-				return 0, err
-			}
-			w.Sandbox.playFrom(m.ID, m.Channel, step.Status)
 			continue
 		}
 		if groups[step] == nil {
@@ -80,15 +73,9 @@ func (w *CatchUpWorker) catchUp(ctx context.Context) (int, error) {
 		groups[step] = append(groups[step], transport.Sent{MessageID: m.ID, Channel: m.Channel})
 	}
 	for _, step := range steps {
-		group := groups[step]
-		ids := make([]string, len(group))
-		for i, m := range group {
-			ids[i] = m.MessageID
-		}
-		if err := w.Sandbox.AdvanceAll(ctx, ids, step.Status); err != nil {
+		if err := w.Sandbox.advance(ctx, groups[step], step.Status); err != nil {
 			return 0, err
 		}
-		w.Sandbox.playAll(group, step.Status)
 	}
 	return len(rows), nil
 }

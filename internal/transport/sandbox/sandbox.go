@@ -26,7 +26,7 @@ type Sandbox struct {
 	Advance func(ctx context.Context, messageID, status string) error
 	// AdvanceAll moves many messages to one status, each with its event, together: a batch
 	// dispatch's messages and the catch-up's take their steps as a group. Set before the first
-	// FollowAll; without it each message is advanced alone.
+	// FollowAll.
 	AdvanceAll func(ctx context.Context, messageIDs []string, status string) error
 }
 
@@ -88,12 +88,6 @@ func (s *Sandbox) FollowAll(sent []transport.Sent) {
 // playAll schedules the step after status of every message, one timer a step, and from each
 // step the next for the messages it applies to.
 func (s *Sandbox) playAll(msgs []transport.Sent, status string) {
-	if s.AdvanceAll == nil {
-		for _, m := range msgs {
-			s.playFrom(m.MessageID, m.Channel, status)
-		}
-		return
-	}
 	groups := map[Step][]transport.Sent{}
 	for _, m := range msgs {
 		if step, ok := s.Next(m.Channel, status); ok {
@@ -104,16 +98,23 @@ func (s *Sandbox) playAll(msgs []transport.Sent, status string) {
 		time.AfterFunc(step.After, func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			ids := make([]string, len(group))
-			for i, m := range group {
-				ids[i] = m.MessageID
-			}
 			// A failure here is not lost: the catch-up makes the same steps later.
-			if err := s.AdvanceAll(ctx, ids, step.Status); err == nil {
-				s.playAll(group, step.Status)
-			}
+			_ = s.advance(ctx, group, step.Status)
 		})
 	}
+}
+
+// advance moves the group to status together, then schedules the steps after it.
+func (s *Sandbox) advance(ctx context.Context, group []transport.Sent, status string) error {
+	ids := make([]string, len(group))
+	for i, m := range group {
+		ids[i] = m.MessageID
+	}
+	if err := s.AdvanceAll(ctx, ids, status); err != nil {
+		return err
+	}
+	s.playAll(group, status)
+	return nil
 }
 
 // playFrom schedules the step after status, and from it the next.
