@@ -52,6 +52,9 @@ const (
 	// ReasonCheckPending: the Provider's credentials changed and are checked again shortly (checks
 	// of one Provider are spaced out so a burst of edits does not hammer the provider).
 	ReasonCheckPending = "CheckPending"
+	// ReasonEndpointNotAllowed: a Provider in a project's namespace sets baseURL, which only the
+	// installation's Providers may (unless the installation allows projects' endpoints).
+	ReasonEndpointNotAllowed = "EndpointNotAllowed"
 )
 
 // SecretLabel marks the Secrets Switchboard reads: webhook signing secrets and provider
@@ -60,3 +63,7 @@ const SecretLabel = "messaging.switchboard.io/secret"
 
 // GeneratedWebhookSecretKey is the key of a generated webhook Secret.
 const GeneratedWebhookSecretKey = "secret"
+
+// TelegramWebhookSecretKey is the key, in the Secret holding a Sender's bot token, of the secret
+// token Telegram sends with the bot's updates (random, made when the bot is attached).
+const TelegramWebhookSecretKey = "webhookSecret"

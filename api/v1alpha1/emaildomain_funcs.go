@@ -60,8 +60,9 @@ func (d *EmailDomain) RecordVerified(purpose RecordPurpose) bool {
 	return false
 }
 
-// Receives tells whether mail to the domain reaches Switchboard: receiving is asked for and
-// its inbound MX is published.
+// Receives tells whether mail to the domain reaches Switchboard for this project: receiving is
+// asked for, its inbound MX is published, and the project holds the domain (the MX is shared by
+// every project, so it proves nothing of who owns the domain).
 func (d *EmailDomain) Receives() bool {
-	return d.Spec.Receiving && d.RecordVerified(PurposeInbound)
+	return d.Spec.Receiving && d.RecordVerified(PurposeInbound) && d.Status.Held
 }

@@ -37,7 +37,8 @@ type EmailDomainSpec struct {
 	EnhancedRecords bool `json:"enhancedRecords,omitempty"`
 
 	// Receiving asks for inbound mail at the domain: its MX record must point at this
-	// installation's inbound mail host, and senders on the domain may then receive.
+	// installation's inbound mail host, and senders on the domain may then receive, while the
+	// project holds the domain (status.held).
 	// +optional
 	Receiving bool `json:"receiving,omitempty"`
 
@@ -95,7 +96,7 @@ const (
 )
 
 // RecordPurpose is what a DNS record is for.
-// +kubebuilder:validation:Enum=dkim;spf;dmarc;mail_from;inbound
+// +kubebuilder:validation:Enum=dkim;spf;dmarc;mail_from;inbound;ownership
 type RecordPurpose string
 
 const (
@@ -104,6 +105,9 @@ const (
 	PurposeDMARC    RecordPurpose = "dmarc"
 	PurposeMailFrom RecordPurpose = "mail_from"
 	PurposeInbound  RecordPurpose = "inbound"
+	// PurposeOwnership proves that this project, of all the installation's projects, controls
+	// the domain: its value is a token of the project and the domain.
+	PurposeOwnership RecordPurpose = "ownership"
 )
 
 // DNSRecord is a record to publish for the domain, and whether it is.
@@ -139,7 +143,8 @@ type EmailDomainStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Ready (the domain is verified), and one per purpose of the records
-	// (DKIMVerified, SPFVerified, DMARCVerified, MailFromVerified, InboundVerified).
+	// (DKIMVerified, OwnershipVerified, SPFVerified, DMARCVerified, MailFromVerified,
+	// InboundVerified).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -187,6 +192,18 @@ type EmailDomainStatus struct {
 	// EverVerified: the domain was verified once; missing records count as failures at once.
 	// +optional
 	EverVerified bool `json:"everVerified,omitempty"`
+
+	// Held: this project holds the domain, the one project of the installation the domain
+	// verifies and receives mail for: its ownership record was found published (or its grace
+	// period runs) and no other project held the domain first. Without it the domain neither
+	// verifies nor receives.
+	// +optional
+	Held bool `json:"held,omitempty"`
+
+	// OwnershipGraceUntil: the domain was verified before ownership records were asked for,
+	// and until then verifies and receives without its own (its DKIM record proves it).
+	// +optional
+	OwnershipGraceUntil *metav1.Time `json:"ownershipGraceUntil,omitempty"`
 
 	// LastCheckedAt is when DNS was last asked, and NextCheckAt when it will be again.
 	// +optional

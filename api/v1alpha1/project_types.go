@@ -106,6 +106,20 @@ type ProjectSpec struct {
 	// SubAccount holds the parent's settings of a sub-account.
 	// +optional
 	SubAccount *SubAccountSettings `json:"subAccount,omitempty"`
+
+	// RestrictTestKeys reserves every change to what live traffic shares (senders and their
+	// channels, webhooks, templates, contacts, email domains, invitations, 10DLC, sub-accounts)
+	// to live keys: test keys then send through the sandbox and read, nothing else. Off, test
+	// keys configure the project as the spec's quickstarts do (docs/guarantees.md).
+	// +optional
+	RestrictTestKeys bool `json:"restrictTestKeys,omitempty"`
+
+	// MaxSubAccounts is how many sub-accounts (active or not) this project may have, set by the
+	// operator; unset, the installation's --max-sub-accounts applies.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100000
+	// +optional
+	MaxSubAccounts *int32 `json:"maxSubAccounts,omitempty"`
 }
 
 // DailyLimits are agreed daily ceilings (messages per UTC day); an unset one is the plan's.
@@ -133,7 +147,9 @@ type SubAccountSettings struct {
 	// +optional
 	ExternalID string `json:"externalId,omitempty"`
 
-	// CreditLimit is how far, in cents, the sub-account may spend past a zero balance.
+	// CreditLimit is how far, in cents, the sub-account may spend past a zero balance. The
+	// parent pays what it spends past its balance (docs/limits.md#sub-accounts), so the API
+	// refuses a limit above what the parent's balance could pay.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	CreditLimit *int64 `json:"creditLimit,omitempty"`

@@ -77,6 +77,15 @@ func (p *Provider) IsReady() bool {
 	return isReady(p.Status.Conditions, p.Generation)
 }
 
+// EndpointAllowed says whether p's baseURL may be used: in the installation's namespace, for an
+// smtp Provider (its baseURL is its relay, not an override), or where the operator allows
+// projects' endpoints (--allow-project-provider-endpoints). A project's own endpoint would
+// answer for the provider: claim any bot id or number, and receive what Switchboard sends it.
+func (p *Provider) EndpointAllowed(installationNamespace string, allowProjects bool) bool {
+	return p.Spec.BaseURL == "" || p.Spec.Type == ProviderSMTP || allowProjects ||
+		(installationNamespace != "" && p.Namespace == installationNamespace)
+}
+
 // DefaultProvider picks, among the Providers of one namespace, the default for a channel: the
 // oldest (then first by name) of those that ask to be a default and whose type serves the channel.
 func DefaultProvider(items []Provider, channel Channel) *Provider {

@@ -138,3 +138,36 @@ func TestResolveProvider(t *testing.T) {
 		})
 	}
 }
+
+func TestProviderEndpointAllowed(t *testing.T) {
+	t.Parallel()
+	provider := func(ns string, typ ProviderType, baseURL string) *Provider {
+		return &Provider{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p"}, Spec: ProviderSpec{Type: typ, BaseURL: baseURL}}
+	}
+	tests := []struct {
+		name  string
+		p     *Provider
+		allow bool
+		want  bool
+	}{
+		{"a project's endpoint", provider("acme", ProviderTelegram, "http://127.0.0.1:9"), false, false},
+		{"a project's twilio endpoint", provider("acme", ProviderTwilio, "https://twilio.example"), false, false},
+		{"a project's meta endpoint", provider("acme", ProviderMeta, "https://graph.example"), false, false},
+		{"allowed by the operator", provider("acme", ProviderTelegram, "http://127.0.0.1:9"), true, true},
+		{"the installation's endpoint", provider("switchboard-system", ProviderTwilio, "https://twilio.example"), false, true},
+		{"a project's smtp relay", provider("acme", ProviderSMTP, "smtp://relay.example:587"), false, true},
+		{"no endpoint", provider("acme", ProviderTwilio, ""), false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			if got := tt.p.EndpointAllowed("switchboard-system", tt.allow); got != tt.want {
+				t.Fatalf("EndpointAllowed = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	// With no installation namespace, every namespace is a project's.
+	if provider("", ProviderTwilio, "https://twilio.example").EndpointAllowed("", false) {
+		t.Errorf("an empty installation namespace allowed an endpoint")
+	}
+}

@@ -1,5 +1,7 @@
 // Package account manages sub-accounts: projects (namespaces) whose Project names a parent, with
-// their own API keys. A parent sees and changes only its own sub-accounts.
+// their own API keys. A parent sees and changes only its own sub-accounts, as many as its cap
+// allows, with credit limits its balance can pay; a test key changes nothing that live traffic
+// or money depends on (docs/guarantees.md#tenant-isolation-and-money).
 package account
 
 import (
@@ -19,6 +21,7 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/index"
 	"github.com/switchboard-io/switchboard/internal/kubewrite"
 	"github.com/switchboard-io/switchboard/internal/optional"
@@ -59,20 +62,43 @@ type UpdateInput struct {
 	Status      optional.Value[string]          `json:"status"`
 }
 
+// DefaultMaxSubAccounts is how many sub-accounts a project may have when neither the
+// installation (--max-sub-accounts) nor its Project (spec.maxSubAccounts) says.
+const DefaultMaxSubAccounts = 1000
+
+// Funds tells what a parent's balance could pay now (billing.Service).
+type Funds interface {
+	Available(ctx context.Context, project string) (billing.Micros, error)
+}
+
+// Locker runs fn while no other replica creates a sub-account of the same parent (a Postgres
+// advisory lock), so the cap holds under concurrent creates.
+type Locker interface {
+	WithLock(ctx context.Context, key string, fn func(context.Context) error) error
+}
+
 // Service manages sub-accounts.
 type Service struct {
 	client client.Client
 	live   client.Reader // reads from the API server, for read-modify-write
 	keys   *apikey.Service
+	funds  Funds
+	lock   Locker
+	// max is the installation's cap of sub-accounts per project.
+	max int
 }
 
 // NewService returns a Service; c reads from the informer cache (with index.ProjectParent) and writes
-// to the API server.
-func NewService(c client.Client, live client.Reader, keys *apikey.Service) *Service {
-	return &Service{client: c, live: live, keys: keys}
+// to the API server. max is the installation's cap of sub-accounts per parent (0: the default).
+func NewService(c client.Client, live client.Reader, keys *apikey.Service, funds Funds, lock Locker, max int) *Service {
+	if max <= 0 {
+		max = DefaultMaxSubAccounts
+	}
+	return &Service{client: c, live: live, keys: keys, funds: funds, lock: lock, max: max}
 }
 
-// Create makes a sub-account of parent with one full-access key of env, returned once.
+// Create makes a sub-account of parent with one full-access key of env, returned once. A test
+// key (env test) may not give it a credit limit: that is money live traffic spends.
 func (s *Service) Create(ctx context.Context, parent *v1alpha1.Project, env apikey.Environment, in CreateInput) (SubAccount, string, error) {
 	var errs []apperror.FieldError
 	errs = append(errs, validName(in.Name, true)...)
@@ -82,6 +108,74 @@ func (s *Service) Create(ctx context.Context, parent *v1alpha1.Project, env apik
 	if len(errs) > 0 {
 		return SubAccount{}, "", apperror.InvalidFields(errs...)
 	}
+	if env == apikey.Test && in.CreditLimit != nil && *in.CreditLimit > 0 {
+		return SubAccount{}, "", testKeyRefused("give a sub-account a credit limit")
+	}
+	if err := s.affordable(ctx, parent.Namespace, in.CreditLimit); err != nil {
+		return SubAccount{}, "", err
+	}
+	var out SubAccount
+	var secret string
+	capped := func(ctx context.Context) error {
+		if err := s.underCap(ctx, parent); err != nil {
+			return err
+		}
+		var err error
+		out, secret, err = s.create(ctx, parent, env, in)
+		return err
+	}
+	var err error
+	if s.lock == nil {
+		err = capped(ctx)
+	} else {
+		err = s.lock.WithLock(ctx, "sub-accounts/"+parent.Namespace, capped)
+	}
+	return out, secret, err
+}
+
+// underCap refuses a new sub-account when parent has as many as it may (inactive ones count:
+// each keeps its namespace). It counts from the API server, not the cache, under the lock.
+func (s *Service) underCap(ctx context.Context, parent *v1alpha1.Project) error {
+	limit := s.max
+	if parent.Spec.MaxSubAccounts != nil {
+		limit = int(*parent.Spec.MaxSubAccounts)
+	}
+	var namespaces corev1.NamespaceList
+	if err := s.live.List(ctx, &namespaces, client.MatchingLabels{ParentLabel: parent.Namespace}); err != nil {
+		return fmt.Errorf("count sub-accounts of %s: %w", parent.Namespace, err)
+	}
+	if len(namespaces.Items) < limit {
+		return nil
+	}
+	e := apperror.New(apperror.Forbidden, "sub_account_limit_reached", fmt.Sprintf(
+		"This project has %d sub-accounts, as many as it may have; ask the operator to raise spec.maxSubAccounts on its Project.", len(namespaces.Items)))
+	e.Details = map[string]any{"limit": limit}
+	return e
+}
+
+// affordable refuses a credit limit above what parent's balance could pay now: the parent pays
+// what a sub-account spends past its own balance.
+func (s *Service) affordable(ctx context.Context, parent string, creditLimit *int64) error {
+	if creditLimit == nil || *creditLimit == 0 || s.funds == nil {
+		return nil
+	}
+	avail, err := s.funds.Available(ctx, parent)
+	if err != nil {
+		return err
+	}
+	if billing.FromCents(*creditLimit) <= avail {
+		return nil
+	}
+	cents := int64(avail.Cents())
+	if cents < 0 {
+		cents = 0
+	}
+	e := apperror.InvalidFields(apperror.FieldError{Path: "creditLimit", Message: fmt.Sprintf(
+		"must be at most %d cents, what this project's balance can pay: the parent pays what a sub-account spends past its own balance", cents)})
+	return e
+}
+
+func (s *Service) create(ctx context.Context, parent *v1alpha1.Project, env apikey.Environment, in CreateInput) (SubAccount, string, error) {
 	id, err := newID()
 	if err != nil {
 		return SubAccount{}, "", err
@@ -146,8 +240,9 @@ func (s *Service) Get(ctx context.Context, parent, id string) (SubAccount, error
 	return view(p), nil
 }
 
-// Update changes the fields set in in.
-func (s *Service) Update(ctx context.Context, parent, id string, in UpdateInput) (SubAccount, error) {
+// Update changes the fields set in in. A test key (env test) may not change the credit limit
+// or the status: both decide what live traffic may spend and send.
+func (s *Service) Update(ctx context.Context, parent, id string, env apikey.Environment, in UpdateInput) (SubAccount, error) {
 	var errs []apperror.FieldError
 	if in.Name.Set {
 		errs = append(errs, validName(in.Name.Value, true)...)
@@ -169,6 +264,17 @@ func (s *Service) Update(ctx context.Context, parent, id string, in UpdateInput)
 	}
 	if len(errs) > 0 {
 		return SubAccount{}, apperror.InvalidFields(errs...)
+	}
+	if env == apikey.Test && (in.CreditLimit.Set || in.Status.Set) {
+		return SubAccount{}, testKeyRefused("change a sub-account's credit limit or status")
+	}
+	if _, err := s.project(ctx, parent, id); err != nil {
+		return SubAccount{}, err
+	}
+	if in.CreditLimit.Set && !in.CreditLimit.Null {
+		if err := s.affordable(ctx, parent, &in.CreditLimit.Value); err != nil {
+			return SubAccount{}, err
+		}
 	}
 	p, err := s.change(ctx, parent, id, func(p *v1alpha1.Project) {
 		sa := p.Spec.SubAccount
@@ -200,16 +306,21 @@ func (s *Service) Update(ctx context.Context, parent, id string, in UpdateInput)
 	return view(p), nil
 }
 
-// Deactivate stops the sub-account and revokes its keys; it returns how many it revoked.
-func (s *Service) Deactivate(ctx context.Context, parent, id string) (int, error) {
+// Deactivate stops the sub-account and revokes its keys; it returns how many it revoked. A
+// test key may not: it would stop live traffic.
+func (s *Service) Deactivate(ctx context.Context, parent, id string, env apikey.Environment) (int, error) {
+	if env == apikey.Test {
+		return 0, testKeyRefused("deactivate a sub-account")
+	}
 	if _, err := s.change(ctx, parent, id, func(p *v1alpha1.Project) { p.Spec.SubAccount.Deactivated = true }); err != nil {
 		return 0, err
 	}
 	return s.keys.RevokeAll(ctx, id)
 }
 
-// CreateKey makes a key for parent's sub-account id.
-func (s *Service) CreateKey(ctx context.Context, parent, id, name string, env apikey.Environment, permissions []string) (string, apikey.Key, error) {
+// CreateKey makes a key of env for parent's sub-account id, asked by a key of callerEnv: a test
+// key makes test keys only.
+func (s *Service) CreateKey(ctx context.Context, parent, id string, callerEnv apikey.Environment, name string, env apikey.Environment, permissions []string) (string, apikey.Key, error) {
 	if _, err := s.project(ctx, parent, id); err != nil {
 		return "", apikey.Key{}, err
 	}
@@ -226,6 +337,9 @@ func (s *Service) CreateKey(ctx context.Context, parent, id, name string, env ap
 	if len(errs) > 0 {
 		return "", apikey.Key{}, apperror.InvalidFields(errs...)
 	}
+	if callerEnv == apikey.Test && env != apikey.Test {
+		return "", apikey.Key{}, testKeyRefused("create a live key")
+	}
 	return s.keys.Create(ctx, id, name, env, permissions)
 }
 
@@ -237,13 +351,31 @@ func (s *Service) ListKeys(ctx context.Context, parent, id string) ([]apikey.Key
 	return s.keys.List(ctx, id)
 }
 
-// RevokeKey revokes key keyID of parent's sub-account id.
-func (s *Service) RevokeKey(ctx context.Context, parent, id, keyID string) error {
+// RevokeKey revokes key keyID of parent's sub-account id, asked by a key of callerEnv: a test
+// key revokes test keys only.
+func (s *Service) RevokeKey(ctx context.Context, parent, id string, callerEnv apikey.Environment, keyID string) error {
 	if _, err := s.project(ctx, parent, id); err != nil {
 		return err
 	}
+	if callerEnv == apikey.Test {
+		keys, err := s.keys.List(ctx, id)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if k.ID == keyID && k.Environment != apikey.Test {
+				return testKeyRefused("revoke a live key")
+			}
+		}
+	}
 	_, err := s.keys.Revoke(ctx, id, keyID)
 	return err
+}
+
+// testKeyRefused is the answer to a test key asking for what only a live key may do.
+func testKeyRefused(what string) *apperror.Error {
+	return apperror.New(apperror.Forbidden, "forbidden", fmt.Sprintf(
+		"A test key cannot %s: test keys never change what live traffic sends or spends. Use a live key.", what))
 }
 
 // project returns the Project of sub-account id when parent owns it, from the cache.

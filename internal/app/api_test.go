@@ -105,6 +105,7 @@ func TestSubAccounts(t *testing.T) {
 	rival := newProject(t, in, v1alpha1.ProjectSpec{})
 	key := newKey(t, in, acme, apikey.Live)
 	rivalKey := newKey(t, in, rival, apikey.Live)
+	credit(t, in, acme, "20") // what the sub-accounts' credit limits may draw on
 
 	var ids []string
 	var subKey string

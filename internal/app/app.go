@@ -52,6 +52,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/onboarding"
 	"github.com/switchboard-io/switchboard/internal/phonecheck"
+	"github.com/switchboard-io/switchboard/internal/phonenumber"
 	"github.com/switchboard-io/switchboard/internal/postgres"
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
 	"github.com/switchboard-io/switchboard/internal/providercheck"
@@ -112,6 +113,9 @@ type Config struct {
 	PublicURL string
 	// InstallationNamespace holds the Providers every project may use.
 	InstallationNamespace string
+	// AllowProjectEndpoints lets Providers in projects' namespaces set baseURL; otherwise
+	// only the installation's Providers do (a project's endpoint could claim another's bot or number).
+	AllowProjectEndpoints bool
 	// DispatchAttempts bounds the calls to a provider for one message (0: 8).
 	DispatchAttempts int
 	// DNSServer is the DNS server (host:port) email checks ask; empty: /etc/resolv.conf's.
@@ -122,6 +126,9 @@ type Config struct {
 	SMTPListener net.Listener
 	// SMTPMaxMessageBytes bounds an inbound mail (0: mailin's default).
 	SMTPMaxMessageBytes int64
+	// SMTPLimits bound the connections, session time and memory of the SMTP listener's
+	// clients (zero fields: mailin's defaults).
+	SMTPLimits mailin.Limits
 	// Disposable is the list of throwaway mail domains introspection flags; nil: the one
 	// Switchboard ships.
 	Disposable emailcheck.Disposable
@@ -144,9 +151,15 @@ type Config struct {
 	// BroadcastChunk is how many recipients of a broadcast one transaction hands to the send
 	// path (broadcast.DefaultChunk when zero).
 	BroadcastChunk int
+	// BroadcastMaxRecipients bounds the recipients of one broadcast
+	// (broadcast.DefaultMaxRecipients when zero).
+	BroadcastMaxRecipients int
 	// SupportURL is where a project whose sending is suspended is sent (403 sending_suspended's
 	// details.dashboardUrl).
 	SupportURL string
+	// MaxSubAccounts is how many sub-accounts a project may have unless its Project says
+	// (account.DefaultMaxSubAccounts when zero).
+	MaxSubAccounts int
 	// DashboardURL is where invitation links point: the connection page, served by the api
 	// role under /invitations/ (PublicURL when empty, else the API's own address).
 	DashboardURL string
@@ -255,7 +268,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	// Templates are submitted to WhatsApp through the meta Provider of the sender's channel,
 	// which the transport registry resolves (it reads only the informer cache).
-	accounts := &registry.Registry{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}
+	accounts := &registry.Registry{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace,
+		AllowProjectEndpoints: cfg.AllowProjectEndpoints}
 	reviewer := func(fieldManager string) *templatereview.Reviewer {
 		return &templatereview.Reviewer{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), FieldManager: fieldManager,
 			Account: accounts, Pool: cfg.Pool, Deliveries: delivery.NewService(mgr.GetClient())}
@@ -279,8 +293,15 @@ func Run(ctx context.Context, cfg Config) error {
 		if every == 0 {
 			every = time.Minute
 		}
+		// Senders made before numbers' owners were checked keep their numbers (adopted).
+		adoptBefore, err := phonenumber.AdoptionCutoff(ctx, cfg.Pool)
+		if err != nil {
+			return err
+		}
 		if err := controller.Setup(mgr, controller.Options{Activity: &controller.ActivitySource{Pool: cfg.Pool, Every: every},
-			ProviderChecks: providercheck.Checks(), EmailDomains: verifier("switchboard-manager"),
+			NumberAccounts: accounts, AdoptNumbersBefore: adoptBefore,
+			ProviderChecks: providercheck.Checks(), InstallationNamespace: cfg.InstallationNamespace,
+			AllowProjectProviderEndpoints: cfg.AllowProjectEndpoints, EmailDomains: verifier("switchboard-manager"),
 			Templates: reviewer("switchboard-manager"), WhatsApp: accounts, WhatsAppEvery: cfg.WhatsAppStatusEvery,
 			Invitations: invitations("switchboard-manager"), InvitationAbandonAfter: cfg.InvitationAbandonAfter}); err != nil {
 			return fmt.Errorf("set up controllers: %w", err)
@@ -303,7 +324,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.Role.runs(RoleAPI) || cfg.Role.runs(RoleWorker) {
 		// Start the informers the API and the workers read before reporting ready, not on the
 		// first request or job.
-		for _, obj := range []client.Object{&v1alpha1.Project{}, &v1alpha1.Sender{}, &v1alpha1.Provider{}, &v1alpha1.EmailDomain{},
+		for _, obj := range []client.Object{&v1alpha1.Project{}, &v1alpha1.Sender{}, &v1alpha1.Provider{}, &v1alpha1.PhoneNumber{}, &v1alpha1.EmailDomain{},
 			&v1alpha1.Template{}, &v1alpha1.PriceList{}, &v1alpha1.RiskPolicy{}, &corev1.Secret{}} {
 			if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 				return fmt.Errorf("watch %T: %w", obj, err)
@@ -313,14 +334,9 @@ func Run(ctx context.Context, cfg Config) error {
 			cfg.Sandbox = DefaultSandbox
 		}
 		// The workers need the services, and the services the queue: wire the workers in after.
-		// Telegram bots' webhook secret tokens derive from one key every replica shares.
-		telegramKey, err := postgres.SharedSecret(ctx, cfg.Pool, "telegram_webhook_key", 32)
-		if err != nil {
-			return err
-		}
 		sbx := &sandbox.Sandbox{DeliverAfter: cfg.Sandbox.DeliverAfter, ReadAfter: cfg.Sandbox.ReadAfter}
 		transports := &registry.Registry{Sandbox: sbx, Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace,
-			PublicURL: cfg.PublicURL, TelegramAPI: cfg.TelegramAPI, TelegramKey: telegramKey,
+			PublicURL: cfg.PublicURL, TelegramAPI: cfg.TelegramAPI, AllowProjectEndpoints: cfg.AllowProjectEndpoints,
 			AttachmentHTTP: cfg.Delivery.Client.HTTPClient(attachmentTimeout)}
 		dispatch := &message.DispatchWorker{}
 		dispatchMany := &message.DispatchManyWorker{}
@@ -348,6 +364,7 @@ func Run(ctx context.Context, cfg Config) error {
 		broadcasts.SetMoney(&billing.Service{Pool: cfg.Pool, Reader: mgr.GetClient(),
 			Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}})
 		broadcasts.SetSendPath(messages, transports)
+		broadcasts.SetMaxRecipients(cfg.BroadcastMaxRecipients)
 		messages.SetBroadcastFollower(broadcasts)
 		if cfg.DispatchAttempts > 0 {
 			messages.SetDispatchAttempts(cfg.DispatchAttempts)
@@ -420,33 +437,39 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	if err != nil {
 		return err
 	}
+	senders := sender.NewService(mgr.GetClient(), mgr.GetAPIReader(), transports).WithURLPolicy(cfg.Delivery.Client.URLPolicy()).
+		WithProfiles(transports).WithPictures(transports, transports.AttachmentHTTP).WithNumberLookup(transports)
+	// Bots attached when webhook secret tokens derived from the bot's id get a random one.
+	if err := mgr.Add(&sender.TelegramSecrets{Service: senders, Log: log.WithName("telegram-secrets")}); err != nil {
+		return fmt.Errorf("add telegram secrets: %w", err)
+	}
+	balances := &billing.Service{Pool: cfg.Pool, Reader: mgr.GetClient(),
+		Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}}
 	server, err := httpapi.New(httpapi.Options{
-		Auth:     auth,
-		Accounts: account.NewService(mgr.GetClient(), mgr.GetAPIReader(), keys),
-		Senders: sender.NewService(mgr.GetClient(), mgr.GetAPIReader(), transports).WithURLPolicy(cfg.Delivery.Client.URLPolicy()).
-			WithProfiles(transports).WithPictures(transports, transports.AttachmentHTTP),
+		Auth:            auth,
+		Accounts:        account.NewService(mgr.GetClient(), mgr.GetAPIReader(), keys, balances, postgres.Locks{Pool: cfg.Pool}, cfg.MaxSubAccounts),
+		Senders:         senders,
 		ProjectWebhooks: projectwebhook.NewService(mgr.GetClient(), mgr.GetAPIReader()).WithURLPolicy(cfg.Delivery.Client.URLPolicy()),
 		Messages:        messages,
 		Contacts:        contact.NewService(cfg.Pool),
 		Phones:          &phonecheck.Service{Reader: mgr.GetClient(), Lookup: transports, TenDLC: registrations},
-		Balances: &billing.Service{Pool: cfg.Pool, Reader: mgr.GetClient(),
-			Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}},
-		EmailDomains: domains,
-		Templates:    templates,
-		TenDLC:       registrations,
-		Broadcasts:   broadcasts,
-		Invitations:  invitations,
-		EmailChecks:  emailChecks,
-		Disposable:   cfg.Disposable,
-		Limiter:      limiter,
-		Reader:       mgr.GetClient(),
-		Usage:        apikey.NewUsageRecorder(queue, log.WithName("usage")),
-		CursorKey:    cursorKey,
-		Listener:     cfg.Listener,
-		ReadyChecks:  checks,
-		Pages:        pages,
+		Balances:        balances,
+		EmailDomains:    domains,
+		Templates:       templates,
+		TenDLC:          registrations,
+		Broadcasts:      broadcasts,
+		Invitations:     invitations,
+		EmailChecks:     emailChecks,
+		Disposable:      cfg.Disposable,
+		Limiter:         limiter,
+		Reader:          mgr.GetClient(),
+		Usage:           apikey.NewUsageRecorder(queue, log.WithName("usage")),
+		CursorKey:       cursorKey,
+		Listener:        cfg.Listener,
+		ReadyChecks:     checks,
+		Pages:           pages,
 		Callbacks: &callback.Handler{Messages: messages, Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), PublicURL: cfg.PublicURL,
-			InstallationNamespace: cfg.InstallationNamespace, TelegramKey: transports.TelegramKey, Bots: transports,
+			InstallationNamespace: cfg.InstallationNamespace, Bots: transports,
 			Templates: templates.Reviewer(), Media: transports,
 			Log: log.WithName("callbacks")},
 		Log: log.WithName("api"),
@@ -459,7 +482,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	}
 	if cfg.SMTPListener != nil {
 		mail, err := mailin.New(mailin.Config{Listener: cfg.SMTPListener, Hostname: cfg.Email.InboundHost,
-			MaxMessageBytes: cfg.SMTPMaxMessageBytes, Resolver: resolver,
+			MaxMessageBytes: cfg.SMTPMaxMessageBytes, Limits: cfg.SMTPLimits, Resolver: resolver,
 			Recipients: &emailin.Router{Reader: mgr.GetClient(), Pool: cfg.Pool},
 			Handler:    &emailin.Receiver{Messages: messages, Checks: emailChecks, Pool: cfg.Pool, Log: log.WithName("mail")},
 			Log:        log.WithName("smtp")})

@@ -81,7 +81,8 @@ func TestBalanceThroughTheAPI(t *testing.T) {
 	}
 
 	// A sub-account shows its credit limit and starts at zero (no free credit: it is another
-	// business the parent pays for).
+	// business the parent pays for). Its credit limit is the parent's money: 1 dollar first.
+	credit(t, in, acme, "1.00")
 	r = in.post("/v1/sub-accounts", live, `{"name":"Client","creditLimit":100}`)
 	if r.status != 201 {
 		t.Fatalf("sub-account = %d %v", r.status, r.body)
@@ -91,7 +92,8 @@ func TestBalanceThroughTheAPI(t *testing.T) {
 		r.body["isSubAccount"] != true {
 		t.Fatalf("sub-account balance = %d %v", r.status, r.body)
 	}
-	// It pays for its SMS on its credit: below zero, and its parent sees what it spent.
+	// It pays for its SMS on its credit: below zero, the parent's balance paying, and its parent
+	// sees what it spent.
 	for _, o := range []client.Object{
 		&v1alpha1.PriceList{ObjectMeta: metav1.ObjectMeta{Namespace: id, Name: "prices"},
 			Spec: v1alpha1.PriceListSpec{Prices: []v1alpha1.Price{{Channel: "sms", Prefix: "+1", Price: "0.0079"}}}},
@@ -114,6 +116,9 @@ func TestBalanceThroughTheAPI(t *testing.T) {
 	}
 	if r := in.get("/v1/sub-accounts/"+id+"/balance", live); r.body["balance"] != -0.79 || r.body["totalSpent"] != 0.79 {
 		t.Fatalf("sub-account balance after an SMS = %v", r.body)
+	}
+	if r := in.get("/v1/balance", live); r.body["balance"] != 99.63 {
+		t.Fatalf("parent balance after its sub-account's SMS = %v, want 100.42 - 0.79 cents", r.body)
 	}
 	r = in.get("/v1/sub-accounts", live)
 	items, _ := r.body["items"].([]any)

@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/broadcast"
 	"github.com/switchboard-io/switchboard/internal/delivery"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/transport/twilio/twiliotest"
 )
 
@@ -446,6 +447,82 @@ func TestV2Campaigns(t *testing.T) {
 	}
 }
 
+// TestBroadcastMaxRecipients: the installation bounds a broadcast's recipients; a request that
+// would take it past the bound is refused whole (v1 on contacts, v2 on recipients) and adds
+// none of them, while duplicates do not count against it.
+func TestBroadcastMaxRecipients(t *testing.T) {
+	in := start(t, fastSandbox, func(c *app.Config) { c.BroadcastMaxRecipients = 5 })
+	_, key := sendingProjectOf(t, in, verified, nil, apikey.Test)
+	stored := func(id string) (int, any) {
+		return in.count(`SELECT count(*) FROM broadcast_contacts WHERE broadcast_id = $1`, id),
+			in.get("/v1/broadcasts/"+id, key).body["broadcast"].(map[string]any)["totalContacts"]
+	}
+	numbers := func(from, to int) string {
+		var rs []string
+		for i := from; i < to; i++ {
+			rs = append(rs, fmt.Sprintf(`"+4477009000%02d"`, i))
+		}
+		return strings.Join(rs, ",")
+	}
+
+	id := in.post("/v1/broadcasts", key, `{"channel":"sms","name":"Capped","text":"Hi"}`).body["broadcast"].(map[string]any)["id"].(string)
+	v1 := func(from, to int) response {
+		var cs []string
+		for _, n := range strings.Split(numbers(from, to), ",") {
+			cs = append(cs, `{"recipient":`+n+`}`)
+		}
+		return in.post("/v1/broadcasts/"+id+"/contacts", key, `{"contacts":[`+strings.Join(cs, ",")+`]}`)
+	}
+	if r := v1(0, 3); r.status != 200 || r.body["added"] != 3.0 {
+		t.Fatalf("add 3 = %d %v", r.status, r.body)
+	}
+	// 3 new (and 1 already there) would make 6.
+	r := v1(2, 6)
+	if r.status != 400 || r.body["code"] != "invalid_request" || !slices.Equal(fieldPaths(r), []string{"contacts"}) {
+		t.Errorf("past the bound = %d %v", r.status, r.body)
+	}
+	if rows, total := stored(id); rows != 3 || total != 3.0 {
+		t.Errorf("a refused request left %d recipients (totalContacts %v)", rows, total)
+	}
+	// Up to the bound, duplicates included, is fine; one more is not.
+	if r := v1(0, 5); r.status != 200 || r.body["added"] != 2.0 || r.body["duplicates"] != 3.0 {
+		t.Errorf("up to the bound = %d %v", r.status, r.body)
+	}
+	if r := v1(5, 6); r.status != 400 || !slices.Equal(fieldPaths(r), []string{"contacts"}) {
+		t.Errorf("one past the bound = %d %v", r.status, r.body)
+	}
+	if rows, total := stored(id); rows != 5 || total != 5.0 {
+		t.Errorf("at the bound: %d recipients (totalContacts %v)", rows, total)
+	}
+	// Removing one makes room for one.
+	contactID := in.get("/v1/broadcasts/"+id+"/contacts?limit=1", key).body["items"].([]any)[0].(map[string]any)["id"].(string)
+	if r := in.do(http.MethodDelete, "/v1/broadcasts/"+id+"/contacts/"+contactID, key, nil); r.status != 204 {
+		t.Fatalf("remove = %d %v", r.status, r.body)
+	}
+	if r := v1(5, 6); r.status != 200 || r.body["added"] != 1.0 {
+		t.Errorf("after a removal = %d %v", r.status, r.body)
+	}
+
+	// v2 campaigns: the same bound, on recipients.
+	c := in.post("/v2/campaigns", key, `{"channel":"sms","name":"Capped","text":"Hi","from":"+15005550006"}`).body["campaign"].(map[string]any)["id"].(string)
+	v2 := func(from, to int) response {
+		var rs []string
+		for _, n := range strings.Split(numbers(from, to), ",") {
+			rs = append(rs, `{"to":`+n+`}`)
+		}
+		return in.post("/v2/campaigns/"+c+"/recipients", key, `{"recipients":[`+strings.Join(rs, ",")+`]}`)
+	}
+	if r := v2(0, 4); r.status != 200 || r.body["added"] != 4.0 {
+		t.Fatalf("v2 add 4 = %d %v", r.status, r.body)
+	}
+	if r := v2(4, 6); r.status != 400 || r.body["code"] != "invalid_request" || !slices.Equal(fieldPaths(r), []string{"recipients"}) {
+		t.Errorf("v2 past the bound = %d %v", r.status, r.body)
+	}
+	if rows, total := stored(c); rows != 4 || total != 4.0 {
+		t.Errorf("a refused v2 request left %d recipients (totalContacts %v)", rows, total)
+	}
+}
+
 // TestBroadcastEstimate: sending prices every recipient's message (segments included) at the
 // project's price list into estimatedCost, and refuses a live send the balance cannot cover with
 // 402 insufficient_balance, changing nothing; test keys see the estimate and are never refused.
@@ -696,6 +773,114 @@ func TestBroadcastMoney(t *testing.T) {
 	items := in.get("/v1/broadcasts/"+id+"/contacts?limit=1", live).body["items"].([]any)
 	if c := items[0].(map[string]any); c["cost"] != 0.05 {
 		t.Errorf("recipient's cost = %v", c)
+	}
+}
+
+// TestBroadcastReleasesStayWithinItsReservation: a live broadcast whose price rises after it
+// reserved its estimate releases no more than it reserved, even with two chunks releasing at
+// once before either change is folded: the balance ends exactly actualCost lower, equal to its
+// ledger, and no other project's ledger moves.
+func TestBroadcastReleasesStayWithinItsReservation(t *testing.T) {
+	in := start(t, fastSandbox, func(c *app.Config) { c.BroadcastChunk = 2 })
+	ctx := context.Background()
+	prices := func(price v1alpha1.USDAmount) v1alpha1.PriceListSpec {
+		return v1alpha1.PriceListSpec{FreeCredit: "5.00", Prices: []v1alpha1.Price{{Channel: "sms", Prefix: "+44", Price: price}}}
+	}
+	acme, live := pricedLiveProject(t, in, verified, prices("0.05"), smsSandboxSender)
+	bystander, other := pricedLiveProject(t, in, verified, prices("0.05"), smsSandboxSender)
+	if r := in.get("/v1/balance", other); r.status != 200 {
+		t.Fatalf("bystander's balance = %d %v", r.status, r.body)
+	}
+	bystanderLedger := in.count(`SELECT count(*) FROM ledger_entries WHERE project = $1`, bystander)
+
+	id := in.post("/v1/broadcasts", live, `{"channel":"sms","name":"Dearer","text":"Hi {{name}}"}`).body["broadcast"].(map[string]any)["id"].(string)
+	var contacts []string
+	for i := range 10 {
+		contacts = append(contacts, fmt.Sprintf(`{"recipient":"+4477009008%02d","templateVariables":{"name":"R%d"}}`, i, i))
+	}
+	if r := in.post("/v1/broadcasts/"+id+"/contacts", live, `{"contacts":[`+strings.Join(contacts, ",")+`]}`); r.body["added"] != 10.0 {
+		t.Fatalf("add = %v", r.body)
+	}
+	// Hold the recipients, so that the broadcast starts (and reserves) but sends nothing yet.
+	held, err := in.db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Rollback(ctx)
+	if _, err := held.Exec(ctx, `SELECT 1 FROM broadcast_contacts WHERE broadcast_id = $1 FOR UPDATE`, id); err != nil {
+		t.Fatal(err)
+	}
+	if r := in.post("/v1/broadcasts/"+id+"/send", live, `{}`); r.status != 200 || r.body["broadcast"].(map[string]any)["estimatedCost"] != 0.5 {
+		t.Fatalf("send = %d %v", r.status, r.body)
+	}
+	waitFor(t, func() bool {
+		b := in.get("/v1/broadcasts/"+id, live).body["broadcast"].(map[string]any)
+		return b["status"] == "sending" && b["reservedAmount"] == 0.5
+	})
+	// The price quadruples: each chunk of 2 now costs 0.40 of the 0.50 reserved.
+	var list v1alpha1.PriceList
+	if err := in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: "prices"}, &list); err != nil {
+		t.Fatal(err)
+	}
+	list.Spec = prices("0.20")
+	if err := in.k8s.Update(ctx, &list); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond) // the informer cache takes it (actualCost below says it did)
+
+	// Hold the broadcast's row, as a slow fold would: both fan-out workers take a chunk at once,
+	// and neither chunk's change is folded before the other releases.
+	folds, err := in.db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer folds.Rollback(ctx)
+	var pid int
+	if err := folds.QueryRow(ctx, `SELECT pg_backend_pid() FROM broadcasts WHERE id = $1 FOR UPDATE`, id).Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := held.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Both wait: on this transaction, or the second on the first, queued for the row.
+	waitFor(t, func() bool {
+		return in.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> $1
+			AND cardinality(pg_blocking_pids(pid)) > 0`, pid) >= 2
+	})
+	if err := folds.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		return in.get("/v1/broadcasts/"+id, live).body["broadcast"].(map[string]any)["status"] == "completed"
+	})
+
+	b := in.get("/v1/broadcasts/"+id, live).body["broadcast"].(map[string]any)
+	if b["actualCost"] != 2.0 || b["reservedAmount"] != 0.0 || b["sendingCount"].(float64)+b["deliveredCount"].(float64) != 10 {
+		t.Errorf("completed = %v", b)
+	}
+	var reserved, released int64
+	if err := in.db.QueryRow(ctx, `SELECT coalesce(sum(amount_micros) FILTER (WHERE kind = 'reserve'), 0),
+			coalesce(sum(amount_micros) FILTER (WHERE kind = 'release'), 0)
+		FROM ledger_entries WHERE project = $1 AND note = $2`, acme, "broadcast "+id).Scan(&reserved, &released); err != nil {
+		t.Fatal(err)
+	}
+	if reserved != 500_000 || released != reserved {
+		t.Errorf("the broadcast reserved %d and released %d", reserved, released)
+	}
+	var balance int64
+	if err := in.db.QueryRow(ctx, `SELECT balance_micros FROM balances WHERE project = $1`, acme).Scan(&balance); err != nil {
+		t.Fatal(err)
+	}
+	ledger, err := db.New(in.db).LedgerSum(ctx, acme)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if balance != 3_000_000 || ledger != balance {
+		t.Errorf("balance %d, ledger %d: want 5.00 less the 2.00 spent", balance, ledger)
+	}
+	if n := in.count(`SELECT count(*) FROM ledger_entries WHERE note = $1 AND project <> $2`, "broadcast "+id, acme); n != 0 ||
+		in.count(`SELECT count(*) FROM ledger_entries WHERE project = $1`, bystander) != bystanderLedger {
+		t.Errorf("another project's ledger moved (%d entries of the broadcast)", n)
 	}
 }
 

@@ -100,6 +100,9 @@ func start(t testing.TB, opts ...option) *instance {
 		Role: app.RoleAll, RestConfig: testEnv.Config, Listener: listener,
 		MetricsAddr: "0", HealthAddr: "0", WorkerConcurrency: 2, Log: logFor(t),
 		SkipControllerNameValidation: true,
+		// Tests point the Providers of their projects at loopback peers, as an operator may
+		// allow (--allow-project-provider-endpoints); projectEndpointsRefused turns it off.
+		AllowProjectEndpoints: true,
 	}
 	for _, o := range opts {
 		o(&cfg)

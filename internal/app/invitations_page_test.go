@@ -505,6 +505,124 @@ func TestConnectionPagesInChromium(t *testing.T) {
 		}
 	})
 
+	t.Run("a sign-in finishes only in the browser that started it", func(t *testing.T) {
+		id, link := invite(t, in, key, `{"connectionType":"messenger"}`)
+		if err := chromedp.Do(ctx, chromedp.Navigate(link), chromedp.Click(chromedp.CSS("#connect")), chromedp.WaitVisible(chromedp.CSS("#continue"))); err != nil {
+			t.Fatal(err)
+		}
+		// The nonce's cookie: the page's paths only, out of scripts' reach, sent back by
+		// Facebook's redirect, for as long as a sign-in lives.
+		jar, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{in.url + "/invitations/oauth/callback"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var nonce *network.Cookie
+		for _, c := range jar.Cookies {
+			if c.Name == "switchboard_signin" {
+				nonce = c
+			}
+		}
+		if nonce == nil || !nonce.HTTPOnly || nonce.SameSite != network.CookieSameSiteLax || nonce.Path != "/invitations/" ||
+			nonce.Session || time.Until(time.Unix(int64(nonce.Expires), 0)) > 31*time.Minute {
+			t.Fatalf("the sign-in's cookie = %+v", nonce)
+		}
+		dialog, err := chromedp.Run(ctx, chromedp.Location())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The form Continue would post, for the callback URL Facebook would send this browser to.
+		form, err := chromedp.Run(ctx, chromedp.Evaluate[string](`new URLSearchParams(new FormData(document.querySelector("form"))).toString()`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		action, err := chromedp.Run(ctx, chromedp.Evaluate[string](`new URL(document.querySelector("form").getAttribute("action"), location.href).href`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := stored(t, in, acme, id)
+
+		// Someone else's browser (its own profile: no cookie of the client's) is given the link
+		// of the client's Facebook dialog, and signs in with its Pages.
+		other := browser(t, "en")
+		if err := chromedp.Do(other, chromedp.Navigate(dialog), chromedp.WaitVisible(chromedp.CSS("#continue")), chromedp.Click(chromedp.CSS("#continue"))); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, other, "otherBrowser")
+		screenshot(t, other, "other-browser")
+		restart, err := chromedp.Run(other, chromedp.AttributeValue(chromedp.CSS("#restart"), "href"))
+		if err != nil || !strings.HasSuffix(link, restart.Value) {
+			t.Errorf("start again links to %q (%v), the invitation is %s", restart.Value, err, link)
+		}
+		// And the callback URL of the client's own sign-in.
+		noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := noFollow.Post(action, "application/x-www-form-urlencoded", strings.NewReader(form+"&action=continue"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		callback := resp.Header.Get("Location")
+		if !strings.HasPrefix(callback, in.url+"/invitations/oauth/callback?") {
+			t.Fatalf("the dialog answered %d, to %q", resp.StatusCode, callback)
+		}
+		if err := chromedp.Do(other, chromedp.Navigate(callback)); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, other, "otherBrowser")
+		if after := stored(t, in, acme, id); after.ResourceVersion != before.ResourceVersion || after.Stored() != v1alpha1.InvitationInProgress {
+			t.Errorf("another browser's callback changed the invitation: %s, %+v", after.Stored(), after.Status)
+		}
+
+		// The client's browser still finishes: the state was not taken.
+		if err := chromedp.Do(ctx, chromedp.Navigate(callback), chromedp.WaitVisible(chromedp.CSS("#use-page"))); err != nil {
+			t.Fatal(err)
+		}
+		signIn, err := chromedp.Run(ctx, chromedp.Value(chromedp.CSS(`input[name=signIn]`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Another browser posting the pick of the client's sign-in takes nothing.
+		if err := chromedp.Do(other, chromedp.Navigate(link)); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, other, "in_progress")
+		if _, err := chromedp.Run(other, chromedp.Evaluate[bool](`(function () {
+			var f = document.createElement("form");
+			f.method = "post";
+			f.action = location.pathname + "/page";
+			[["signIn", `+"`"+signIn+"`"+`], ["page", "`+clientPageID+`"]].forEach(function (kv) {
+				var i = document.createElement("input");
+				i.type = "hidden"; i.name = kv[0]; i.value = kv[1];
+				f.appendChild(i);
+			});
+			document.body.appendChild(f);
+			f.submit();
+			return true;
+		})()`)); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, other, "otherBrowser")
+		if after := stored(t, in, acme, id); after.ResourceVersion != before.ResourceVersion {
+			t.Errorf("another browser's pick changed the invitation: %s, %+v", after.Stored(), after.Status)
+		}
+
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#use-page"))); err != nil {
+			t.Fatal(err)
+		}
+		waitPageState(t, ctx, "completed")
+		if inv := stored(t, in, acme, id); inv.Status.ConnectedAccount == nil || inv.Status.ConnectedAccount.ID != clientPageID {
+			t.Errorf("completed invitation = %+v", inv.Status)
+		}
+		jar, err = chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{in.url + "/invitations/oauth/callback"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range jar.Cookies {
+			if c.Name == "switchboard_signin" {
+				t.Errorf("the sign-in's cookie outlived it: %+v", c)
+			}
+		}
+	})
+
 	t.Run("no Page fails with provider_no_pages", func(t *testing.T) {
 		peer.SetDialogUser(metatest.DialogUser{WABAID: clientWABA})
 		defer peer.SetDialogUser(metatest.DialogUser{Pages: []metatest.DialogPage{{ID: clientPageID, Name: clientPageName}}, WABAID: clientWABA,

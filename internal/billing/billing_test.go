@@ -213,3 +213,139 @@ func BenchmarkCharge(b *testing.B) {
 		}
 	}
 }
+
+// TestSubAccountsDrawOnTheirParent: a parent with 0.80 USD and two sub-accounts with nothing of
+// their own (credit limits 0.30 and 0.25) are charged 10,000 µ$ at a time, 120 times at once,
+// some transactions charging a sub-account and its parent together: exactly 80 charges go
+// through (what the parent can pay), no sub-account draws past its credit limit, no transaction
+// deadlocks, and every balance is its ledger's sum. Money reaching a sub-account pays its parent
+// back first; a sub-account without a credit limit spends only its own balance.
+func TestSubAccountsDrawOnTheirParent(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ctx := context.Background()
+	now := time.Now()
+	parent := billing.Account{Project: "acme", OpeningCredit: 800_000}
+	subA := billing.Account{Project: "sa-a", CreditLimit: 300_000, Parent: &parent}
+	subB := billing.Account{Project: "sa-b", CreditLimit: 250_000, Parent: &parent}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	charged := map[string]int{}
+	for i := range 40 {
+		for j, a := range []billing.Account{subA, subB, parent} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				id := "msg_" + strconv.Itoa(i*3+j)
+				err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+					if i%4 == 0 { // with the parent's own send in the same transaction, as a batch of sends does
+						if err := billing.LockAll(ctx, tx, []billing.Account{a, parent}, now); err != nil {
+							return err
+						}
+						if err := billing.ChargeAll(ctx, tx, parent, nil, false, now); err != nil {
+							return err
+						}
+					}
+					return billing.ChargeAll(ctx, tx, a, []billing.Charge{{MessageID: id, Amount: 10_000}}, false, now)
+				})
+				mu.Lock()
+				defer mu.Unlock()
+				if e := apperror.As(err); e != nil && e.Code == "insufficient_balance" {
+					return
+				} else if err != nil {
+					t.Errorf("charge %s: %v", a.Project, err)
+				}
+				charged[a.Project]++
+			}()
+		}
+	}
+	wg.Wait()
+	if total := charged["acme"] + charged["sa-a"] + charged["sa-b"]; total != 80 || charged["sa-a"] > 30 || charged["sa-b"] > 25 {
+		t.Fatalf("charged %v; want 80 in all, at most 30 for sa-a and 25 for sa-b", charged)
+	}
+	balance := func(a billing.Account) billing.Micros {
+		t.Helper()
+		b, err := billing.Read(ctx, pool, a, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.Balance
+	}
+	ledgerIsBalance := func() {
+		t.Helper()
+		for _, p := range []string{"acme", "sa-a", "sa-b"} {
+			row, err := db.New(pool).GetBalance(ctx, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum, err := db.New(pool).LedgerSum(ctx, p); err != nil || sum != row.BalanceMicros {
+				t.Fatalf("%s: ledger sum %d, balance %d (%v)", p, sum, row.BalanceMicros, err)
+			}
+		}
+	}
+	if p, a, b := balance(parent), balance(subA), balance(subB); p != 0 || a != -10_000*billing.Micros(charged["sa-a"]) || b != -10_000*billing.Micros(charged["sa-b"]) {
+		t.Fatalf("balances: parent %d, sa-a %d, sa-b %d", p, a, b)
+	}
+	ledgerIsBalance()
+
+	// Nothing left to draw: the sub-account is refused, nothing moves.
+	charge := func(a billing.Account, id string, amount billing.Micros, email bool) error {
+		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			var cs []billing.Charge
+			if amount > 0 {
+				cs = []billing.Charge{{MessageID: id, Amount: amount}}
+			}
+			return billing.ChargeAll(ctx, tx, a, cs, email, now)
+		})
+	}
+	if err := charge(subA, "msg_late", 10_000, false); apperror.As(err) == nil {
+		t.Fatalf("a charge the parent cannot pay: %v", err)
+	}
+	if err := charge(subA, "", 0, true); apperror.As(err) == nil {
+		t.Fatalf("an email with no money anywhere: %v", err)
+	}
+
+	// Money for the sub-account pays its parent back first.
+	owedA := -balance(subA)
+	if _, err := billing.Credit(ctx, pool, subA, owedA+50_000, "top-up", now); err != nil {
+		t.Fatal(err)
+	}
+	if p, a := balance(parent), balance(subA); p != owedA || a != 50_000 {
+		t.Fatalf("after the top-up: parent %d (want %d), sa-a %d", p, owedA, a)
+	}
+	// A refund of a charge the parent paid goes back to the parent.
+	if charged["sa-b"] > 0 {
+		var refunded billing.Micros
+		for i := range 120 {
+			if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) (err error) {
+				refunded, err = billing.Refund(ctx, tx, "sa-b", "msg_"+strconv.Itoa(i), now)
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if refunded > 0 {
+				break
+			}
+		}
+		if p := balance(parent); refunded != 10_000 || p != owedA+10_000 {
+			t.Fatalf("refund %d: parent %d, want %d", refunded, p, owedA+10_000)
+		}
+	}
+	ledgerIsBalance()
+
+	// Without a credit limit a sub-account spends its own balance only.
+	own := billing.Account{Project: "sa-c", Parent: &parent}
+	if err := charge(own, "msg_c", 1, false); apperror.As(err) == nil {
+		t.Fatalf("a sub-account without credit spent: %v", err)
+	}
+	if _, err := billing.Credit(ctx, pool, own, 20_000, "", now); err != nil {
+		t.Fatal(err)
+	}
+	if err := charge(own, "msg_c", 20_000, false); err != nil {
+		t.Fatal(err)
+	}
+	if b := balance(own); b != 0 {
+		t.Fatalf("sa-c balance %d", b)
+	}
+	ledgerIsBalance()
+}

@@ -48,6 +48,31 @@ func (p *Prices) For(ctx context.Context, project string) (*v1alpha1.PriceList, 
 	return nil, nil
 }
 
+// Account is project's billing account (p is its Project, list its price list) with, for a
+// sub-account, its parent's: the account that pays what the sub-account spends past its own
+// balance. A parent that is itself a sub-account (only an operator can make one) pays from its
+// own balance only.
+func (p *Prices) Account(ctx context.Context, project string, proj *v1alpha1.Project, list *v1alpha1.PriceList) (Account, error) {
+	a := AccountOf(project, proj, list)
+	if proj == nil || proj.Spec.Parent == "" {
+		return a, nil
+	}
+	parent, err := kubewrite.ProjectOf(ctx, p.Reader, proj.Spec.Parent)
+	if err != nil {
+		return Account{}, err
+	}
+	parentList, err := p.For(ctx, proj.Spec.Parent)
+	if err != nil {
+		return Account{}, err
+	}
+	pa := AccountOf(proj.Spec.Parent, parent, parentList)
+	if parent != nil && parent.Spec.Parent != "" {
+		pa.CreditLimit = 0
+	}
+	a.Parent = &pa
+	return a, nil
+}
+
 // QuoteOf prices one message of channel to to with text: the entry of the channel with the
 // longest prefix of to ("+" matches every destination, and email). ok is false when nothing in
 // the list prices it.

@@ -23,27 +23,48 @@ func runeSet(s string) map[rune]bool {
 // one part and 153 each part of a longer one; with any other character the text is UCS-2, 70
 // characters in one part and 67 each (a character outside the Basic Multilingual Plane takes
 // two). An empty text is one part.
-func Segments(text string) int {
-	septets, gsm := 0, true
-	units := 0
+func Segments(text string) int { return Measure(text).Segments() }
+
+// Length is what the parts of an SMS depend on: the text's septets in the GSM 7-bit alphabet,
+// its UTF-16 code units, and whether every character is in that alphabet. The lengths of pieces
+// of a text add up to the text's (Plus), so a text filled in per recipient is priced from the
+// lengths of its pieces (a broadcast's estimate).
+type Length struct {
+	Septets, Units int
+	GSM            bool
+}
+
+// Measure is text's length.
+func Measure(text string) Length {
+	l := Length{GSM: true}
 	for _, r := range text {
 		switch {
 		case gsm7Set[r]:
-			septets++
+			l.Septets++
 		case gsm7ExtSet[r]:
-			septets += 2
+			l.Septets += 2
 		default:
-			gsm = false
+			l.GSM = false
 		}
 		if r > 0xFFFF {
-			units += 2
+			l.Units += 2
 		} else {
-			units++
+			l.Units++
 		}
 	}
-	single, multi, n := 160, 153, septets
-	if !gsm {
-		single, multi, n = 70, 67, units
+	return l
+}
+
+// Plus is the length of two pieces of text one after the other.
+func (l Length) Plus(o Length) Length {
+	return Length{Septets: l.Septets + o.Septets, Units: l.Units + o.Units, GSM: l.GSM && o.GSM}
+}
+
+// Segments is how many SMS parts a text of this length goes out as (see Segments).
+func (l Length) Segments() int {
+	single, multi, n := 160, 153, l.Septets
+	if !l.GSM {
+		single, multi, n = 70, 67, l.Units
 	}
 	if n <= single {
 		return 1

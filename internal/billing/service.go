@@ -13,9 +13,9 @@ import (
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
-// AccountOf is the billing account of project p (nil: none) under list: a Free project that
-// is not a sub-account opens with the list's free credit; a sub-account may go as far below
-// zero as its creditLimit.
+// AccountOf is the billing account of project p (nil: none) under list, without its parent: a
+// Free project that is not a sub-account opens with the list's free credit; a sub-account's
+// parent pays up to its creditLimit past its balance (Prices.Account adds the parent).
 func AccountOf(project string, p *v1alpha1.Project, list *v1alpha1.PriceList) Account {
 	a := Account{Project: project}
 	if p == nil {
@@ -63,7 +63,33 @@ func (s *Service) accountOf(ctx context.Context, project string) (Account, *v1al
 	if err != nil {
 		return Account{}, nil, err
 	}
-	return AccountOf(project, p, prices), p, nil
+	a, err := s.Prices.Account(ctx, project, p, prices)
+	return a, p, err
+}
+
+// Available is what project's balance could pay now: its balance and how far past it it may
+// go (a sub-account: the part of its credit limit not yet used, as far as its parent can pay).
+func (s *Service) Available(ctx context.Context, project string) (Micros, error) {
+	a, _, err := s.accountOf(ctx, project)
+	if err != nil {
+		return 0, err
+	}
+	b, err := Read(ctx, s.Pool, a, s.now())
+	if err != nil {
+		return 0, err
+	}
+	if a.Parent == nil {
+		return b.Balance + a.CreditLimit, nil
+	}
+	row, err := db.New(s.Pool).GetBalance(ctx, project)
+	if err != nil {
+		return 0, fmt.Errorf("read balance of %s: %w", project, err)
+	}
+	parent, err := s.Available(ctx, a.Parent.Project)
+	if err != nil {
+		return 0, err
+	}
+	return Micros(max(0, row.BalanceMicros)) + max(0, min(a.CreditLimit-Micros(row.DrawnMicros), parent)), nil
 }
 
 // Account is what charging project needs (its opening credit and credit limit).

@@ -53,6 +53,9 @@ const (
 	maxHTMLBody     = 512 << 10
 	// MaxContactsPerRequest is the spec's bound of one add-contacts request.
 	MaxContactsPerRequest = 1000
+	// DefaultMaxRecipients bounds a broadcast's recipients unless the installation says
+	// otherwise (SetMaxRecipients): ten times the 100,000 the project benchmarks.
+	DefaultMaxRecipients = 1_000_000
 )
 
 // Content is a broadcast's media or template.

@@ -38,6 +38,17 @@ type Added struct {
 	Errors     []ContactError `json:"errors,omitempty"`
 }
 
+// SetMaxRecipients bounds the recipients of one broadcast (n < 1: DefaultMaxRecipients): the
+// estimate, the fan-out and a draft's storage grow with them.
+func (s *Service) SetMaxRecipients(n int) { s.maxRecips = n }
+
+func (s *Service) maxRecipients() int {
+	if s.maxRecips < 1 {
+		return DefaultMaxRecipients
+	}
+	return s.maxRecips
+}
+
 // AddContacts adds up to MaxContactsPerRequest recipients to a draft. A recipient that is not of
 // the channel's kind, or whose variables are not objects of strings, is counted invalid with its
 // reason; one already in the broadcast (from this request or an earlier one) is a duplicate.
@@ -64,13 +75,15 @@ func (s *Service) AddContacts(ctx context.Context, k Key, id string, contacts []
 		}
 		rows = append(rows, row)
 	}
-	out.Added, out.Duplicates, err = s.insert(ctx, k, id, rows)
+	out.Added, out.Duplicates, err = s.insert(ctx, k, id, "contacts", rows)
 	return out, err
 }
 
-// insert stores checked recipients in a draft, each once, and recounts it; it returns how many
-// were added and how many were already there (or twice in rows).
-func (s *Service) insert(ctx context.Context, k Key, id string, rows []checked) (added, duplicates int, err error) {
+// insert stores checked recipients in a draft, each once, and counts them in; it returns how
+// many were added and how many were already there (or twice in rows). Recipients that would
+// take the broadcast past the installation's maximum refuse the request (400 on field, the
+// request's list) and add nothing.
+func (s *Service) insert(ctx context.Context, k Key, id, field string, rows []checked) (added, duplicates int, err error) {
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.New(tx)
 		if _, err := draft(ctx, q, k, id, "recipients are added to"); err != nil {
@@ -97,6 +110,7 @@ func (s *Service) insert(ctx context.Context, k Key, id string, rows []checked) 
 			p.TemplateVariables = append(p.TemplateVariables, r.vars[0])
 			p.TemplateHeaderVariables = append(p.TemplateHeaderVariables, r.vars[1])
 			p.TemplateButtonVariables = append(p.TemplateButtonVariables, r.vars[2])
+			p.VariableLengths = append(p.VariableLengths, variableLengths(r.vars[0]))
 		}
 		if len(p.Ids) > 0 {
 			ids, err := q.AddBroadcastContacts(ctx, p)
@@ -106,9 +120,21 @@ func (s *Service) insert(ctx context.Context, k Key, id string, rows []checked) 
 			added = len(ids)
 			duplicates += len(p.Ids) - len(ids)
 		}
-		return q.CountBroadcastContacts(ctx, db.CountBroadcastContactsParams{ID: id, Now: now})
+		total, err := q.CountDraftContacts(ctx, db.CountDraftContactsParams{ID: id, N: int32(added), Now: now})
+		if err != nil {
+			return fmt.Errorf("count recipients of %s: %w", id, err)
+		}
+		if limit := s.maxRecipients(); int(total) > limit {
+			return apperror.InvalidFields(apperror.FieldError{Path: field, Message: fmt.Sprintf(
+				"would take the broadcast to %d recipients; it may have at most %d (it has %d): nothing of this request was added",
+				total, limit, int(total)-added)})
+		}
+		return nil
 	})
-	return added, duplicates, err
+	if err != nil {
+		return 0, 0, err
+	}
+	return added, duplicates, nil
 }
 
 // checked is a recipient ready to store: normalised, with its type and its three variable
@@ -177,7 +203,8 @@ func (s *Service) RemoveContact(ctx context.Context, k Key, id, contactID string
 		if _, err := q.DeleteBroadcastContact(ctx, db.DeleteBroadcastContactParams{ID: contactID, BroadcastID: id}); err != nil {
 			return notFoundContact(err, contactID)
 		}
-		return q.CountBroadcastContacts(ctx, db.CountBroadcastContactsParams{ID: id, Now: s.now().UTC()})
+		_, err := q.CountDraftContacts(ctx, db.CountDraftContactsParams{ID: id, N: -1, Now: s.now().UTC()})
+		return err
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -66,29 +67,9 @@ func (s *Service) estimate(ctx context.Context, tx pgx.Tx, b db.Broadcast) error
 	if err != nil || list == nil {
 		return err
 	}
-	var total billing.Micros
-	if b.Channel == "email" {
-		if total, err = emailShare(list, int(b.PendingCount)); err != nil {
-			return err
-		}
-	}
-	if ch := pricedChannel(b.Channel); ch != "" {
-		rows, err := db.New(tx).BroadcastRecipientTexts(ctx, b.ID)
-		if err != nil {
-			return fmt.Errorf("read recipients of %s: %w", b.ID, err)
-		}
-		text := deref(b.Text)
-		for _, r := range rows {
-			var vars map[string]string
-			_ = json.Unmarshal(r.TemplateVariables, &vars)
-			q, ok, err := billing.QuoteOf(list, ch, r.Recipient, fill(text, vars))
-			if err != nil {
-				return err
-			}
-			if ok {
-				total += q.Price
-			}
-		}
+	total, err := estimateCost(ctx, db.New(tx), b, list)
+	if err != nil {
+		return err
 	}
 	if err := db.New(tx).SetBroadcastEstimate(ctx, db.SetBroadcastEstimateParams{ID: b.ID, EstimatedCostMicros: ptr(int64(total))}); err != nil {
 		return err
@@ -112,6 +93,117 @@ func (s *Service) estimate(ctx context.Context, tx pgx.Tx, b db.Broadcast) error
 		return e
 	}
 	return nil
+}
+
+// estimateCost is what b's recipients still to send to cost at list. Postgres groups them by
+// their price prefix and the length of their text filled in (BroadcastPriceGroups): a few rows
+// whatever the broadcast's size, each priced as its recipients' messages are (QuoteOf of the
+// prefix, in the parts the length takes).
+func estimateCost(ctx context.Context, q *db.Queries, b db.Broadcast, list *v1alpha1.PriceList) (billing.Micros, error) {
+	if b.Channel == "email" {
+		return emailShare(list, int(b.PendingCount))
+	}
+	ch := pricedChannel(b.Channel)
+	if ch == "" {
+		return 0, nil
+	}
+	text := deref(b.Text)
+	literal, placeholders := splitText(text)
+	p := db.BroadcastPriceGroupsParams{BroadcastID: b.ID, Prefixes: []string{}, Names: []string{}, RawSeptets: []int32{},
+		RawUnits: []int32{}, RawGsm: []bool{}}
+	for _, e := range list.Spec.Prices {
+		if string(e.Channel) == ch {
+			p.Prefixes = append(p.Prefixes, e.Prefix)
+			p.HeadLen = max(p.HeadLen, int32(len(e.Prefix)))
+		}
+	}
+	for _, ph := range placeholders {
+		raw := billing.Measure(ph.raw)
+		p.Names, p.RawSeptets = append(p.Names, ph.name), append(p.RawSeptets, int32(raw.Septets))
+		p.RawUnits, p.RawGsm = append(p.RawUnits, int32(raw.Units)), append(p.RawGsm, raw.GSM)
+	}
+	groups, err := q.BroadcastPriceGroups(ctx, p)
+	if err != nil {
+		return 0, fmt.Errorf("price recipients of %s: %w", b.ID, err)
+	}
+	var total billing.Micros
+	for _, g := range groups {
+		if g.Prefix == "" {
+			continue // nothing in the list prices them
+		}
+		// The prefix as the number: the entries that match it are those that match each of
+		// the group's numbers.
+		part, ok, err := billing.QuoteOf(list, ch, g.Prefix, "")
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			continue
+		}
+		l := literal.Plus(billing.Length{Septets: int(g.Septets), Units: int(g.Units), GSM: g.Gsm})
+		total += part.Price * billing.Micros(l.Segments()) * billing.Micros(g.N)
+	}
+	if len(placeholders) == 0 {
+		return total, nil
+	}
+	unmeasured, err := q.BroadcastUnmeasuredTexts(ctx, b.ID)
+	if err != nil {
+		return 0, fmt.Errorf("read recipients of %s: %w", b.ID, err)
+	}
+	for _, r := range unmeasured {
+		var vars map[string]string
+		_ = json.Unmarshal(r.TemplateVariables, &vars)
+		q, ok, err := billing.QuoteOf(list, ch, r.Recipient, fill(text, vars))
+		if err != nil {
+			return 0, err
+		}
+		if ok {
+			total += q.Price
+		}
+	}
+	return total, nil
+}
+
+// placeholder is one placeholder of a text: its variable's name and how it is written.
+type placeholder struct{ name, raw string }
+
+// splitText cuts text into what fill leaves as it is (its literal length) and its
+// placeholders, in order.
+func splitText(text string) (billing.Length, []placeholder) {
+	var literal strings.Builder
+	var out []placeholder
+	at := 0
+	for _, m := range variable.FindAllStringSubmatchIndex(text, -1) {
+		literal.WriteString(text[at:m[0]])
+		out = append(out, placeholder{name: text[m[2]:m[3]], raw: text[m[0]:m[1]]})
+		at = m[1]
+	}
+	literal.WriteString(text[at:])
+	return billing.Measure(literal.String()), out
+}
+
+// variableLengths is what each of a recipient's template variables adds to an SMS
+// ({"name": [septets, units, gsm 0|1]}), kept with the recipient for estimateCost; nil
+// without variables.
+func variableLengths(vars []byte) []byte {
+	if vars == nil {
+		return nil
+	}
+	var m map[string]string
+	if json.Unmarshal(vars, &m) != nil {
+		return nil
+	}
+	out := make(map[string][3]int, len(m))
+	for k, v := range m {
+		l := billing.Measure(v)
+		gsm := 0
+		if l.GSM {
+			gsm = 1
+		}
+		out[k] = [3]int{l.Septets, l.Units, gsm}
+	}
+	b, _ := json.Marshal(out)
+	return b
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -315,8 +315,7 @@ func (s *Service) chunk(ctx context.Context, id string, n int) (int, error) {
 		if err := p.advance(ctx, q, outs); err != nil {
 			return err
 		}
-		released, err := release(ctx, tx, b, p.list, outs, now)
-		if err != nil {
+		if err := release(ctx, tx, b, p.list, outs, now); err != nil {
 			return err
 		}
 		msgs, err := s.send.Accept(ctx, tx, batchOf(outs))
@@ -346,7 +345,7 @@ func (s *Service) chunk(ctx context.Context, id string, n int) (int, error) {
 			return err
 		}
 		d := counts{db.CountBroadcastParams{ID: id, Pending: -int32(len(contacts)), Queued: int32(len(msgs)),
-			Failed: int32(len(contacts) - len(msgs)), Cost: cost, Released: int64(released), Now: now}}
+			Failed: int32(len(contacts) - len(msgs)), Cost: cost, Now: now}}
 		if err := addCounts(ctx, tx, d); err != nil {
 			return err
 		}
@@ -357,11 +356,17 @@ func (s *Service) chunk(ctx context.Context, id string, n int) (int, error) {
 }
 
 // release gives back to the balance, before the chunk's messages are charged, the part of the
-// broadcast's reservation they will take: their prices at the price list (at most what is
-// still reserved). A test broadcast reserves nothing.
-func release(ctx context.Context, tx pgx.Tx, b db.Broadcast, list *v1alpha1.PriceList, outs []outbound, now time.Time) (billing.Micros, error) {
+// broadcast's reservation they will take: their prices at the price list, but never more than is
+// still reserved, so the releases of a broadcast never add up to more than it reserved (its
+// prices may have risen since it reserved its estimate). What is still reserved is read as
+// folded now: the broadcast's row is locked and its recorded changes folded into it in tx, and
+// the release is written on the row itself rather than as a change to fold later, so another
+// chunk releasing at the same time waits for this one and sees what it released. The row is
+// locked before the balance, the order of start and fold. A test broadcast reserves nothing.
+func release(ctx context.Context, tx pgx.Tx, b db.Broadcast, list *v1alpha1.PriceList, outs []outbound, now time.Time) error {
+	// What is reserved only goes down: nothing reserved when b was read is nothing now.
 	if b.ReservedMicros == nil || *b.ReservedMicros <= 0 || list == nil {
-		return 0, nil
+		return nil
 	}
 	var total billing.Micros
 	emails := 0
@@ -374,7 +379,7 @@ func release(ctx context.Context, tx pgx.Tx, b db.Broadcast, list *v1alpha1.Pric
 		}
 		q, ok, err := billing.QuoteOf(list, o.Channel, o.To, o.Text)
 		if err != nil {
-			return 0, err
+			return err
 		}
 		if ok {
 			total += q.Price
@@ -382,10 +387,27 @@ func release(ctx context.Context, tx pgx.Tx, b db.Broadcast, list *v1alpha1.Pric
 	}
 	share, err := emailShare(list, emails)
 	if err != nil {
-		return 0, err
+		return err
 	}
-	total = min(total+share, billing.Micros(*b.ReservedMicros))
-	return total, billing.Release(ctx, tx, b.Project, total, "broadcast "+b.ID, now)
+	if total += share; total <= 0 {
+		return nil
+	}
+	q := db.New(tx)
+	row, err := foldIn(ctx, q, counts{db.CountBroadcastParams{ID: b.ID, Now: now}})
+	if err != nil {
+		return err
+	}
+	if row.ReservedMicros == nil || *row.ReservedMicros <= 0 {
+		return nil
+	}
+	amount := min(total, billing.Micros(*row.ReservedMicros))
+	if err := billing.Release(ctx, tx, b.Project, amount, "broadcast "+b.ID, now); err != nil {
+		return err
+	}
+	if _, err := q.CountBroadcast(ctx, db.CountBroadcastParams{ID: b.ID, Released: int64(amount), Now: now}); err != nil {
+		return fmt.Errorf("release for broadcast %s: %w", b.ID, err)
+	}
+	return nil
 }
 
 // result is what became of one recipient of a chunk.

@@ -97,7 +97,7 @@ func (s *Service) AddRecipients(ctx context.Context, k Key, id string, recipient
 	if len(errs) > 0 {
 		return AddedRecipients{}, apperror.InvalidFields(errs...)
 	}
-	out.Added, out.Duplicates, err = s.insert(ctx, k, id, rows)
+	out.Added, out.Duplicates, err = s.insert(ctx, k, id, "recipients", rows)
 	if err != nil {
 		return AddedRecipients{}, err
 	}

@@ -31,7 +31,9 @@ type Service struct {
 	money      Money
 	send       SendPath
 	pacer      Pacer
-	now        func() time.Time
+	// maxRecips bounds a broadcast's recipients (0: DefaultMaxRecipients).
+	maxRecips int
+	now       func() time.Time
 }
 
 // NewService returns the broadcasts over pool; reader reads Projects, Senders and Templates;

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -32,17 +33,17 @@ const maxBody = 4 << 20
 // Handler serves /callbacks/.
 type Handler struct {
 	Messages *message.Service
-	// Reader reads Providers, Senders and their Secrets (the informer cache).
+	// Reader reads Providers, Senders and their Secrets (the informer cache). Nothing a request
+	// names before it is verified is read anywhere else: an unauthenticated caller cannot make
+	// Switchboard read the API server.
 	Reader client.Reader
-	// Live reads the API server itself, for what the cache may not have seen yet (a bot
-	// attached a moment ago, whose first update can arrive before the cache hears of it).
+	// Live reads the API server itself: only to apply a verified template verdict again after
+	// a conflict.
 	Live client.Reader
 	// PublicURL is the address providers were given; Twilio signs the URL it called.
 	PublicURL string
 	// InstallationNamespace holds the Providers every project may use.
 	InstallationNamespace string
-	// TelegramKey derives each bot's webhook secret token (telegram.WebhookSecret).
-	TelegramKey []byte
 	// Bots reaches the Bot API as a sender's bot (to answer a button press); nil answers none.
 	Bots Bots
 	// Templates applies providers' template verdicts; nil ignores them.
@@ -55,6 +56,8 @@ type Handler struct {
 	mux *http.ServeMux
 	// unknownAccounts are the provider accounts already logged as having no sender.
 	unknownAccounts sync.Map
+	// botWaits counts the Telegram updates waiting for the cache (telegramBot).
+	botWaits atomic.Int32
 }
 
 // Media reads a file a contact sent to a sender's account (the transport registry).
@@ -117,9 +120,9 @@ func (h *Handler) scope(p *v1alpha1.Provider) []client.ListOption {
 	return []client.ListOption{client.InNamespace(p.Namespace)}
 }
 
-// senderWhere finds the live (not sandboxed) sender for which match holds among those p
-// serves; the oldest wins when several do.
-func (h *Handler) senderWhere(ctx context.Context, p *v1alpha1.Provider, match func(*v1alpha1.Sender) bool) (*v1alpha1.Sender, error) {
+// senderWhere finds the live (not sandboxed) sender for which match holds among those whose
+// channel ch goes through p; the oldest wins when several do.
+func (h *Handler) senderWhere(ctx context.Context, p *v1alpha1.Provider, ch v1alpha1.Channel, match func(*v1alpha1.Sender) bool) (*v1alpha1.Sender, error) {
 	var list v1alpha1.SenderList
 	if err := h.Reader.List(ctx, &list, h.scope(p)...); err != nil {
 		return nil, err
@@ -130,11 +133,43 @@ func (h *Handler) senderWhere(ctx context.Context, p *v1alpha1.Provider, match f
 		if !s.DeletionTimestamp.IsZero() || s.Spec.Transport == v1alpha1.TransportSandbox || !match(s) {
 			continue
 		}
-		if found == nil || s.CreationTimestamp.Before(&found.CreationTimestamp) {
+		if found != nil && !s.CreationTimestamp.Before(&found.CreationTimestamp) {
+			continue
+		}
+		through, err := h.through(ctx, p, s, ch)
+		if err != nil {
+			return nil, err
+		}
+		if through {
 			found = s
 		}
 	}
 	return found, nil
+}
+
+// through says whether the sender's channel ch goes through p (v1alpha1.ResolveProvider): an
+// account that two projects' senders both claim reaches only the one whose Provider it came by.
+func (h *Handler) through(ctx context.Context, p *v1alpha1.Provider, snd *v1alpha1.Sender, ch v1alpha1.Channel) (bool, error) {
+	var own, installation v1alpha1.ProviderList
+	if err := h.Reader.List(ctx, &own, client.InNamespace(snd.Namespace)); err != nil {
+		return false, fmt.Errorf("list providers of %s: %w", snd.Namespace, err)
+	}
+	if h.InstallationNamespace != "" && h.InstallationNamespace != snd.Namespace {
+		if err := h.Reader.List(ctx, &installation, client.InNamespace(h.InstallationNamespace)); err != nil {
+			return false, fmt.Errorf("list installation providers: %w", err)
+		}
+	}
+	got, _ := v1alpha1.ResolveProvider(ch, snd.ProviderName(ch), own.Items, installation.Items)
+	return got != nil && got.Namespace == p.Namespace && got.Name == p.Name, nil
+}
+
+// via is what a callback through p may move: the messages sent through p.
+func (h *Handler) via(p *v1alpha1.Provider) message.Via {
+	v := message.Via{Provider: p.Namespace + "/" + p.Name}
+	if p.Namespace != h.InstallationNamespace {
+		v.Project = p.Namespace
+	}
+	return v
 }
 
 // publicURL is the address the provider called: the public URL's origin and the request's
@@ -143,23 +178,26 @@ func (h *Handler) publicURL(r *http.Request) string {
 	return strings.TrimRight(h.PublicURL, "/") + r.URL.RequestURI()
 }
 
-// applyStatus moves the message a provider reports on. The callback URL names the message
-// (transport.CallbackMessageParam, signed with the rest of the URL), so a report that overtakes
-// the dispatcher's commit of the provider's id still applies. An id Switchboard does not know is
-// acknowledged, and logged once, so the provider does not retry it.
-func (h *Handler) applyStatus(ctx context.Context, r *http.Request, u transport.StatusUpdate, provider string) error {
+// applyStatus moves the message a provider reports on, among those sent through p. A Twilio
+// callback's URL names the message (messageID: transport.CallbackMessageParam, signed with the
+// rest of the URL), so a report that overtakes the dispatcher's commit of the provider's id
+// still applies; Meta signs no URL, so its callbacks name none. A message Switchboard did not
+// send through p (another project's, or none) is acknowledged and logged, so the provider does
+// not retry it, and nothing moves.
+func (h *Handler) applyStatus(ctx context.Context, p *v1alpha1.Provider, u transport.StatusUpdate, messageID string) error {
 	if u.Status == "" || u.ProviderMessageID == "" {
 		return nil
 	}
-	known, err := h.Messages.KnowsProviderID(ctx, u.ProviderMessageID)
+	via := h.via(p)
+	known, err := h.Messages.KnowsProviderID(ctx, via, u.ProviderMessageID)
 	if err != nil {
 		return err
 	}
-	ch := message.StatusChange{ProviderMessageID: u.ProviderMessageID, Status: u.Status, Failure: u.Failure}
+	ch := message.StatusChange{ProviderMessageID: u.ProviderMessageID, Status: u.Status, Failure: u.Failure, Via: via}
 	if !known {
-		ch.MessageID = r.URL.Query().Get(transport.CallbackMessageParam)
+		ch.MessageID = messageID
 		if ch.MessageID == "" {
-			h.Log.Info("status callback for a message Switchboard did not send", "provider", provider,
+			h.Log.Info("status callback for a message Switchboard did not send through this provider", "provider", via.Provider,
 				"providerMessageId", u.ProviderMessageID, "status", u.Status)
 			return nil
 		}

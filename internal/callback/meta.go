@@ -98,12 +98,13 @@ func (h *Handler) metaEvents(r *http.Request, p *v1alpha1.Provider, events *meta
 			s.Status = transport.StatusDelivered
 		}
 		if s.ProviderMessageID == "" && !s.Watermark.IsZero() {
-			if err := h.applyWatermark(ctx, r, p, s, provider); err != nil {
+			if err := h.applyWatermark(ctx, p, s); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := h.applyStatus(ctx, r, s.StatusUpdate, provider); err != nil {
+		// Meta signs the body only: a message id in the URL's query proves nothing.
+		if err := h.applyStatus(ctx, p, s.StatusUpdate, ""); err != nil {
 			return err
 		}
 	}
@@ -141,7 +142,7 @@ func (h *Handler) metaEvents(r *http.Request, p *v1alpha1.Provider, events *meta
 // applyWatermark applies a receipt by time (Messenger's read, or an old client's delivery): each
 // message the page's sender sent the contact up to the watermark that has not reached the
 // status reaches it, with its own event.
-func (h *Handler) applyWatermark(ctx context.Context, r *http.Request, p *v1alpha1.Provider, s meta.HookStatus, provider string) error {
+func (h *Handler) applyWatermark(ctx context.Context, p *v1alpha1.Provider, s meta.HookStatus) error {
 	snd, err := h.accountSender(ctx, p, v1alpha1.Channel(s.Channel), s.AccountID)
 	if err != nil || snd == nil {
 		return err
@@ -153,7 +154,7 @@ func (h *Handler) applyWatermark(ctx context.Context, r *http.Request, p *v1alph
 	for _, id := range ids {
 		u := s.StatusUpdate
 		u.ProviderMessageID = id
-		if err := h.applyStatus(ctx, r, u, provider); err != nil {
+		if err := h.applyStatus(ctx, p, u, ""); err != nil {
 			return err
 		}
 	}
@@ -190,9 +191,9 @@ func (h *Handler) keepMedia(ctx context.Context, snd *v1alpha1.Sender, in *messa
 	in.Attachments = []transport.Attachment{{Filename: name, ContentType: mimeType, Content: data}}
 }
 
-// accountSender finds the sender whose channel ch is the account (senderWhere).
+// accountSender finds the sender whose channel ch is the account, through p (senderWhere).
 func (h *Handler) accountSender(ctx context.Context, p *v1alpha1.Provider, ch v1alpha1.Channel, account string) (*v1alpha1.Sender, error) {
-	return h.senderWhere(ctx, p, func(s *v1alpha1.Sender) bool { return s.AccountID(ch) == account })
+	return h.senderWhere(ctx, p, ch, func(s *v1alpha1.Sender) bool { return s.AccountID(ch) == account })
 }
 
 // templateUpdate applies a template verdict or recategorisation to the Template submitted to

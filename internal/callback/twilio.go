@@ -1,12 +1,15 @@
 package callback
 
 import (
+	"context"
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/phonenumber"
+	"github.com/switchboard-io/switchboard/internal/transport"
 	"github.com/switchboard-io/switchboard/internal/transport/twilio"
 )
 
@@ -51,7 +54,7 @@ func (h *Handler) twilioStatus(call bool) http.HandlerFunc {
 		if call {
 			u = twilio.ParseCallStatus(r.PostForm)
 		}
-		if err := h.applyStatus(r.Context(), r, u, p.Namespace+"/"+p.Name); err != nil {
+		if err := h.applyStatus(r.Context(), p, u, r.URL.Query().Get(transport.CallbackMessageParam)); err != nil {
 			h.internalError(w, err, "twilio status")
 			return
 		}
@@ -95,11 +98,34 @@ func (h *Handler) twilioInbound(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(twilio.EmptyTwiML))
 }
 
-// senderAt finds the sender that receives SMS at number (senderWhere).
+// senderAt finds the sender that receives SMS at number through p (senderWhere), in the project
+// that owns the number only (numberOwner): another project's sender with the number on gets
+// nothing of it, its STOP replies included.
 func (h *Handler) senderAt(r *http.Request, p *v1alpha1.Provider, number string) (*v1alpha1.Sender, error) {
-	return h.senderWhere(r.Context(), p, func(s *v1alpha1.Sender) bool {
-		return s.Address(v1alpha1.ChannelSMS) == number && containsChannel(s.SendableChannels(), v1alpha1.ChannelSMS)
+	project, err := h.numberOwner(r.Context(), p, number)
+	if err != nil || project == "" {
+		return nil, err
+	}
+	return h.senderWhere(r.Context(), p, v1alpha1.ChannelSMS, func(s *v1alpha1.Sender) bool {
+		return s.Namespace == project && s.Address(v1alpha1.ChannelSMS) == number && containsChannel(s.SendableChannels(), v1alpha1.ChannelSMS)
 	})
+}
+
+// numberOwner is the project that receives at number through p (docs/senders.md#phone-numbers):
+// the one a Ready PhoneNumber holds it for, when p serves that project; "" for none. The
+// sandbox's test numbers, which nobody owns, are received in p's own namespace only.
+func (h *Handler) numberOwner(ctx context.Context, p *v1alpha1.Provider, number string) (string, error) {
+	if v1alpha1.IsSandboxNumber(number) {
+		return p.Namespace, nil
+	}
+	owner, err := phonenumber.Owner(ctx, h.Reader, number)
+	if err != nil || owner == nil {
+		return "", err
+	}
+	if p.Namespace != h.InstallationNamespace && p.Namespace != owner.Status.Project {
+		return "", nil // a project's own account serves that project alone
+	}
+	return owner.Status.Project, nil
 }
 
 func containsChannel(list []v1alpha1.Channel, c v1alpha1.Channel) bool {

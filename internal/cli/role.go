@@ -21,10 +21,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/switchboard-io/switchboard/internal/app"
+	"github.com/switchboard-io/switchboard/internal/broadcast"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/domainverify"
 	"github.com/switchboard-io/switchboard/internal/emailcheck"
 	"github.com/switchboard-io/switchboard/internal/emaildomain"
+	"github.com/switchboard-io/switchboard/internal/mailin"
 	"github.com/switchboard-io/switchboard/internal/postgres"
 )
 
@@ -40,10 +42,12 @@ type roleFlags struct {
 	leaderElectionNS  string
 	workerConcurrency int
 	broadcastChunk    int
+	maxRecipients     int
 	webhookAllow      []string
 	telegramAPI       string
 	publicURL         string
 	installationNS    string
+	projectEndpoints  bool
 	dispatchAttempts  int
 	dnsServer         string
 	inboundHost       string
@@ -51,12 +55,14 @@ type roleFlags struct {
 	disposableFile    string
 	smtpListen        string
 	smtpMaxBytes      int64
+	smtpLimits        mailin.Limits
 	templateSync      time.Duration
 	tenDLCSync        time.Duration
 	webhookCertDir    string
 	webhookPort       int
 	whatsAppStatus    time.Duration
 	supportURL        string
+	maxSubAccounts    int
 	dashboardURL      string
 	abandonAfter      time.Duration
 }
@@ -87,6 +93,8 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 	fl.StringVar(&f.pprofAddr, "pprof-bind-address", "0", "address of Go's profiling endpoints (/debug/pprof/), e.g. 127.0.0.1:6060; 0 (the default) turns them off. They show the process's internals: keep them off a public network")
 	fl.StringVar(&f.installationNS, "installation-namespace", envOr("POD_NAMESPACE", "switchboard-system"),
 		"namespace of the installation: its Providers serve every project (env POD_NAMESPACE)")
+	fl.BoolVar(&f.projectEndpoints, "allow-project-provider-endpoints", false,
+		"let Providers in projects' namespaces set baseURL (a regional endpoint, a proxy, a local peer); off, only the installation namespace's Providers do, and a project's Provider that sets one is not Ready (EndpointNotAllowed): a tenant's endpoint could answer for the provider, e.g. claim another project's bot. An smtp Provider's relay is always allowed")
 	fl.StringVar(&f.dnsServer, "dns-server", envOr("SWITCHBOARD_DNS_SERVER", ""),
 		"DNS server (host:port) that email domain checks, email pre-flight and inbound mail checks ask, e.g. 10.96.0.10:53 (env SWITCHBOARD_DNS_SERVER); empty: the resolvers of /etc/resolv.conf")
 	fl.StringVar(&f.inboundHost, "email-inbound-host", envOr("SWITCHBOARD_EMAIL_INBOUND_HOST", ""),
@@ -97,6 +105,14 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 		fl.StringVar(&f.smtpListen, "smtp-listen", envOr("SWITCHBOARD_SMTP_LISTEN", ""),
 			"address the inbound SMTP listener takes mail on, e.g. :2525 (env SWITCHBOARD_SMTP_LISTEN): mail for the domains that receive, bounces and complaints; the MX records point at --email-inbound-host, which must reach it (port 25 outside). Empty: no listener")
 		fl.Int64Var(&f.smtpMaxBytes, "smtp-max-message-bytes", 25<<20, "largest inbound mail the SMTP listener takes, in bytes; larger ones are refused with 552")
+		fl.IntVar(&f.smtpLimits.MaxConnections, "smtp-max-connections", mailin.DefaultMaxConnections,
+			"connections the SMTP listener serves at once; one more is answered 421 and closed, and its server tries later")
+		fl.IntVar(&f.smtpLimits.MaxConnectionsPerIP, "smtp-max-connections-per-ip", mailin.DefaultMaxConnectionsPerIP,
+			"connections the SMTP listener serves at once from one client address (an IPv4 address, an IPv6 /64); one more is answered 421 and closed")
+		fl.DurationVar(&f.smtpLimits.SessionTimeout, "smtp-session-timeout", mailin.DefaultSessionTimeout,
+			"longest an SMTP connection lasts, however busy the client keeps it; then it is answered 421 and closed, a message under way dropped for its server to send again")
+		fl.Int64Var(&f.smtpLimits.MaxBufferedBytes, "smtp-max-buffered-bytes", mailin.DefaultMaxBufferedBytes,
+			"bytes of inbound mail the SMTP listener holds at once, across connections; a message that finds too little room is answered 452, and its server tries later. At least --smtp-max-message-bytes")
 		fl.StringVar(&f.disposableFile, "email-disposable-domains", "",
 			"file of throwaway mail domains, one per line (# comments), that POST /v1/introspect/email flags as disposable_domain besides the list Switchboard ships")
 	}
@@ -111,9 +127,13 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 	if r == app.RoleAPI || r == app.RoleAll {
 		fl.StringVar(&f.supportURL, "support-url", envOr("SWITCHBOARD_SUPPORT_URL", ""),
 			"where a project whose sending risk review suspended is sent to have it lifted (403 sending_suspended's details.dashboardUrl), e.g. https://example.com/support (env SWITCHBOARD_SUPPORT_URL)")
+		fl.IntVar(&f.maxSubAccounts, "max-sub-accounts", 1000,
+			"how many sub-accounts (active or deactivated: each keeps its namespace) a project may create through POST /v1/sub-accounts; a Project's spec.maxSubAccounts overrides it for that project")
 		fl.StringVar(&f.dashboardURL, "dashboard-url", envOr("SWITCHBOARD_DASHBOARD_URL", ""),
 			"where invitation links point, e.g. https://connect.example.com (env SWITCHBOARD_DASHBOARD_URL): the connection page clients open, served by the api role under /invitations/; empty: --public-url, else the API's own address")
 		fl.StringVar(&f.listen, "listen", ":8080", "address the REST API listens on")
+		fl.IntVar(&f.maxRecipients, "broadcast-max-recipients", broadcast.DefaultMaxRecipients,
+			"recipients one broadcast (v2 campaign) may have: adding more is refused with 400 and adds nothing; its estimate, storage and send grow with them")
 		fl.StringVar(&f.redisURL, "redis-url", envOr("REDIS_URL", ""), "Redis URL shared by api replicas, e.g. redis://redis:6379/0 (env REDIS_URL); empty keeps state in memory, for one replica")
 	}
 	if r == app.RoleManager || r == app.RoleAll {
@@ -153,6 +173,12 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 	if f.smtpMaxBytes < 0 {
 		return &UsageError{Err: errors.New("--smtp-max-message-bytes must be positive")}
 	}
+	if l := f.smtpLimits; l.MaxConnections < 0 || l.MaxConnectionsPerIP < 0 || l.SessionTimeout < 0 || l.MaxBufferedBytes < 0 {
+		return &UsageError{Err: errors.New("--smtp-max-connections, --smtp-max-connections-per-ip, --smtp-session-timeout and --smtp-max-buffered-bytes must be positive")}
+	}
+	if f.smtpListen != "" && f.smtpLimits.MaxBufferedBytes > 0 && f.smtpLimits.MaxBufferedBytes < f.smtpMaxBytes {
+		return &UsageError{Err: errors.New("--smtp-max-buffered-bytes must be at least --smtp-max-message-bytes: the largest mail could never be taken")}
+	}
 	if f.templateSync < 0 || f.whatsAppStatus < 0 || f.tenDLCSync < 0 || f.abandonAfter < 0 {
 		return &UsageError{Err: errors.New("--template-sync-interval, --ten-dlc-sync-interval, --whatsapp-status-interval and --invitation-abandon-after must be positive")}
 	}
@@ -161,6 +187,9 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 	}
 	if f.broadcastChunk < 0 || f.broadcastChunk > 5000 {
 		return &UsageError{Err: errors.New("--broadcast-chunk must be between 1 and 5000")}
+	}
+	if f.maxRecipients < 0 {
+		return &UsageError{Err: errors.New("--broadcast-max-recipients must be positive")}
 	}
 	for flag, v := range map[string]string{"--public-url": f.publicURL, "--dashboard-url": f.dashboardURL} {
 		if v == "" {
@@ -250,22 +279,26 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		LeaderElectionNamespace: f.leaderElectionNS,
 		WorkerConcurrency:       f.workerConcurrency,
 		BroadcastChunk:          f.broadcastChunk,
+		BroadcastMaxRecipients:  f.maxRecipients,
 		Delivery:                delivery.WorkerOptions{Client: delivery.ClientOptions{Allow: allow}},
 		TelegramAPI:             f.telegramAPI,
 		PublicURL:               f.publicURL,
 		DispatchAttempts:        f.dispatchAttempts,
 		InstallationNamespace:   f.installationNS,
+		AllowProjectEndpoints:   f.projectEndpoints,
 		DNSServer:               f.dnsServer,
 		Email:                   domainverify.Config{InboundHost: f.inboundHost, SPFInclude: f.spfInclude},
 		Disposable:              disposable,
 		SMTPListener:            smtpListener,
 		SMTPMaxMessageBytes:     f.smtpMaxBytes,
+		SMTPLimits:              f.smtpLimits,
 		TemplateSyncEvery:       f.templateSync,
 		TenDLCSyncEvery:         f.tenDLCSync,
 		WebhookCertDir:          f.webhookCertDir,
 		WebhookPort:             f.webhookPort,
 		WhatsAppStatusEvery:     f.whatsAppStatus,
 		SupportURL:              f.supportURL,
+		MaxSubAccounts:          f.maxSubAccounts,
 		DashboardURL:            f.dashboardURL,
 		InvitationAbandonAfter:  f.abandonAfter,
 		Log:                     log,

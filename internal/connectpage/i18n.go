@@ -59,8 +59,12 @@ var text = map[string]map[string]string{
 		"usePage":                          "Connect this Page",
 		"badState":                         "This sign-in cannot be used",
 		"badStateBody":                     "The Facebook sign-in was already used or has expired. Start again from your invitation link.",
-		"scriptNeeded":                     "This step needs JavaScript turned on in your browser.",
-		"expires":                          "The link works until %s.",
+		"otherBrowser":                     "Finish connecting in the browser you started in",
+		"otherBrowserBody": "For your security, a Facebook sign-in can only be finished in the browser where it was started, with cookies allowed. " +
+			"To connect from this browser, start again.",
+		"startAgain":   "Start again",
+		"scriptNeeded": "This step needs JavaScript turned on in your browser.",
+		"expires":      "The link works until %s.",
 	},
 	"es": {
 		"title":              "Conecta tu cuenta",
@@ -99,7 +103,11 @@ var text = map[string]map[string]string{
 		"usePage":                          "Conectar esta página",
 		"badState":                         "Este inicio de sesión no se puede usar",
 		"badStateBody":                     "El inicio de sesión de Facebook ya se usó o venció. Empieza de nuevo desde el enlace de tu invitación.",
-		"scriptNeeded":                     "Este paso necesita JavaScript activado en tu navegador.",
-		"expires":                          "El enlace funciona hasta el %s.",
+		"otherBrowser":                     "Termina la conexión en el navegador en que la empezaste",
+		"otherBrowserBody": "Por tu seguridad, un inicio de sesión de Facebook solo puede terminarse en el navegador donde se empezó, con las cookies permitidas. " +
+			"Para conectar desde este navegador, empieza de nuevo.",
+		"startAgain":   "Empezar de nuevo",
+		"scriptNeeded": "Este paso necesita JavaScript activado en tu navegador.",
+		"expires":      "El enlace funciona hasta el %s.",
 	},
 }

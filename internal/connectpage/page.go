@@ -15,6 +15,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -107,6 +108,10 @@ type Handler struct {
 	o     Options
 	pages *template.Template
 	now   func() time.Time
+	// cookiePath and secure scope a sign-in's cookie to the page's public paths, and to https
+	// when the page is served on it.
+	cookiePath string
+	secure     bool
 }
 
 // New returns the page's handler.
@@ -127,7 +132,11 @@ func New(o Options) (*Handler, error) {
 		return nil, fmt.Errorf("parse the connection page's templates: %w", err)
 	}
 	o.BaseURL = strings.TrimSuffix(o.BaseURL, "/")
-	return &Handler{o: o, pages: t, now: time.Now}, nil
+	h := &Handler{o: o, pages: t, now: time.Now, cookiePath: invitation.PagePath}
+	if u, err := url.Parse(o.BaseURL); err == nil {
+		h.cookiePath, h.secure = strings.TrimSuffix(u.Path, "/")+invitation.PagePath, u.Scheme == "https"
+	}
+	return h, nil
 }
 
 // callbackPath is where Facebook Login returns: one fixed address, as Meta's strict redirect URI
@@ -182,6 +191,7 @@ type view struct {
 	SignupJSON template.JS
 	Pages      []Page
 	SignIn     string
+	Next       string // a link to go on with (a message's)
 	StaticPath string
 	PagePath   string
 }
@@ -315,7 +325,7 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request, token string) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	state, err := h.newSignIn(r.Context(), inv)
+	state, err := h.newSignIn(r.Context(), w, inv)
 	if err == nil {
 		var to string
 		if to, err = h.o.Connector.LoginURL(r.Context(), inv, h.o.BaseURL+callbackPath, state); err == nil {

@@ -42,7 +42,8 @@ func (r *EmailDomainReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	now := r.now()
 	requested := d.Annotations[domainverify.VerifyRequestedAnnotation]
 	restart := requested != "" && requested != d.Status.VerifyRequestedAt
-	due := d.Status.ObservedGeneration != d.Generation || d.Status.NextCheckAt == nil || !now.Before(d.Status.NextCheckAt.Time)
+	due := d.Status.ObservedGeneration != d.Generation || d.Status.NextCheckAt == nil || !now.Before(d.Status.NextCheckAt.Time) ||
+		domainverify.OwnershipUnchecked(&d.Status) // after an upgrade: take the hold of a domain verified before, at once
 	err := r.Verifier.Refresh(ctx, &d, domainverify.Options{Check: due || restart, Restart: restart, RequestedAt: requested})
 	switch {
 	case errors.Is(err, domainverify.ErrUnavailable):

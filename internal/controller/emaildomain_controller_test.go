@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
@@ -108,13 +109,15 @@ var _ = Describe("EmailDomain", func() {
 		Expect(meta.IsStatusConditionTrue(d.Status.Conditions, "InboundVerified")).To(BeTrue())
 		Consistently(func() []string { return domainEvents(ctx, ns) }, "500ms").Should(Equal([]string{"domain.verified verified"}))
 
-		// The DKIM record removed: the domain fails at once (it was verified), announced once.
+		// The DKIM record removed: the domain fails at once (it was verified; its ownership record
+		// is still there), announced once.
 		dnsServer.RemoveAll(d.Status.Records[0].Name)
 		verifyNow(ctx, d)
-		Eventually(domainState(ctx, d)).Should(Equal(v1alpha1.DomainFailed))
+		Eventually(domainState(ctx, d)).Should(Equal(v1alpha1.DomainPartiallyVerified))
 		Expect(meta.FindStatusCondition(d.Status.Conditions, "DKIMVerified")).To(haveReady(metav1.ConditionFalse, "RecordNotFound"))
+		Expect(d.Receives()).To(BeTrue()) // receiving needs the ownership record, not DKIM
 		verifyNow(ctx, d)
-		Eventually(func() []string { return domainEvents(ctx, ns) }).Should(Equal([]string{"domain.verified verified", "domain.failed failed"}))
+		Eventually(func() []string { return domainEvents(ctx, ns) }).Should(Equal([]string{"domain.verified verified", "domain.failed partially_verified"}))
 		Consistently(func() []string { return domainEvents(ctx, ns) }, "500ms").Should(HaveLen(2))
 
 		// A deleted key is made again, with a record of its own to publish.
@@ -124,6 +127,87 @@ var _ = Describe("EmailDomain", func() {
 			_ = k8s.Get(ctx, client.ObjectKeyFromObject(d), d)
 			return d.Status.Records[0].Value
 		}).ShouldNot(Equal(oldValue))
+	})
+
+	It("keeps a domain verified before ownership records verified and receiving through its grace period, and no other", func() {
+		// legacy makes d look as it did before ownership records: verified on its DKIM record (or
+		// not), its inbound MX published, no ownership record, no hold.
+		legacy := func(d *v1alpha1.EmailDomain, verified bool) {
+			Eventually(func() []v1alpha1.DNSRecord {
+				_ = k8s.Get(ctx, client.ObjectKeyFromObject(d), d)
+				return d.Status.Records
+			}).WithTimeout(10 * time.Second).ShouldNot(BeEmpty())
+			for _, rec := range d.Status.Records {
+				if rec.Purpose == v1alpha1.PurposeInbound || (verified && rec.Purpose == v1alpha1.PurposeDKIM) {
+					domainverifytest.Publish(dnsServer, rec)
+				}
+			}
+			Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				if err := k8s.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+					return err
+				}
+				var records []v1alpha1.DNSRecord
+				for _, rec := range d.Status.Records {
+					switch {
+					case rec.Purpose == v1alpha1.PurposeOwnership:
+						continue
+					case rec.Purpose == v1alpha1.PurposeInbound || (verified && rec.Purpose == v1alpha1.PurposeDKIM):
+						rec.State = v1alpha1.RecordVerified
+					default:
+						rec.State = v1alpha1.RecordFailed
+					}
+					records = append(records, rec)
+				}
+				later := metav1.NewTime(time.Now().Add(6 * time.Hour))
+				d.Status.Records, d.Status.Held, d.Status.OwnershipGraceUntil, d.Status.NextCheckAt = records, false, nil, &later
+				d.Status.State, d.Status.Verified, d.Status.EverVerified = v1alpha1.DomainFailed, false, false
+				if verified {
+					d.Status.State, d.Status.Verified, d.Status.EverVerified = v1alpha1.DomainVerified, true, true
+				}
+				return k8s.Status().Update(ctx, d)
+			})).To(Succeed())
+		}
+		ns := newNamespace(ctx)
+		d := &v1alpha1.EmailDomain{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "old"},
+			Spec: v1alpha1.EmailDomainSpec{Domain: ns + ".old.acme.test", Receiving: true}}
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+		legacy(d, true)
+
+		// Checked at once (its next check was hours away): held on its DKIM record, still
+		// verified and receiving, the condition saying what to publish and until when.
+		Eventually(func() bool {
+			_ = k8s.Get(ctx, client.ObjectKeyFromObject(d), d)
+			return d.Status.Held && d.Receives()
+		}).WithTimeout(10 * time.Second).Should(BeTrue())
+		Expect(d.Status.State).To(Equal(v1alpha1.DomainVerified))
+		Expect(d.Status.OwnershipGraceUntil).NotTo(BeNil())
+		Expect(d.Status.OwnershipGraceUntil.Time).To(BeTemporally("~", time.Now().Add(domainverify.OwnershipGrace), time.Minute))
+		Expect(meta.FindStatusCondition(d.Status.Conditions, domainverify.ConditionOwnership)).To(haveReady(metav1.ConditionFalse, domainverify.ReasonOwnershipGrace))
+		Expect(meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionReady)).To(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))
+		Expect(d.Status.NextCheckAt.Time).To(BeTemporally("<=", d.Status.OwnershipGraceUntil.Time))
+
+		// Its ownership record published: the grace period ends, the record proves it.
+		domainverifytest.PublishRequired(dnsServer, d, false)
+		verifyNow(ctx, d)
+		Eventually(func() *metav1.Time {
+			_ = k8s.Get(ctx, client.ObjectKeyFromObject(d), d)
+			return d.Status.OwnershipGraceUntil
+		}).Should(BeNil())
+		Expect(d.Status.Held).To(BeTrue())
+		Expect(meta.FindStatusCondition(d.Status.Conditions, domainverify.ConditionOwnership)).To(haveReady(metav1.ConditionTrue, "RecordPublished"))
+
+		// One that received on the shared MX without ever being verified gets no grace: it stops.
+		other := &v1alpha1.EmailDomain{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "claimed"},
+			Spec: v1alpha1.EmailDomainSpec{Domain: ns + ".claimed.acme.test", Receiving: true}}
+		Expect(k8s.Create(ctx, other)).To(Succeed())
+		legacy(other, false)
+		Eventually(func() bool {
+			_ = k8s.Get(ctx, client.ObjectKeyFromObject(other), other)
+			return domainverify.OwnershipUnchecked(&other.Status)
+		}).WithTimeout(10 * time.Second).Should(BeFalse())
+		Expect(other.Status.OwnershipGraceUntil).To(BeNil())
+		Expect(other.Status.Held).To(BeFalse())
+		Expect(other.Receives()).To(BeFalse())
 	})
 
 	It("is not verifiable when its key cannot be used, or when the project has the domain already", func() {

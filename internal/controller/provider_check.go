@@ -142,8 +142,8 @@ func (l *checkLedger) forget(key types.NamespacedName) {
 }
 
 // checkCredentials is the step that asks the provider: it fills facts.checked and facts.outcome
-// and returns when the Provider should be looked at again. It calls nothing when the Secret is
-// missing or incomplete, when no check is registered for the type, or when the latest outcome of
+// and returns when the Provider should be looked at again. It calls nothing when the Provider's
+// endpoint is refused, when the Secret is missing or incomplete, when no check is registered for the type, or when the latest outcome of
 // the same inputs is recent.
 func (r *ProviderReconciler) checkCredentials(ctx context.Context, facts *providerFacts) (time.Duration, error) {
 	p := facts.provider

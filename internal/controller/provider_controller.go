@@ -26,6 +26,10 @@ type ProviderReconciler struct {
 	// Checks asks each provider type whether credentials are good. A type without one is Ready
 	// once its Secret is complete ("credentials are not checked for <type>").
 	Checks map[v1alpha1.ProviderType]CredentialCheck
+	// InstallationNamespace holds the Providers that may set baseURL; AllowProjectEndpoints lets
+	// every Provider set it (v1alpha1.Provider.EndpointAllowed).
+	InstallationNamespace string
+	AllowProjectEndpoints bool
 
 	ledger checkLedger
 }
@@ -70,7 +74,7 @@ func (r *ProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 // evaluate runs the steps in order: read the Secret, then check the credentials with the provider.
 // It returns the facts readiness is computed from, and when to come back (0: on a change only).
 func (r *ProviderReconciler) evaluate(ctx context.Context, p *v1alpha1.Provider) (providerFacts, time.Duration, error) {
-	facts := providerFacts{provider: p}
+	facts := providerFacts{provider: p, endpointRefused: !p.EndpointAllowed(r.InstallationNamespace, r.AllowProjectEndpoints)}
 	secret, err := readProviderSecret(ctx, r.Client, p)
 	if err != nil {
 		return facts, 0, err

@@ -12,6 +12,8 @@ import (
 // providerFacts is what the Provider's readiness is computed from.
 type providerFacts struct {
 	provider *v1alpha1.Provider
+	// endpointRefused: the Provider sets a baseURL its namespace may not (EndpointAllowed).
+	endpointRefused bool
 	// secret is the Secret spec.secretRef names; nil when it names none or the Secret is missing.
 	secret *corev1.Secret
 	// checked tells whether a credential check is registered for the Provider's type.
@@ -25,6 +27,7 @@ type providerCheck func(f providerFacts) (reason, message string, failed bool)
 
 // providerReadinessChain runs in order; the first failure names the reason.
 var providerReadinessChain = []providerCheck{
+	providerEndpointAllowed,
 	providerSecretFound,
 	providerSecretComplete,
 	providerCheckDone,
@@ -48,10 +51,10 @@ func providerReadiness(f providerFacts) readiness {
 	return readyOK(msg)
 }
 
-// credentialsPresent runs the checks that need no call to the provider: the Secret is there
-// and holds every key the type needs.
+// credentialsPresent runs the checks that need no call to the provider: its endpoint may be
+// used, and the Secret is there and holds every key the type needs.
 func credentialsPresent(f providerFacts) readiness {
-	return runProviderChecks(f, providerReadinessChain[:2])
+	return runProviderChecks(f, providerReadinessChain[:3])
 }
 
 func runProviderChecks(f providerFacts, chain []providerCheck) readiness {
@@ -61,6 +64,17 @@ func runProviderChecks(f providerFacts, chain []providerCheck) readiness {
 		}
 	}
 	return readiness{ready: true}
+}
+
+// providerEndpointAllowed refuses a project's own baseURL: a tenant's endpoint could answer for
+// the provider (claim another project's bot id or number). Nothing calls it.
+func providerEndpointAllowed(f providerFacts) (string, string, bool) {
+	if !f.endpointRefused {
+		return "", "", false
+	}
+	return v1alpha1.ReasonEndpointNotAllowed, fmt.Sprintf(
+		"baseURL is for the installation's Providers: remove it to use %s's public address (the operator allows projects' endpoints with --allow-project-provider-endpoints)",
+		f.provider.Spec.Type), true
 }
 
 func providerSecretFound(f providerFacts) (string, string, bool) {

@@ -42,6 +42,10 @@ func TestProviderReadiness(t *testing.T) {
 		reason  string
 		message []string // fragments the message must hold
 	}{
+		{"a project's endpoint", providerFacts{provider: proxied, endpointRefused: true, secret: complete, checked: true, outcome: accepted},
+			v1alpha1.ReasonEndpointNotAllowed, []string{"baseURL is for the installation's Providers", "--allow-project-provider-endpoints"}},
+		{"a project's endpoint comes first", providerFacts{provider: proxied, endpointRefused: true, checked: true},
+			v1alpha1.ReasonEndpointNotAllowed, nil},
 		{"Secret missing", providerFacts{provider: twilio, checked: true}, v1alpha1.ReasonSecretNotFound,
 			[]string{`Secret "twilio-credentials" not found in namespace acme`, `messaging.switchboard.io/secret: "true"`}},
 		{"Secret without the token", providerFacts{provider: twilio, secret: secret("accountSid", "AC123"), checked: true},

@@ -287,3 +287,38 @@ var _ = Describe("the RiskPolicy sample", func() {
 		Expect(apierrors.IsInvalid(k8s.Create(ctx, bad))).To(BeTrue())
 	})
 })
+
+var _ = Describe("the PhoneNumber sample", func() {
+	ctx := context.Background()
+
+	It("assigns its number to the project, whose sender then owns it, and no other project's", func() {
+		b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_phonenumber.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var pn v1alpha1.PhoneNumber
+		Expect(yaml.UnmarshalStrict(b, &pn)).To(Succeed())
+		for _, ns := range []string{pn.Namespace, pn.Spec.Project} {
+			err = k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+			Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
+		}
+		Expect(k8s.Create(ctx, &pn)).To(Succeed())
+		Eventually(func() *metav1.Condition {
+			_ = k8s.Get(ctx, client.ObjectKeyFromObject(&pn), &pn)
+			return meta.FindStatusCondition(pn.Status.Conditions, v1alpha1.ConditionReady)
+		}).Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))
+		Expect(pn.Status.Project).To(Equal("acme"))
+		Expect(pn.Status.Ownership).To(Equal(v1alpha1.OwnershipAssigned))
+		Expect(pn.Status.Capabilities).To(Equal([]v1alpha1.PhoneCapability{v1alpha1.CapabilitySMS, v1alpha1.CapabilityMMS, v1alpha1.CapabilityVoice}))
+
+		mine := sender(pn.Spec.Project, "sample-line", v1alpha1.ChannelSMS)
+		mine.Spec.PhoneNumber = pn.Spec.Number
+		Expect(k8s.Create(ctx, mine)).To(Succeed())
+		Eventually(func() *metav1.Condition {
+			_ = k8s.Get(ctx, client.ObjectKeyFromObject(mine), mine)
+			return meta.FindStatusCondition(mine.Status.Conditions, v1alpha1.ConditionNumberOwned)
+		}).Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonNumberOwned))
+		Eventually(func() []string {
+			_ = k8s.Get(ctx, client.ObjectKeyFromObject(&pn), &pn)
+			return pn.Status.Senders
+		}).Should(ContainElement("sample-line"))
+	})
+})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/index"
 )
 
 // SenderReconciler keeps the Ready condition, the active channels and the activity of Senders.
@@ -29,6 +31,12 @@ type SenderReconciler struct {
 	// status, refreshed every WhatsAppEvery (a minute after a failed read).
 	WhatsApp      WhatsAppReader
 	WhatsAppEvery time.Duration
+	// InstallationNamespace is where numbers are assigned to projects; AdoptNumbersBefore is
+	// when this installation started checking who owns numbers: the numbers of live senders
+	// created before it are assigned to the first project that held them (sender_number.go).
+	// Zero adopts none.
+	InstallationNamespace string
+	AdoptNumbersBefore    time.Time
 }
 
 // WhatsAppReader reads what a provider reports of a sender's WhatsApp number: nil when the
@@ -73,9 +81,19 @@ func (r *SenderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	sender.Status.WebhookSecret = secret
 	sender.Status.ObservedGeneration = sender.Generation
+	// A number the project does not own sends nothing live: its channels are not listed.
+	numberOwned, err := r.reconcileNumber(ctx, &sender)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if numberOwned != nil {
+		meta.SetStatusCondition(&sender.Status.Conditions, *numberOwned)
+	} else {
+		meta.RemoveStatusCondition(&sender.Status.Conditions, v1alpha1.ConditionNumberOwned)
+	}
 	sender.Status.Channels = nil
 	if readyResult.ready {
-		sender.Status.Channels = sender.SendableChannels()
+		sender.Status.Channels = numberChannels(&sender, sender.SendableChannels(), numberOwned)
 	}
 	// One default per project: the oldest of the senders that ask to be it.
 	d := v1alpha1.DefaultSender(siblings.Items)
@@ -185,6 +203,10 @@ func (r *SenderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A generated webhook Secret that is deleted is made again; a referenced one that appears
 		// makes its Sender ready. (The cache holds only labelled Secrets: see CacheOptions.)
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.sendersOfProject)).
+		// Whether a project owns a number follows its PhoneNumbers (their status included); a
+		// project's own twilio Provider can prove its numbers.
+		Watches(&v1alpha1.PhoneNumber{}, handler.EnqueueRequestsFromMapFunc(r.sendersOfNumber)).
+		Watches(&v1alpha1.Provider{}, handler.EnqueueRequestsFromMapFunc(r.sendersOfProject)).
 		Named("sender").
 		Complete(r)
 }
@@ -193,6 +215,19 @@ func (r *SenderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *SenderReconciler) sendersOfProject(ctx context.Context, o client.Object) []reconcile.Request {
 	var senders v1alpha1.SenderList
 	if err := r.List(ctx, &senders, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(senders.Items))
+	for _, s := range senders.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
+	}
+	return reqs
+}
+
+// sendersOfNumber maps a PhoneNumber to the Senders of its number, in every project.
+func (r *SenderReconciler) sendersOfNumber(ctx context.Context, o client.Object) []reconcile.Request {
+	var senders v1alpha1.SenderList
+	if err := r.List(ctx, &senders, client.MatchingFields{index.SenderPhoneNumber: o.(*v1alpha1.PhoneNumber).Spec.Number}); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(senders.Items))

@@ -12,6 +12,7 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/domainverify"
 	"github.com/switchboard-io/switchboard/internal/invitation"
+	"github.com/switchboard-io/switchboard/internal/phonenumber"
 	"github.com/switchboard-io/switchboard/internal/templatereview"
 )
 
@@ -22,6 +23,17 @@ type Options struct {
 	// ProviderChecks check Provider credentials with the provider, by type. A type without one
 	// is Ready once its Secret is complete, with "credentials are not checked for <type>".
 	ProviderChecks map[v1alpha1.ProviderType]CredentialCheck
+	// InstallationNamespace holds the Providers that may set baseURL; AllowProjectProviderEndpoints
+	// lets Providers in projects' namespaces set it too (v1alpha1.Provider.EndpointAllowed).
+	InstallationNamespace         string
+	AllowProjectProviderEndpoints bool
+	// NumberAccounts asks a project's own provider accounts which numbers they hold, to prove
+	// its PhoneNumbers; nil proves none made in a project's namespace (operators still assign
+	// numbers from InstallationNamespace). AdoptNumbersBefore is when ownership started being
+	// checked: the numbers of live Senders created before it are assigned to the first project
+	// that held them (zero: none).
+	NumberAccounts     phonenumber.Lookup
+	AdoptNumbersBefore time.Time
 	// EmailDomains makes domains' keys and records and checks DNS; nil runs no EmailDomain
 	// controller.
 	EmailDomains *domainverify.Verifier
@@ -44,7 +56,12 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	if err := (&SenderReconciler{Client: mgr.GetClient(), Activity: opts.Activity, WhatsApp: opts.WhatsApp,
-		WhatsAppEvery: opts.WhatsAppEvery}).SetupWithManager(mgr); err != nil {
+		WhatsAppEvery: opts.WhatsAppEvery, InstallationNamespace: opts.InstallationNamespace,
+		AdoptNumbersBefore: opts.AdoptNumbersBefore}).SetupWithManager(mgr); err != nil {
+		return err
+	}
+	if err := (&PhoneNumberReconciler{Client: mgr.GetClient(), InstallationNamespace: opts.InstallationNamespace,
+		Accounts: opts.NumberAccounts}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&WebhookReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
@@ -69,7 +86,8 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return err
 		}
 	}
-	return (&ProviderReconciler{Client: mgr.GetClient(), Checks: opts.ProviderChecks}).SetupWithManager(mgr)
+	return (&ProviderReconciler{Client: mgr.GetClient(), Checks: opts.ProviderChecks, InstallationNamespace: opts.InstallationNamespace,
+		AllowProjectEndpoints: opts.AllowProjectProviderEndpoints}).SetupWithManager(mgr)
 }
 
 // CacheOptions limits what the informer cache holds: of all Secrets, only those labelled

@@ -38,6 +38,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
 	"github.com/switchboard-io/switchboard/internal/providercheck"
 	"github.com/switchboard-io/switchboard/internal/templatereview"
+	"github.com/switchboard-io/switchboard/internal/transport/registry"
 )
 
 var (
@@ -116,8 +117,12 @@ var _ = BeforeSuite(func() {
 		Deliveries: delivery.NewService(mgr.GetClient())}
 	invitations = invitation.NewService(mgr.GetClient(), mgr.GetAPIReader(), pool, delivery.NewService(mgr.GetClient()),
 		[]byte("invitation-token-key-of-the-test"), "https://connect.switchboard.test").WithFieldManager("switchboard-manager")
-	Expect(controller.Setup(mgr, controller.Options{ProviderChecks: providercheck.Checks(), EmailDomains: verifier,
-		Templates: reviewer, Invitations: invitations, InvitationAbandonAfter: invitationAbandonAfter})).To(Succeed())
+	// Tests point Providers of their namespaces at loopback peers: the operator's allowance.
+	// Projects' own twilio accounts prove their numbers through the registry, as in the binary.
+	accounts := &registry.Registry{Reader: mgr.GetClient(), InstallationNamespace: installationNamespace, AllowProjectEndpoints: true}
+	Expect(controller.Setup(mgr, controller.Options{ProviderChecks: providercheck.Checks(), AllowProjectProviderEndpoints: true, EmailDomains: verifier,
+		Templates: reviewer, Invitations: invitations, InvitationAbandonAfter: invitationAbandonAfter,
+		InstallationNamespace: installationNamespace, NumberAccounts: accounts})).To(Succeed())
 	Expect(admission.Setup(mgr)).To(Succeed())
 
 	var ctx context.Context

@@ -169,24 +169,31 @@ func countsForState(rec v1alpha1.DNSRecord) bool {
 	return rec.Required && rec.Purpose != v1alpha1.PurposeInbound
 }
 
-// State is where a domain stands given its checked records: verified when every record that
-// counts is; otherwise pending within the window of a domain never verified, and after it (or
-// once verified) partially verified when some are, failed when none is.
-func State(records []v1alpha1.DNSRecord, withinWindow, everVerified bool) v1alpha1.EmailDomainState {
+// State is where a domain stands given its checked records and its hold: verified when every
+// record that counts is and the project holds the domain (the ownership record counts as
+// published only then: within its grace period a domain holds without it); otherwise pending
+// within the window of a domain never verified, and after it (or once verified, or when another
+// project holds the domain, which waiting does not change) partially verified when some are,
+// failed when none is.
+func State(records []v1alpha1.DNSRecord, hold Hold, withinWindow, everVerified bool) v1alpha1.EmailDomainState {
 	var total, verified int
 	for _, rec := range records {
 		if !countsForState(rec) {
 			continue
 		}
 		total++
-		if rec.State == v1alpha1.RecordVerified {
+		ok := rec.State == v1alpha1.RecordVerified
+		if rec.Purpose == v1alpha1.PurposeOwnership {
+			ok = hold == Held
+		}
+		if ok {
 			verified++
 		}
 	}
 	switch {
 	case total > 0 && verified == total:
 		return v1alpha1.DomainVerified
-	case withinWindow && !everVerified:
+	case withinWindow && !everVerified && hold != HeldElsewhere:
 		return v1alpha1.DomainPending
 	case verified > 0:
 		return v1alpha1.DomainPartiallyVerified
@@ -215,7 +222,11 @@ func NextCheck(st *v1alpha1.EmailDomainStatus, now time.Time, unavailable bool) 
 		return now.Add(minWait)
 	}
 	if st.State == v1alpha1.DomainVerified || !WithinWindow(st, now) {
-		return now.Add(settledWait)
+		next := now.Add(settledWait)
+		if inGrace(st, now) && st.OwnershipGraceUntil.Time.Before(next) {
+			next = st.OwnershipGraceUntil.Time // the end of the grace period is checked when it comes
+		}
+		return next
 	}
 	elapsed := time.Duration(0)
 	if st.VerificationStartedAt != nil {
@@ -226,17 +237,23 @@ func NextCheck(st *v1alpha1.EmailDomainStatus, now time.Time, unavailable bool) 
 
 // conditionTypes names the condition of each purpose.
 var conditionTypes = map[v1alpha1.RecordPurpose]string{
-	v1alpha1.PurposeDKIM:     "DKIMVerified",
-	v1alpha1.PurposeSPF:      "SPFVerified",
-	v1alpha1.PurposeDMARC:    "DMARCVerified",
-	v1alpha1.PurposeMailFrom: "MailFromVerified",
-	v1alpha1.PurposeInbound:  "InboundVerified",
+	v1alpha1.PurposeDKIM:      "DKIMVerified",
+	v1alpha1.PurposeOwnership: ConditionOwnership,
+	v1alpha1.PurposeSPF:       "SPFVerified",
+	v1alpha1.PurposeDMARC:     "DMARCVerified",
+	v1alpha1.PurposeMailFrom:  "MailFromVerified",
+	v1alpha1.PurposeInbound:   "InboundVerified",
 }
 
-// Conditions renders the records as one condition per purpose, and Ready for the domain.
-func Conditions(st *v1alpha1.EmailDomainStatus, generation int64) {
-	for _, purpose := range []v1alpha1.RecordPurpose{v1alpha1.PurposeDKIM, v1alpha1.PurposeSPF, v1alpha1.PurposeDMARC,
-		v1alpha1.PurposeMailFrom, v1alpha1.PurposeInbound} {
+// ConditionOwnership is the condition of the ownership record and of the domain's hold.
+const ConditionOwnership = "OwnershipVerified"
+
+// Conditions renders the records as one condition per purpose, and Ready for the domain, as
+// they stand at now (the ownership condition tells a domain another project holds, and the
+// grace period of one verified before ownership records).
+func Conditions(st *v1alpha1.EmailDomainStatus, domain string, generation int64, now time.Time) {
+	for _, purpose := range []v1alpha1.RecordPurpose{v1alpha1.PurposeDKIM, v1alpha1.PurposeOwnership, v1alpha1.PurposeSPF,
+		v1alpha1.PurposeDMARC, v1alpha1.PurposeMailFrom, v1alpha1.PurposeInbound} {
 		var rec *v1alpha1.DNSRecord
 		for i := range st.Records {
 			if st.Records[i].Purpose == purpose && (rec == nil || st.Records[i].Required) {
@@ -262,13 +279,26 @@ func Conditions(st *v1alpha1.EmailDomainStatus, generation int64) {
 			reason = "RecordMismatch"
 			msg += fmt.Sprintf("; DNS holds %q", shorten(rec.Found[0]))
 		}
+		if purpose == v1alpha1.PurposeOwnership {
+			status, reason, msg = ownershipCondition(st, domain, now, status, reason, msg)
+		}
 		setCondition(st, conditionTypes[purpose], status, reason, msg, generation)
 	}
 	switch {
 	case st.Verifiable != nil && !*st.Verifiable:
 		setCondition(st, v1alpha1.ConditionReady, metav1.ConditionFalse, "NotVerifiable", st.SetupError, generation)
+	case st.State == v1alpha1.DomainVerified && st.OwnershipGraceUntil != nil &&
+		recordState(st.Records, v1alpha1.PurposeOwnership) != v1alpha1.RecordVerified:
+		setCondition(st, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady,
+			"verified within its grace period: publish the ownership record before "+st.OwnershipGraceUntil.UTC().Format(time.RFC3339), generation)
 	case st.State == v1alpha1.DomainVerified:
 		setCondition(st, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonReady, "every required record is published", generation)
+	case HoldOf(st, now) == HeldElsewhere:
+		reason := map[v1alpha1.EmailDomainState]string{v1alpha1.DomainPartiallyVerified: "PartiallyVerified"}[st.State]
+		if reason == "" {
+			reason = "VerificationFailed"
+		}
+		setCondition(st, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, heldElsewhereMessage(domain), generation)
 	default:
 		reason := map[v1alpha1.EmailDomainState]string{v1alpha1.DomainPending: "VerificationPending",
 			v1alpha1.DomainPartiallyVerified: "PartiallyVerified", v1alpha1.DomainFailed: "VerificationFailed"}[st.State]
@@ -284,6 +314,29 @@ func Conditions(st *v1alpha1.EmailDomainStatus, generation int64) {
 		setCondition(st, v1alpha1.ConditionReady, metav1.ConditionFalse, reason,
 			"not published yet: "+strings.Join(missing, ", "), generation)
 	}
+}
+
+// ownershipCondition is the ownership condition given where the domain holds: held elsewhere
+// whatever the record, within the grace period while the record is not published yet.
+func ownershipCondition(st *v1alpha1.EmailDomainStatus, domain string, now time.Time, status metav1.ConditionStatus, reason, msg string) (metav1.ConditionStatus, string, string) {
+	switch HoldOf(st, now) {
+	case HeldElsewhere:
+		return metav1.ConditionFalse, ReasonHeldElsewhere, heldElsewhereMessage(domain)
+	case Held:
+		if status != metav1.ConditionTrue && inGrace(st, now) {
+			return metav1.ConditionFalse, ReasonOwnershipGrace, fmt.Sprintf(
+				"%s; required from %s: %s was verified before ownership records were asked for, and verifies and receives without one until then",
+				msg, st.OwnershipGraceUntil.UTC().Format(time.RFC3339), domain)
+		}
+	}
+	return status, reason, msg
+}
+
+// heldElsewhereMessage says why a domain another project holds does not verify, naming no project.
+func heldElsewhereMessage(domain string) string {
+	return fmt.Sprintf("another project of this installation holds %s: a domain verifies and receives mail for one project "+
+		"at a time; it can become this project's once the other project deletes it or its ownership record is removed, "+
+		"at this domain's next check", domain)
 }
 
 func setCondition(st *v1alpha1.EmailDomainStatus, typ string, status metav1.ConditionStatus, reason, msg string, generation int64) {

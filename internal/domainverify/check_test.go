@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
@@ -74,7 +75,7 @@ func TestRecords(t *testing.T) {
 	signer, _ := ParseKey(mustPEM(t, key))
 	cfg := Config{InboundHost: "mx.switchboard.test", SPFInclude: "relay.test"}
 
-	plain, err := Records(v1alpha1.EmailDomainSpec{Domain: "acme.test"}, "sb1", signer, cfg)
+	plain, err := Records(v1alpha1.EmailDomainSpec{Domain: "acme.test"}, "sb1", signer, "switchboard-verification=t", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,15 +83,18 @@ func TestRecords(t *testing.T) {
 	for _, r := range plain {
 		required[r.Purpose] = r.Required
 	}
-	if !required[v1alpha1.PurposeDKIM] || required[v1alpha1.PurposeSPF] || required[v1alpha1.PurposeDMARC] ||
+	if !required[v1alpha1.PurposeDKIM] || !required[v1alpha1.PurposeOwnership] || required[v1alpha1.PurposeSPF] || required[v1alpha1.PurposeDMARC] ||
 		required[v1alpha1.PurposeMailFrom] || required[v1alpha1.PurposeInbound] {
-		t.Fatalf("without enhanced records only DKIM is required: %+v", plain)
+		t.Fatalf("without enhanced records only DKIM and the ownership record are required: %+v", plain)
 	}
 	if plain[0].Name != "sb1._domainkey.acme.test" || !strings.HasPrefix(plain[0].Value, "v=DKIM1; k=rsa; p=MII") {
 		t.Fatalf("DKIM record: %+v", plain[0])
 	}
+	if o := plain[1]; o.Purpose != v1alpha1.PurposeOwnership || o.Name != "_switchboard.acme.test" || o.Type != "TXT" || o.Value != "switchboard-verification=t" {
+		t.Fatalf("ownership record: %+v", o)
+	}
 
-	enhanced, err := Records(v1alpha1.EmailDomainSpec{Domain: "acme.test", EnhancedRecords: true, Receiving: true}, "sb1", signer, cfg)
+	enhanced, err := Records(v1alpha1.EmailDomainSpec{Domain: "acme.test", EnhancedRecords: true, Receiving: true}, "sb1", signer, "switchboard-verification=t", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +121,7 @@ func TestRecords(t *testing.T) {
 		"receiving without an inbound host": {v1alpha1.EmailDomainSpec{Domain: "acme.test", Receiving: true}, Config{}, "--email-inbound-host"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := Records(c.spec, "sb1", signer, c.cfg)
+			_, err := Records(c.spec, "sb1", signer, "switchboard-verification=t", c.cfg)
 			var se *SetupError
 			if !errors.As(err, &se) || !strings.Contains(se.Reason, c.want) {
 				t.Fatalf("got %v, want a SetupError saying %q", err, c.want)
@@ -145,7 +149,7 @@ func TestCheckAgainstDNS(t *testing.T) {
 	_, key := testKey(t)
 	signer, _ := ParseKey(mustPEM(t, key))
 	records, err := Records(v1alpha1.EmailDomainSpec{Domain: "acme.test", EnhancedRecords: true},
-		"sb1", signer, Config{InboundHost: "mx.switchboard.test", SPFInclude: "relay.test"})
+		"sb1", signer, "switchboard-verification=t", Config{InboundHost: "mx.switchboard.test", SPFInclude: "relay.test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,11 +168,11 @@ func TestCheckAgainstDNS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := State(got, true, false); s != v1alpha1.DomainPending {
+	if s := State(got, Unproven, true, false); s != v1alpha1.DomainPending {
 		t.Fatalf("state %s, want pending", s)
 	}
 	got, _ = Check(ctx, r, records, false)
-	if s := State(got, false, false); s != v1alpha1.DomainFailed {
+	if s := State(got, Unproven, false, false); s != v1alpha1.DomainFailed {
 		t.Fatalf("state %s, want failed", s)
 	}
 
@@ -193,7 +197,7 @@ func TestCheckAgainstDNS(t *testing.T) {
 	if mailFrom.State != v1alpha1.RecordFailed || len(mailFrom.Found) != 1 || mailFrom.Found[0] != "10 mx.elsewhere.test" {
 		t.Fatalf("MAIL FROM: %+v, want failed with what DNS holds", mailFrom)
 	}
-	if s := State(got, false, false); s != v1alpha1.DomainPartiallyVerified {
+	if s := State(got, Unproven, false, false); s != v1alpha1.DomainPartiallyVerified {
 		t.Fatalf("state %s, want partially_verified", s)
 	}
 
@@ -213,8 +217,16 @@ func TestCheckAgainstDNS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := State(got, true, false); s != v1alpha1.DomainVerified {
+	if rec := byPurpose(got, v1alpha1.PurposeOwnership); rec.State != v1alpha1.RecordVerified {
+		t.Fatalf("ownership record: %+v", rec)
+	}
+	if s := State(got, Held, true, false); s != v1alpha1.DomainVerified {
 		t.Fatalf("state %s, want verified: %+v", s, got)
+	}
+	// Every record published, and another project holds the domain: not verified, and waiting
+	// within the window does not make it pending.
+	if s := State(got, HeldElsewhere, true, false); s != v1alpha1.DomainPartiallyVerified {
+		t.Fatalf("held elsewhere: state %s, want partially_verified", s)
 	}
 
 	// DNS failing for one name: ErrUnavailable, and that record keeps its state.
@@ -238,13 +250,125 @@ func TestStateOnceVerified(t *testing.T) {
 		{Purpose: v1alpha1.PurposeInbound, Required: true, State: v1alpha1.RecordPending},
 	}
 	// Within the window, a domain verified before that loses its DKIM record fails at once.
-	if s := State(recs, true, true); s != v1alpha1.DomainFailed {
+	if s := State(recs, Held, true, true); s != v1alpha1.DomainFailed {
 		t.Fatalf("state %s, want failed", s)
 	}
 	// The inbound MX does not decide the domain's state.
 	recs[0].State = v1alpha1.RecordVerified
-	if s := State(recs, true, false); s != v1alpha1.DomainVerified {
+	if s := State(recs, Held, true, false); s != v1alpha1.DomainVerified {
 		t.Fatalf("state %s, want verified", s)
+	}
+}
+
+func TestOwnershipValueIsTheProjects(t *testing.T) {
+	t.Parallel()
+	key := []byte("an installation key of 32 bytes!")
+	a := OwnershipValue(key, "acme", "acme.test")
+	if !strings.HasPrefix(a, "switchboard-verification=") || len(a) != len("switchboard-verification=")+32 {
+		t.Fatalf("value %q", a)
+	}
+	if OwnershipValue(key, "acme", "acme.test") != a {
+		t.Fatal("the value of one project and domain changes")
+	}
+	for name, other := range map[string]string{
+		"another project":      OwnershipValue(key, "mallory", "acme.test"),
+		"another domain":       OwnershipValue(key, "acme", "acme.example"),
+		"another installation": OwnershipValue([]byte("another installation's key......"), "acme", "acme.test"),
+		"a shifted separator":  OwnershipValue(key, "acme.", "test"),
+	} {
+		if other == a {
+			t.Errorf("%s has the same value", name)
+		}
+	}
+}
+
+func TestOwnershipDecidesTheState(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	recs := func(ownership v1alpha1.RecordState) []v1alpha1.DNSRecord {
+		return []v1alpha1.DNSRecord{
+			{Purpose: v1alpha1.PurposeDKIM, Required: true, State: v1alpha1.RecordVerified},
+			{Purpose: v1alpha1.PurposeOwnership, Required: true, State: ownership},
+		}
+	}
+	grace := &metav1.Time{Time: now.Add(time.Hour)}
+	cases := []struct {
+		name   string
+		st     v1alpha1.EmailDomainStatus
+		within bool
+		hold   Hold
+		state  v1alpha1.EmailDomainState
+	}{
+		{"no ownership record, in the window", v1alpha1.EmailDomainStatus{Records: recs(v1alpha1.RecordPending)}, true, Unproven, v1alpha1.DomainPending},
+		{"no ownership record, after it", v1alpha1.EmailDomainStatus{Records: recs(v1alpha1.RecordFailed)}, false, Unproven, v1alpha1.DomainPartiallyVerified},
+		{"published and held", v1alpha1.EmailDomainStatus{Records: recs(v1alpha1.RecordVerified), Held: true}, true, Held, v1alpha1.DomainVerified},
+		{"published, held elsewhere", v1alpha1.EmailDomainStatus{Records: recs(v1alpha1.RecordVerified)}, true, HeldElsewhere, v1alpha1.DomainPartiallyVerified},
+		{"grace, held", v1alpha1.EmailDomainStatus{Records: recs(v1alpha1.RecordFailed), Held: true, OwnershipGraceUntil: grace}, false, Held, v1alpha1.DomainVerified},
+		{"grace, held elsewhere", v1alpha1.EmailDomainStatus{Records: recs(v1alpha1.RecordFailed), OwnershipGraceUntil: grace}, false, HeldElsewhere, v1alpha1.DomainPartiallyVerified},
+		{"grace over", v1alpha1.EmailDomainStatus{Records: recs(v1alpha1.RecordFailed), OwnershipGraceUntil: &metav1.Time{Time: now}}, false, Unproven, v1alpha1.DomainPartiallyVerified},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := c.st
+			if h := HoldOf(&st, now); h != c.hold {
+				t.Fatalf("hold %v, want %v", h, c.hold)
+			}
+			if s := State(st.Records, c.hold, c.within, false); s != c.state {
+				t.Fatalf("state %s, want %s", s, c.state)
+			}
+			st.State = c.state
+			Conditions(&st, "acme.test", 1, now)
+			cond := meta.FindStatusCondition(st.Conditions, ConditionOwnership)
+			switch c.hold {
+			case HeldElsewhere:
+				// The reason names no other project: nothing of another tenant shows.
+				if cond.Reason != ReasonHeldElsewhere || !strings.Contains(cond.Message, "another project") {
+					t.Fatalf("condition %+v", cond)
+				}
+				if ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); ready.Status != metav1.ConditionFalse {
+					t.Fatalf("ready %+v", ready)
+				}
+				if v := View(&v1alpha1.EmailDomain{Status: st}); v.StatusReason == nil || *v.StatusReason != cond.Message {
+					t.Fatalf("the API does not say why: %+v", v)
+				}
+			case Held:
+				if c.st.OwnershipGraceUntil != nil && (cond.Reason != ReasonOwnershipGrace || !strings.Contains(cond.Message, grace.UTC().Format(time.RFC3339))) {
+					t.Fatalf("condition %+v", cond)
+				}
+			}
+		})
+	}
+}
+
+func TestGraceStartsOnlyForVerifiedDomains(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)
+	legacy := []v1alpha1.DNSRecord{{Purpose: v1alpha1.PurposeDKIM, Required: true, State: v1alpha1.RecordVerified},
+		{Purpose: v1alpha1.PurposeInbound, Required: true, State: v1alpha1.RecordVerified}}
+	for name, c := range map[string]struct {
+		previous v1alpha1.EmailDomainStatus
+		grace    bool
+	}{
+		"verified before ownership records": {v1alpha1.EmailDomainStatus{State: v1alpha1.DomainVerified, Records: legacy}, true},
+		// Receiving on the shared MX alone, never verified: the hole being closed gets no grace.
+		"receiving, never verified": {v1alpha1.EmailDomainStatus{State: v1alpha1.DomainFailed, Records: legacy}, false},
+		"new":                       {v1alpha1.EmailDomainStatus{}, false},
+		"with an ownership record": {v1alpha1.EmailDomainStatus{State: v1alpha1.DomainVerified,
+			Records: append(legacy, v1alpha1.DNSRecord{Purpose: v1alpha1.PurposeOwnership, Required: true})}, false},
+	} {
+		st := c.previous.DeepCopy()
+		startGrace(&c.previous, st, now)
+		if (st.OwnershipGraceUntil != nil) != c.grace {
+			t.Errorf("%s: grace %v, want %v", name, st.OwnershipGraceUntil, c.grace)
+		}
+		if c.grace && !st.OwnershipGraceUntil.Equal(&metav1.Time{Time: now.Add(OwnershipGrace)}) {
+			t.Errorf("%s: grace until %v", name, st.OwnershipGraceUntil)
+		}
+	}
+	// Its end is checked when it comes, not up to six hours later.
+	st := &v1alpha1.EmailDomainStatus{State: v1alpha1.DomainVerified, OwnershipGraceUntil: &metav1.Time{Time: now.Add(time.Hour)}}
+	if next := NextCheck(st, now, false); !next.Equal(now.Add(time.Hour)) {
+		t.Errorf("next check %v, want at the end of the grace period", next)
 	}
 }
 

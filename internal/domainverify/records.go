@@ -1,8 +1,9 @@
 // Package domainverify proves that a project controls an email domain: it makes the domain's
-// DKIM key, lists the DNS records to publish (DKIM, SPF, DMARC, custom MAIL FROM, inbound MX),
-// looks them up through the installation's resolver, works out where the domain stands, and
-// announces each transition once (domain.verified, domain.failed). The EmailDomain controller
-// runs it on a schedule and the REST API on POST …/verify; both write the same status.
+// DKIM key, lists the DNS records to publish (DKIM, the project's ownership record, SPF, DMARC,
+// custom MAIL FROM, inbound MX), looks them up through the installation's resolver, decides
+// which one project holds a domain several projects add, works out where the domain stands,
+// and announces each transition once (domain.verified, domain.failed). The EmailDomain
+// controller runs it on a schedule and the REST API on POST …/verify; both write the same status.
 package domainverify
 
 import (
@@ -136,15 +137,22 @@ func DKIMValue(key crypto.Signer) (string, error) {
 	}
 }
 
-// Records lists the records to publish for the domain with key published under selector. Which
-// are required follows the spec: DKIM always; SPF, DMARC and the MAIL FROM MX when enhanced
-// records are on; the inbound MX when receiving is on. The others are listed as recommended.
-func Records(spec v1alpha1.EmailDomainSpec, selector string, key crypto.Signer, cfg Config) ([]v1alpha1.DNSRecord, error) {
+// Records lists the records to publish for the domain with key published under selector and
+// ownership the value of its ownership record (OwnershipValue). Which are required follows the
+// spec: DKIM always; the ownership record always (the one proof of this project's own, see
+// OwnershipValue); SPF, DMARC and the MAIL FROM MX when enhanced records are on; the inbound MX
+// when receiving is on. The others are listed as recommended.
+func Records(spec v1alpha1.EmailDomainSpec, selector string, key crypto.Signer, ownership string, cfg Config) ([]v1alpha1.DNSRecord, error) {
 	domain := spec.Domain
 	dkimName := selector + "._domainkey." + domain
 	if len(dkimName) > 253 {
 		return nil, &SetupError{Reason: fmt.Sprintf("the DKIM record name %s… is longer than DNS allows (253 characters); use a shorter domain or selector",
 			dkimName[:40])}
+	}
+	ownershipName := OwnershipLabel + "." + domain
+	if len(ownershipName) > 253 {
+		return nil, &SetupError{Reason: fmt.Sprintf("the ownership record name %s… is longer than DNS allows (253 characters); use a shorter domain",
+			ownershipName[:40])}
 	}
 	dkimValue, err := DKIMValue(key)
 	if err != nil {
@@ -163,6 +171,7 @@ func Records(spec v1alpha1.EmailDomainSpec, selector string, key crypto.Signer, 
 	}
 	out := []v1alpha1.DNSRecord{
 		{Purpose: v1alpha1.PurposeDKIM, Name: dkimName, Type: "TXT", Value: dkimValue, Required: true},
+		{Purpose: v1alpha1.PurposeOwnership, Name: ownershipName, Type: "TXT", Value: ownership, Required: true},
 	}
 	if cfg.InboundHost != "" {
 		mailFrom := MailFromLabel + "." + domain

@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -48,6 +49,9 @@ type Verifier struct {
 	Pool         *pgxpool.Pool
 	Deliveries   *delivery.Service
 	Now          func() time.Time
+
+	keyMu sync.Mutex
+	key   []byte // the installation's key of ownership tokens, once read
 }
 
 // Options say what a refresh does besides bringing the records up to date.
@@ -89,9 +93,15 @@ func (v *Verifier) Refresh(ctx context.Context, d *v1alpha1.EmailDomain, o Optio
 		}
 		st.Verifiable, st.SetupError, st.Records = ptr(false), se.Reason, nil
 		st.State, st.Verified, st.NextCheckAt = v1alpha1.DomainFailed, false, nil
+		// A domain that cannot be checked proves nothing: whatever it held goes.
+		st.Held = false
+		if err := v.release(ctx, d); err != nil {
+			return err
+		}
 	} else {
 		st.Verifiable, st.SetupError = ptr(true), ""
 		st.Records = carryStates(records, st.Records)
+		startGrace(&before.Status, st, now)
 		if o.Check {
 			within := WithinWindow(st, now)
 			// Once verified, a missing record is a failure at once, window or not.
@@ -100,8 +110,15 @@ func (v *Verifier) Refresh(ctx context.Context, d *v1alpha1.EmailDomain, o Optio
 				return checkErr
 			}
 			st.LastCheckedAt = ptr(metav1.NewTime(now))
+			// What DNS did not answer for is no evidence that a record went: without an answer a
+			// domain keeps its hold (and takes it on what earlier checks found).
+			if checkErr == nil || proven(st, now) {
+				if err := v.hold(ctx, d, now); err != nil {
+					return err
+				}
+			}
 			previous := st.State
-			st.State = State(st.Records, within, st.EverVerified)
+			st.State = State(st.Records, HoldOf(st, now), within, st.EverVerified)
 			if checkErr != nil && previous != "" {
 				// What DNS did not answer for is not evidence of anything: keep the state.
 				st.State = previous
@@ -118,7 +135,7 @@ func (v *Verifier) Refresh(ctx context.Context, d *v1alpha1.EmailDomain, o Optio
 			st.State = v1alpha1.DomainPending
 		}
 	}
-	Conditions(st, d.Generation)
+	Conditions(st, d.Spec.Domain, d.Generation, now)
 	if !equality.Semantic.DeepEqual(before.Status, d.Status) {
 		if err := v.Client.Status().Patch(ctx, d, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}),
 			client.FieldOwner(v.fieldManager())); err != nil {
@@ -161,7 +178,11 @@ func (v *Verifier) records(ctx context.Context, d *v1alpha1.EmailDomain) ([]v1al
 	} else {
 		d.Status.DKIMSecret = &v1alpha1.SecretKeyRef{Name: SecretName(d), Key: SecretKeyPrivateKey}
 	}
-	return Records(d.Spec, selector, key, v.Config)
+	ownershipKey, err := v.ownershipKey(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return Records(d.Spec, selector, key, OwnershipValue(ownershipKey, d.Namespace, d.Spec.Domain), v.Config)
 }
 
 // Duplicate returns the project's EmailDomain for the same domain that came first (the oldest,
@@ -287,10 +308,14 @@ func (v *Verifier) Announce(ctx context.Context, d *v1alpha1.EmailDomain) error 
 	})
 }
 
-// Forget drops the announced state of a deleted domain.
+// Forget drops the announced state of a deleted domain, and lets go of the domain when it held
+// it, so that another project proving the domain can take it at its next check.
 func (v *Verifier) Forget(ctx context.Context, d *v1alpha1.EmailDomain) error {
 	if v.Pool == nil {
 		return nil
+	}
+	if err := v.release(ctx, d); err != nil {
+		return err
 	}
 	return db.New(v.Pool).ForgetDomainAnnouncement(ctx, db.ForgetDomainAnnouncementParams{Project: d.Namespace, DomainUid: string(d.UID)})
 }

@@ -3,6 +3,8 @@ package domainverify
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 )
 
@@ -10,18 +12,21 @@ import (
 // status, dkimStatus, dnsRecords; v2 adds verifiable and setupError). The rest is Switchboard's
 // own, for users who want to see what each record's check found.
 type Domain struct {
-	ID               string      `json:"id"`
-	Domain           string      `json:"domain"`
-	Status           string      `json:"status"`
-	DKIMStatus       string      `json:"dkimStatus"`
-	DNSRecords       []DNSRecord `json:"dnsRecords"`
-	Verifiable       bool        `json:"verifiable"`
-	SetupError       *string     `json:"setupError,omitempty"`
-	EnhancedRecords  bool        `json:"enhancedRecords"`
-	ReceivingEnabled bool        `json:"receivingEnabled"`
-	CreatedAt        time.Time   `json:"createdAt"`
-	VerifiedAt       *time.Time  `json:"verifiedAt"`
-	LastCheckedAt    *time.Time  `json:"lastCheckedAt"`
+	ID         string      `json:"id"`
+	Domain     string      `json:"domain"`
+	Status     string      `json:"status"`
+	DKIMStatus string      `json:"dkimStatus"`
+	DNSRecords []DNSRecord `json:"dnsRecords"`
+	Verifiable bool        `json:"verifiable"`
+	SetupError *string     `json:"setupError,omitempty"`
+	// StatusReason says what the records alone do not: that another project holds the domain
+	// (naming none), or until when a domain verified before ownership records does without one.
+	StatusReason     *string    `json:"statusReason,omitempty"`
+	EnhancedRecords  bool       `json:"enhancedRecords"`
+	ReceivingEnabled bool       `json:"receivingEnabled"`
+	CreatedAt        time.Time  `json:"createdAt"`
+	VerifiedAt       *time.Time `json:"verifiedAt"`
+	LastCheckedAt    *time.Time `json:"lastCheckedAt"`
 }
 
 // DNSRecord is a record to publish as the API shows it.
@@ -60,6 +65,11 @@ func View(d *v1alpha1.EmailDomain) Domain {
 		out.DNSRecords = append(out.DNSRecords, DNSRecord{Name: rec.Name, Type: rec.Type, Value: rec.Value,
 			Purpose: string(rec.Purpose), Required: rec.Required, Priority: rec.Priority, Status: string(state)})
 	}
+	if c := meta.FindStatusCondition(st.Conditions, ConditionOwnership); c != nil &&
+		(c.Reason == ReasonHeldElsewhere || c.Reason == ReasonOwnershipGrace) {
+		msg := c.Message
+		out.StatusReason = &msg
+	}
 	if st.VerifiedAt != nil {
 		t := st.VerifiedAt.UTC()
 		out.VerifiedAt = &t
@@ -85,6 +95,9 @@ func EventData(d *v1alpha1.EmailDomain, previous string) map[string]any {
 	}
 	if v.SetupError != nil {
 		data["setupError"] = *v.SetupError
+	}
+	if v.StatusReason != nil {
+		data["statusReason"] = *v.StatusReason
 	}
 	return data
 }

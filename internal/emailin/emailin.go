@@ -14,6 +14,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
@@ -36,44 +37,50 @@ var _ mailin.Recipients = (*Router)(nil)
 //
 //   - a return path (b-<message id>@bounce.<domain>) of a live email of a project with that
 //     domain: a bounce address of the message's project;
-//   - an address at a domain that receives (receiving on, inbound MX published): the sender
-//     whose address it is, receiving on; else the sender on the domain with catch-all on;
-//     the oldest domain when several projects have it;
+//   - an address at a domain the project holding it receives at (receiving on, inbound MX
+//     published; domainverify decides which one project holds a domain): that project's
+//     sender whose address it is, receiving on; else its sender on the domain with catch-all
+//     on. Only the holder: no other project that added the domain gets its mail, whatever
+//     its senders;
 //   - anything else is unknown, refused at RCPT TO.
 func (r *Router) Lookup(ctx context.Context, address string) (mailin.Route, error) {
 	if id, domain, ok := domainverify.ParseReturnPath(address); ok {
 		return r.bounceRoute(ctx, address, id, domain)
 	}
 	domain := v1alpha1.EmailDomainOf(address)
-	var domains v1alpha1.EmailDomainList
-	if err := r.Reader.List(ctx, &domains, client.MatchingFields{index.EmailDomainName: domain}); err != nil {
-		return mailin.Route{}, fmt.Errorf("list email domains: %w", err)
+	holder, err := db.New(r.Pool).EmailDomainHolder(ctx, domain)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return mailin.Route{}, r.unheld(ctx, domain)
 	}
-	var receiving []v1alpha1.EmailDomain
-	for _, d := range domains.Items {
-		if d.Spec.Domain == domain && d.Receives() && d.DeletionTimestamp.IsZero() {
-			receiving = append(receiving, d)
-		}
+	if err != nil {
+		return mailin.Route{}, fmt.Errorf("read the holder of %s: %w", domain, err)
 	}
-	for len(receiving) > 0 {
-		first := v1alpha1.DomainFor(receiving, address)
-		route, err := r.senderRoute(ctx, first.Namespace, address)
-		if err == nil || !errors.Is(err, mailin.ErrUnknownRecipient) {
-			return route, err
-		}
-		receiving = removeDomain(receiving, first)
+	var d v1alpha1.EmailDomain
+	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: holder.Project, Name: holder.DomainName}, &d)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return mailin.Route{}, fmt.Errorf("read email domain %s/%s: %w", holder.Project, holder.DomainName, err)
 	}
-	return mailin.Route{}, fmt.Errorf("%w: no sender receives at %s", mailin.ErrUnknownRecipient, domain)
+	if err != nil || string(d.UID) != holder.DomainUid || !d.DeletionTimestamp.IsZero() || !d.Receives() {
+		return mailin.Route{}, fmt.Errorf("%w: no project receives at %s", mailin.ErrUnknownRecipient, domain)
+	}
+	return r.senderRoute(ctx, holder.Project, address)
 }
 
-func removeDomain(items []v1alpha1.EmailDomain, d *v1alpha1.EmailDomain) []v1alpha1.EmailDomain {
-	out := items[:0:0]
-	for _, it := range items {
-		if it.UID != d.UID {
-			out = append(out, it)
+// unheld is the answer for a domain no project holds: unknown, unless an EmailDomain that
+// received before ownership records were asked for has not been checked since (an upgrade
+// moment): the sending server then tries again rather than bouncing its mail.
+func (r *Router) unheld(ctx context.Context, domain string) error {
+	var domains v1alpha1.EmailDomainList
+	if err := r.Reader.List(ctx, &domains, client.MatchingFields{index.EmailDomainName: domain}); err != nil {
+		return fmt.Errorf("list email domains: %w", err)
+	}
+	for _, d := range domains.Items {
+		if d.Spec.Domain == domain && d.Spec.Receiving && d.RecordVerified(v1alpha1.PurposeInbound) &&
+			d.DeletionTimestamp.IsZero() && domainverify.OwnershipUnchecked(&d.Status) {
+			return fmt.Errorf("email domain %s/%s is not checked since ownership records were asked for", d.Namespace, d.Name)
 		}
 	}
-	return out
+	return fmt.Errorf("%w: no project holds %s", mailin.ErrUnknownRecipient, domain)
 }
 
 // senderRoute finds the project's sender that receives mail for address: its own address
@@ -111,6 +118,11 @@ func (r *Router) senderRoute(ctx context.Context, project, address string) (mail
 
 // bounceRoute accepts a return path that names a live email sent from a domain of its project.
 func (r *Router) bounceRoute(ctx context.Context, address, id, domain string) (mailin.Route, error) {
+	// Anything but a message id is refused without asking Postgres: the clients asking are
+	// not authenticated.
+	if !isMessageID(id) {
+		return mailin.Route{}, fmt.Errorf("%w: return path of no message id", mailin.ErrUnknownRecipient)
+	}
 	m, err := db.New(r.Pool).GetMessageByID(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return mailin.Route{}, fmt.Errorf("%w: return path of no message", mailin.ErrUnknownRecipient)
@@ -123,4 +135,18 @@ func (r *Router) bounceRoute(ctx context.Context, address, id, domain string) (m
 		return mailin.Route{}, fmt.Errorf("%w: return path of another mail", mailin.ErrUnknownRecipient)
 	}
 	return mailin.Route{Project: m.Project, Bounce: true, Address: address}, nil
+}
+
+// isMessageID reports whether id has the shape of a message id: msg_ and base62 characters.
+func isMessageID(id string) bool {
+	rest, ok := strings.CutPrefix(id, "msg_")
+	if !ok || rest == "" || len(rest) > 64 {
+		return false
+	}
+	for _, c := range []byte(rest) {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }

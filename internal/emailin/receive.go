@@ -44,6 +44,11 @@ var _ mailin.Handler = (*Receiver)(nil)
 // it was addressed to. A report that names no mail of the project it reached is kept as an
 // ordinary mail where a sender received it (a human may need to read it), and dropped at a
 // return path.
+//
+// A mail is stored once for its recipients: one message per sender, however many of its
+// addresses (a catch-all's) the mail named, to the first of them; all of them in one
+// transaction, so that a failure stores none and the sending server's retry stores each once;
+// and each file once, whatever the number of senders.
 func (h *Receiver) Deliver(ctx context.Context, m *mailin.Mail) error {
 	if m.Report != nil {
 		handled, err := h.report(ctx, m)
@@ -51,13 +56,21 @@ func (h *Receiver) Deliver(ctx context.Context, m *mailin.Mail) error {
 			return err
 		}
 	}
+	var ins []message.Inbound
+	senders := map[[2]string]bool{}
 	for _, route := range m.Envelope.Recipients {
-		if route.Sender == "" {
+		key := [2]string{route.Project, route.Sender}
+		if route.Sender == "" || senders[key] {
 			continue
 		}
-		if _, err := h.Messages.Receive(ctx, inbound(route, m)); err != nil {
-			return fmt.Errorf("store inbound mail: %w", err)
-		}
+		senders[key] = true
+		ins = append(ins, inbound(route, m))
+	}
+	if len(ins) == 0 {
+		return nil
+	}
+	if _, err := h.Messages.ReceiveAll(ctx, ins); err != nil {
+		return fmt.Errorf("store inbound mail: %w", err)
 	}
 	return nil
 }

@@ -160,7 +160,20 @@ func authorize(rt route, key apikey.Key, project *v1alpha1.Project) error {
 			return forbidden("A sub-account's API key cannot manage sub-accounts.")
 		}
 	}
-	return nil
+	return testKeyMay(rt, key, project)
+}
+
+// testKeyMay refuses a test key's change to what live traffic shares when the project reserves
+// those changes to live keys (spec.restrictTestKeys): such a key sends through the sandbox and
+// reads, nothing else. Sends and reads of messages are kept apart by mode already.
+func testKeyMay(rt route, key apikey.Key, project *v1alpha1.Project) error {
+	if !key.TestMode() || project == nil || !project.Spec.RestrictTestKeys || rt.method == "" || rt.method == http.MethodGet {
+		return nil
+	}
+	if rt.access == permission && (rt.permission == apikey.PermissionMessagesSend || rt.permission == apikey.PermissionMessagesRead) {
+		return nil
+	}
+	return forbidden("This project reserves changes to its configuration to live keys (spec.restrictTestKeys): a test key sends through the sandbox and reads.")
 }
 
 func forbidden(message string) *apperror.Error {

@@ -102,11 +102,11 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/v1/senders/{senderId}/profile/picture", access: permission, permission: apikey.PermissionAll, handle: s.updateSenderPicture},
 		{method: "POST", path: "/v1/senders/{senderId}/channels/{channel}/activate", access: permission, permission: apikey.PermissionAll, handle: s.activateSenderChannel},
 
-		// Invitations connect client accounts into senders: any key reads them, a full key
-		// makes and cancels them.
+		// Invitations connect client accounts into senders. They hold the client's contact
+		// details and live links: only a full key reads, makes and cancels them.
 		{method: "POST", path: "/v1/invitations", access: permission, permission: apikey.PermissionAll, handle: s.createInvitation},
-		{method: "GET", path: "/v1/invitations", access: anyKey, handle: s.listInvitations},
-		{method: "GET", path: "/v1/invitations/{invitationId}", access: anyKey, handle: s.getInvitation},
+		{method: "GET", path: "/v1/invitations", access: permission, permission: apikey.PermissionAll, handle: s.listInvitations},
+		{method: "GET", path: "/v1/invitations/{invitationId}", access: permission, permission: apikey.PermissionAll, handle: s.getInvitation},
 		{method: "POST", path: "/v1/invitations/{invitationId}/cancel", access: permission, permission: apikey.PermissionAll, handle: s.cancelInvitation},
 		{method: "POST", path: "/v1/invitations/webhook", access: permission, permission: apikey.PermissionAll, handle: s.putProjectWebhook(v1alpha1.WebhookKindInvitations)},
 		{method: "GET", path: "/v2/channels", access: anyKey, handle: s.listChannels},
@@ -161,12 +161,13 @@ func (s *Server) routes() []route {
 		{method: "POST", path: "/v2/campaigns/{campaignId}/cancel", access: permission, permission: apikey.PermissionMessagesSend, handle: s.cancelV2Campaign},
 		{method: "GET", path: "/v2/campaigns/{campaignId}/progress", access: permission, permission: apikey.PermissionMessagesRead, handle: s.v2CampaignProgress},
 
-		// 10DLC registration: anyone reads, a full-access key registers. use-cases is routed before
-		// {brandId}; the mux prefers the literal segment anyway.
+		// 10DLC registration: a brand holds the business's tax id, address and contacts, so only a
+		// full-access key reads or registers one; campaigns are read by any key. use-cases is
+		// routed before {brandId}; the mux prefers the literal segment anyway.
 		{method: "GET", path: "/v1/10dlc/brands/use-cases", access: anyKey, handle: s.brandUseCases},
 		{method: "POST", path: "/v1/10dlc/brands", access: permission, permission: apikey.PermissionAll, handle: s.createBrand},
-		{method: "GET", path: "/v1/10dlc/brands", access: anyKey, handle: s.listBrands},
-		{method: "GET", path: "/v1/10dlc/brands/{brandId}", access: anyKey, handle: s.getBrand},
+		{method: "GET", path: "/v1/10dlc/brands", access: permission, permission: apikey.PermissionAll, handle: s.listBrands},
+		{method: "GET", path: "/v1/10dlc/brands/{brandId}", access: permission, permission: apikey.PermissionAll, handle: s.getBrand},
 		{method: "PATCH", path: "/v1/10dlc/brands/{brandId}", access: permission, permission: apikey.PermissionAll, handle: s.updateBrand},
 		{method: "DELETE", path: "/v1/10dlc/brands/{brandId}", access: permission, permission: apikey.PermissionAll, handle: s.deleteBrand},
 		{method: "POST", path: "/v1/10dlc/brands/{brandId}/submit", access: permission, permission: apikey.PermissionAll, handle: s.submitBrand},

@@ -124,7 +124,8 @@ func (s *Server) updateSubAccount(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	sa, err := s.accounts.Update(r.Context(), keyFrom(r.Context()).Project, r.PathValue("id"), in)
+	key := keyFrom(r.Context())
+	sa, err := s.accounts.Update(r.Context(), key.Project, r.PathValue("id"), key.Environment, in)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -133,7 +134,8 @@ func (s *Server) updateSubAccount(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) deactivateSubAccount(w http.ResponseWriter, r *http.Request) {
-	n, err := s.accounts.Deactivate(r.Context(), keyFrom(r.Context()).Project, r.PathValue("id"))
+	key := keyFrom(r.Context())
+	n, err := s.accounts.Deactivate(r.Context(), key.Project, r.PathValue("id"), key.Environment)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -156,10 +158,11 @@ func (s *Server) createSubAccountKey(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	key := keyFrom(r.Context())
 	if in.Environment == "" {
-		in.Environment = string(keyFrom(r.Context()).Environment)
+		in.Environment = string(key.Environment)
 	}
-	secret, k, err := s.accounts.CreateKey(r.Context(), keyFrom(r.Context()).Project, r.PathValue("id"),
+	secret, k, err := s.accounts.CreateKey(r.Context(), key.Project, r.PathValue("id"), key.Environment,
 		in.Name, apikey.Environment(in.Environment), in.Permissions)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -206,7 +209,8 @@ func (s *Server) listSubAccountKeys(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) revokeSubAccountKey(w http.ResponseWriter, r *http.Request) {
-	if err := s.accounts.RevokeKey(r.Context(), keyFrom(r.Context()).Project, r.PathValue("id"), r.PathValue("keyId")); err != nil {
+	key := keyFrom(r.Context())
+	if err := s.accounts.RevokeKey(r.Context(), key.Project, r.PathValue("id"), key.Environment, r.PathValue("keyId")); err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -28,6 +28,12 @@ const (
 	// SenderMessengerPage indexes Senders by their Messenger Page: a Page connected again,
 	// through another project's invitation, leaves the sender that had it.
 	SenderMessengerPage = "spec.messenger.accountId"
+	// SenderPhoneNumber indexes Senders by spec.phoneNumber: the senders of a number, across
+	// projects, for its ownership.
+	SenderPhoneNumber = "spec.phoneNumber"
+	// PhoneNumberNumber indexes PhoneNumbers by spec.number: the claims on one number, across
+	// namespaces, so the send path and inbound messages find its owner without reading them all.
+	PhoneNumberNumber = "spec.number"
 )
 
 // Register adds every index to indexer.
@@ -73,6 +79,19 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 		return nil
 	}); err != nil {
 		return fmt.Errorf("index senders by messenger page: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &v1alpha1.Sender{}, SenderPhoneNumber, func(o client.Object) []string {
+		if n := o.(*v1alpha1.Sender).Spec.PhoneNumber; n != "" {
+			return []string{n}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index senders by phone number: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &v1alpha1.PhoneNumber{}, PhoneNumberNumber, func(o client.Object) []string {
+		return []string{o.(*v1alpha1.PhoneNumber).Spec.Number}
+	}); err != nil {
+		return fmt.Errorf("index phone numbers by number: %w", err)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package mailin
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -20,7 +19,7 @@ const maxDKIMSignatures = 8
 
 // authenticate runs the SPF, DKIM and DMARC checks of a message whose From address is from.
 // A check that cannot run says so in its result; none fails the message.
-func (s *Server) authenticate(ctx context.Context, env Envelope, raw []byte, from string) Auth {
+func (s *Server) authenticate(ctx context.Context, env Envelope, raw *RawMail, from string) Auth {
 	lookupTXT := func(name string) ([]string, error) { return s.cfg.Resolver.LookupTXT(ctx, name) }
 	auth := Auth{
 		SPF:  s.checkSPF(ctx, env),
@@ -52,8 +51,8 @@ func spfDomain(env Envelope) string {
 
 // checkDKIM verifies each DKIM signature of raw. Forged and broken signatures are results
 // like the others.
-func checkDKIM(raw []byte, lookupTXT func(string) ([]string, error)) []DKIMResult {
-	verifs, err := dkim.VerifyWithOptions(bytes.NewReader(raw), &dkim.VerifyOptions{
+func checkDKIM(raw *RawMail, lookupTXT func(string) ([]string, error)) []DKIMResult {
+	verifs, err := dkim.VerifyWithOptions(raw.Reader(), &dkim.VerifyOptions{
 		LookupTXT:        lookupTXT,
 		MaxVerifications: maxDKIMSignatures,
 	})
@@ -89,8 +88,8 @@ func checkDKIM(raw []byte, lookupTXT func(string) ([]string, error)) []DKIMResul
 
 // signatureSelectors returns the s= tag of each DKIM-Signature field of raw, in order; nil
 // when the header does not parse. go-msgauth does not return it.
-func signatureSelectors(raw []byte) []string {
-	msg, err := mail.ReadMessage(bytes.NewReader(raw))
+func signatureSelectors(raw *RawMail) []string {
+	msg, err := mail.ReadMessage(raw.Reader())
 	if err != nil {
 		return nil
 	}

@@ -4,6 +4,11 @@
 // parses it, reads it as a bounce or complaint report when it is one, and hands it whole to a
 // Handler. The sending server hears 250 only once the Handler has stored the message; until
 // then a failure answers 451 and the sender tries again.
+//
+// Anyone may connect, so what a client can hold of the server is bounded (Limits): the
+// connections at once, in all and from one address; a session's whole length, not only each
+// wait; and the bytes of messages all sessions hold at once. Over a limit a client hears a 4xx
+// answer and comes back later.
 package mailin
 
 import (
@@ -50,10 +55,11 @@ type Route struct {
 
 // Handler takes a received mail.
 type Handler interface {
-	// Deliver stores m. It is called once per message, with every accepted recipient. nil
-	// answers 250: the sending server forgets the message, so it must be stored by then. An
-	// error wrapping ErrRejected answers 550 5.7.1 with its message; any other error answers
-	// 451 4.3.0 and the sending server tries again later, so Deliver may see a message twice.
+	// Deliver stores m. It is called once per message, with every accepted recipient; m is
+	// the server's again once it returns. nil answers 250: the sending server forgets the
+	// message, so it must be stored by then. An error wrapping ErrRejected answers 550 5.7.1
+	// with its message; any other error answers 451 4.3.0 and the sending server tries again
+	// later, so Deliver may see a message twice.
 	Deliver(ctx context.Context, m *Mail) error
 }
 
@@ -92,8 +98,11 @@ type Mail struct {
 	// Report is the delivery report or complaint the message is, read when a recipient is a
 	// bounce address or the message is a multipart/report; nil for ordinary mail.
 	Report *mailreport.Report
-	// Raw is the message as received, byte for byte.
-	Raw []byte
+	// Raw is the message as received, byte for byte. Its bytes count against the server's
+	// MaxBufferedBytes until Deliver returns: a Handler must not keep it.
+	Raw *RawMail
+
+	contentType string // the media type of the message's own Content-Type, in lower case
 }
 
 // Envelope is what the SMTP dialogue said about a message.

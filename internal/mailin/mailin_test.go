@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/textproto"
@@ -56,8 +57,10 @@ func (recipients) Lookup(_ context.Context, address string) (mailin.Route, error
 // handler records the mails delivered to it. err, when set, is returned instead; gate, when
 // set, holds Deliver until it is closed, after signalling entered.
 type handler struct {
-	mu      sync.Mutex
-	mails   []*mailin.Mail
+	mu    sync.Mutex
+	mails []*mailin.Mail
+	// raws are the mails' raw messages, read in Deliver: the server takes them back after.
+	raws    map[*mailin.Mail]string
 	err     error
 	gate    chan struct{}
 	entered chan struct{}
@@ -75,10 +78,28 @@ func (h *handler) Deliver(ctx context.Context, m *mailin.Mail) error {
 	if h.err != nil {
 		return h.err
 	}
+	raw, err := io.ReadAll(m.Raw.Reader())
+	if err != nil {
+		return err
+	}
+	if len(raw) != m.Raw.Len() {
+		return fmt.Errorf("raw reads %d bytes, Len says %d", len(raw), m.Raw.Len())
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.mails = append(h.mails, m)
+	if h.raws == nil {
+		h.raws = map[*mailin.Mail]string{}
+	}
+	h.raws[m] = string(raw)
 	return nil
+}
+
+// raw returns the raw message of m as Deliver read it.
+func (h *handler) raw(m *mailin.Mail) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.raws[m]
 }
 
 // delivered returns the mails delivered so far.
@@ -169,9 +190,17 @@ func serve(t *testing.T, cfg mailin.Config) (*handler, string) {
 // receiveOne serves cfg, sends msg from from to rcpt and returns the mail delivered.
 func receiveOne(t *testing.T, cfg mailin.Config, from, rcpt, msg string) *mailin.Mail {
 	t.Helper()
+	_, m := receiveOneRaw(t, cfg, from, rcpt, msg)
+	return m
+}
+
+// receiveOneRaw is receiveOne, with the raw message the handler read.
+func receiveOneRaw(t *testing.T, cfg mailin.Config, from, rcpt, msg string) (string, *mailin.Mail) {
+	t.Helper()
 	h, addr := serve(t, cfg)
 	mustDeliver(t, addr, from, []string{rcpt}, msg)
-	return h.only(t)
+	m := h.only(t)
+	return h.raw(m), m
 }
 
 // outcome is what a server answered to one message: MAIL, each RCPT and DATA; failed is an
@@ -285,7 +314,7 @@ func TestPlainTextMailIsDeliveredWithItsFields(t *testing.T) {
 	t.Parallel()
 	received := time.Date(2026, 3, 2, 9, 0, 1, 0, time.UTC)
 	raw := crlf(plainMessage)
-	m := receiveOne(t, mailin.Config{Now: func() time.Time { return received }}, "ada@example.org", "hello@mail.example.com", raw)
+	got, m := receiveOneRaw(t, mailin.Config{Now: func() time.Time { return received }}, "ada@example.org", "hello@mail.example.com", raw)
 
 	env := m.Envelope
 	if env.MailFrom != "ada@example.org" || env.HELO != "client.example.org" || env.RemoteIP.String() != "127.0.0.1" ||
@@ -314,8 +343,8 @@ func TestPlainTextMailIsDeliveredWithItsFields(t *testing.T) {
 	if !strings.Contains(m.Text, "two coffees") || m.HTML != "" || m.Report != nil {
 		t.Errorf("text %q, html %q, report %v", m.Text, m.HTML, m.Report)
 	}
-	if string(m.Raw) != raw {
-		t.Errorf("raw differs from what was sent:\n%q\n%q", m.Raw, raw)
+	if got != raw {
+		t.Errorf("raw differs from what was sent:\n%q\n%q", got, raw)
 	}
 }
 
@@ -430,27 +459,28 @@ func TestRecipientLookupFailureAsksToRetry(t *testing.T) {
 	wantReply(t, out.rcpt[0], 451, smtp.EnhancedCode{4, 3, 0})
 }
 
+// sized is a message of n bytes as received: a header, then lines of x of up to 64 bytes with
+// their line ends.
+func sized(n int) string {
+	header := crlf("From: ada@example.org\nTo: hello@mail.example.com\nSubject: big\n\n")
+	var b strings.Builder
+	b.WriteString(header)
+	for rest := n - len(header); rest > 0; {
+		line := min(rest, 64)
+		if rest-line == 1 {
+			line-- // leave the last line room for its line end
+		}
+		b.WriteString(strings.Repeat("x", line-2) + "\r\n")
+		rest -= line
+	}
+	return b.String()
+}
+
 func TestMessagesOverTheSizeLimitAreRefused(t *testing.T) {
 	t.Parallel()
 	const limit = 4096
 	h, addr := serve(t, mailin.Config{MaxMessageBytes: limit})
 	to := []string{"hello@mail.example.com"}
-	header := crlf("From: ada@example.org\nTo: hello@mail.example.com\nSubject: big\n\n")
-	// sized is a message of n bytes as received: the header, then lines of x of up to 64
-	// bytes with their line ends.
-	sized := func(n int) string {
-		var b strings.Builder
-		b.WriteString(header)
-		for rest := n - len(header); rest > 0; {
-			line := min(rest, 64)
-			if rest-line == 1 {
-				line-- // leave the last line room for its line end
-			}
-			b.WriteString(strings.Repeat("x", line-2) + "\r\n")
-			rest -= line
-		}
-		return b.String()
-	}
 
 	out := mustSend(t, addr, "ada@example.org", to, sized(100), &smtp.MailOptions{Size: limit + 1})
 	wantReply(t, out.mail, 552, smtp.EnhancedCode{5, 3, 4})
@@ -473,8 +503,8 @@ func TestMessagesOverTheSizeLimitAreRefused(t *testing.T) {
 		t.Fatalf("declared message of the limit: %v", out.data)
 	}
 	for _, m := range h.delivered() {
-		if len(m.Raw) != limit {
-			t.Errorf("raw is %d bytes, want %d", len(m.Raw), limit)
+		if n := len(h.raw(m)); n != limit {
+			t.Errorf("raw is %d bytes, want %d", n, limit)
 		}
 	}
 }

@@ -1,9 +1,9 @@
 package mailin
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"mime"
 	"net/mail"
 	"strings"
 
@@ -17,18 +17,19 @@ const maxWarnings = 20
 
 // parse reads the header fields and parts of raw. Only a message that does not parse at all
 // is an error; what the parser read past becomes a warning.
-func (s *Server) parse(raw []byte) (*Mail, error) {
-	env, err := s.parser.ReadEnvelope(bytes.NewReader(raw))
+func (s *Server) parse(raw *RawMail) (*Mail, error) {
+	env, err := s.parser.ReadEnvelope(raw.Reader())
 	if err != nil {
 		return nil, fmt.Errorf("parse message: %w", err)
 	}
 	m := &Mail{
-		Subject:    env.GetHeader("Subject"),
-		MessageID:  firstOf(msgIDs(env.GetHeader("Message-Id"))),
-		InReplyTo:  msgIDs(env.GetHeader("In-Reply-To")),
-		References: msgIDs(env.GetHeader("References")),
-		Text:       env.Text,
-		HTML:       env.HTML,
+		contentType: mediaType(env.GetHeader("Content-Type")),
+		Subject:     env.GetHeader("Subject"),
+		MessageID:   firstOf(msgIDs(env.GetHeader("Message-Id"))),
+		InReplyTo:   msgIDs(env.GetHeader("In-Reply-To")),
+		References:  msgIDs(env.GetHeader("References")),
+		Text:        env.Text,
+		HTML:        env.HTML,
 	}
 	for _, e := range env.Errors {
 		m.warn(e.Error())
@@ -125,12 +126,20 @@ func firstOf(ids []string) string {
 	return ids[0]
 }
 
-// report reads the delivery report or complaint raw is; nil for ordinary mail. mailreport
-// tells the two apart by the message's own header, so it reads every message. A report that
-// does not read, or a message too large to read to a bounce address, is a warning: the
-// message is delivered all the same.
-func report(env Envelope, raw []byte, m *Mail) *mailreport.Report {
-	rep, err := mailreport.Parse(raw)
+// report reads the delivery report or complaint raw is; nil for ordinary mail. Only a
+// message whose own header says multipart/report is read as one (what mailreport takes for a
+// report), so that ordinary mail is not copied for it. A report that does not read, or a
+// message too large to read to a bounce address, is a warning: the message is delivered all
+// the same.
+func report(env Envelope, raw *RawMail, m *Mail) *mailreport.Report {
+	if m.contentType != "multipart/report" {
+		return nil
+	}
+	var rep *mailreport.Report
+	err := fmt.Errorf("read report: %w (over %d bytes)", mailreport.ErrTooLarge, mailreport.MaxSize)
+	if raw.Len() <= mailreport.MaxSize {
+		rep, err = mailreport.Read(raw.Reader())
+	}
 	switch {
 	case err == nil:
 		return rep
@@ -141,6 +150,16 @@ func report(env Envelope, raw []byte, m *Mail) *mailreport.Report {
 		m.warn(err.Error())
 	}
 	return nil
+}
+
+// mediaType is the media type of a Content-Type field in lower case, as mailreport reads it:
+// text/plain when it is empty, "" when it does not parse.
+func mediaType(field string) string {
+	if strings.TrimSpace(field) == "" {
+		return "text/plain"
+	}
+	mt, _, _ := mime.ParseMediaType(field)
+	return mt
 }
 
 // toBounceAddress reports whether one of the recipients is a bounce address.

@@ -1,7 +1,6 @@
 package mailin
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -80,6 +79,11 @@ func (ss *session) Mail(from string, opts *smtp.MailOptions) error {
 	if opts != nil && opts.Size > ss.s.cfg.MaxMessageBytes {
 		return replyTooLarge
 	}
+	// A message declared larger than what the budget has left would be refused at its end:
+	// refused now, before it is sent.
+	if opts != nil && opts.Size > ss.s.buffered.left() {
+		return replyNoStorage
+	}
 	ss.from = from
 	return nil
 }
@@ -128,12 +132,11 @@ func (ss *session) Data(r io.Reader) error {
 	}
 	defer ss.s.setBusy(ss.conn, false)
 
-	var buf bytes.Buffer
 	// go-smtp's reader stops past MaxMessageBytes with ErrDataTooLarge (552 5.3.4), which
 	// must reach go-smtp as it is to be answered so. Chunks (BDAT) are counted by go-smtp
-	// against its limit, a byte above ours: the length check holds them to ours.
+	// against its limit, a byte above ours: readMessage holds them to ours.
 	ss.conn.renewReads(ss.s.cfg.ReadTimeout)
-	_, err := buf.ReadFrom(r)
+	raw, err := ss.s.readMessage(r)
 	ss.conn.renewReads(0)
 	if err != nil {
 		var smtpErr *smtp.SMTPError
@@ -145,9 +148,8 @@ func (ss *session) Data(r io.Reader) error {
 		}
 		return replyTryLater
 	}
-	if int64(buf.Len()) > ss.s.cfg.MaxMessageBytes {
-		return replyTooLarge
-	}
+	// The message's bytes are the budget's again once it is answered.
+	defer raw.release()
 	env := Envelope{
 		MailFrom:   ss.from,
 		Recipients: ss.rcpts,
@@ -156,7 +158,7 @@ func (ss *session) Data(r io.Reader) error {
 		TLS:        ss.tls,
 		ReceivedAt: ss.s.cfg.Now().UTC(),
 	}
-	return ss.s.receive(env, buf.Bytes())
+	return ss.s.receive(env, raw)
 }
 
 // Reset drops the message under way. After a message's answer, it closes the connection of a
@@ -179,10 +181,10 @@ func (ss *session) reset() {
 func (ss *session) Logout() error { return nil }
 
 // receive builds the Mail of raw, delivers it and turns the outcome into the SMTP answer.
-func (s *Server) receive(env Envelope, raw []byte) error {
+func (s *Server) receive(env Envelope, raw *RawMail) error {
 	m, err := s.parse(raw)
 	if err != nil {
-		s.log.V(1).Info("refuse unreadable message", "remoteIP", env.RemoteIP.String(), "size", len(raw))
+		s.log.V(1).Info("refuse unreadable message", "remoteIP", env.RemoteIP.String(), "size", raw.Len())
 		return replyUnreadable
 	}
 	m.Envelope = env
@@ -205,7 +207,7 @@ func (s *Server) receive(env Envelope, raw []byte) error {
 		log.Error(err, "deliver mail")
 		return replyTryLater
 	}
-	log.V(1).Info("mail received", "size", len(raw), "recipients", len(env.Recipients),
+	log.V(1).Info("mail received", "size", raw.Len(), "recipients", len(env.Recipients),
 		"spf", m.Auth.SPF, "dmarc", m.Auth.DMARC, "report", m.Report != nil)
 	return nil
 }

@@ -129,7 +129,13 @@ func (s *Service) Accept(ctx context.Context, tx pgx.Tx, batch []Outbound) ([]db
 	takes := make([]quota.Take, 0, len(msgs))
 	for _, m := range msgs {
 		if meter, ok := quota.MeterOf(m.Channel); ok {
-			takes = append(takes, quota.Take{Project: m.Project, TestMode: m.TestMode, Meter: meter, N: 1})
+			counted, err := s.countedOn(ctx, m.Project)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range counted {
+				takes = append(takes, quota.Take{Project: p, TestMode: m.TestMode, Meter: meter, N: 1})
+			}
 		}
 	}
 	if err := quota.TakeAll(ctx, tx, now, takes, s.limitsOf(ctx)); err != nil {
@@ -161,6 +167,13 @@ func (s *Service) charge(ctx context.Context, tx pgx.Tx, msgs []db.Message, now 
 		byProject[m.Project] = append(byProject[m.Project], i)
 	}
 	sort.Strings(projects) // balances are locked in one order
+	type bill struct {
+		acct    billing.Account
+		charges []billing.Charge
+		email   bool
+	}
+	var bills []bill
+	subAccounts := false
 	for _, project := range projects {
 		list, err := s.prices.For(ctx, project)
 		if err != nil {
@@ -200,9 +213,8 @@ func (s *Service) charge(ctx context.Context, tx pgx.Tx, msgs []db.Message, now 
 			if err != nil {
 				return err
 			}
-			if err := billing.ChargeAll(ctx, tx, acct, charges, email, now); err != nil {
-				return err
-			}
+			subAccounts = subAccounts || acct.Parent != nil
+			bills = append(bills, bill{acct, charges, email})
 		}
 		if len(costs.Ids) > 0 {
 			if err := db.New(tx).SetMessageCosts(ctx, costs); err != nil {
@@ -210,22 +222,58 @@ func (s *Service) charge(ctx context.Context, tx pgx.Tx, msgs []db.Message, now 
 			}
 		}
 	}
+	if subAccounts && len(bills) > 1 {
+		// A sub-account's charge takes its parent's balance too: every balance of the batch is
+		// locked first, in one order, so batches with a parent and its sub-accounts cannot deadlock.
+		accts := make([]billing.Account, len(bills))
+		for i, b := range bills {
+			accts[i] = b.acct
+		}
+		if err := billing.LockAll(ctx, tx, accts, now); err != nil {
+			return err
+		}
+	}
+	for _, b := range bills {
+		if err := billing.ChargeAll(ctx, tx, b.acct, b.charges, b.email, now); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
 // account is what charging project needs: a Free project (not a sub-account) opens with the
-// price list's free credit; a sub-account may go as far below zero as its creditLimit.
+// price list's free credit; a sub-account's parent pays up to its creditLimit past its balance.
 func (s *Service) account(ctx context.Context, project string, list *v1alpha1.PriceList) (billing.Account, error) {
 	p, err := s.project(ctx, project)
 	if err != nil {
 		return billing.Account{}, err
 	}
-	return billing.AccountOf(project, p, list), nil
+	return s.prices.Account(ctx, project, p, list)
 }
 
 // project reads the Project of a namespace (the informer cache); nil when it has none.
 func (s *Service) project(ctx context.Context, project string) (*v1alpha1.Project, error) {
 	return kubewrite.ProjectOf(ctx, s.reader, project)
+}
+
+// parentOf is the parent of a sub-account, "" for a project that is not one.
+func (s *Service) parentOf(ctx context.Context, project string) (string, error) {
+	p, err := s.project(ctx, project)
+	if err != nil || p == nil {
+		return "", err
+	}
+	return p.Spec.Parent, nil
+}
+
+// countedOn is the projects whose counters project's messages count on, each under its own
+// limits: the project's, and a sub-account's parent's too, so that a parent's ceilings and
+// allowance cover its sub-accounts together (N sub-accounts are not N times the limits).
+func (s *Service) countedOn(ctx context.Context, project string) ([]string, error) {
+	parent, err := s.parentOf(ctx, project)
+	if err != nil || parent == "" {
+		return []string{project}, err
+	}
+	return []string{project, parent}, nil
 }
 
 // limitsOf reads the sending limits of a project from its Project resource.

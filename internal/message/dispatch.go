@@ -42,6 +42,9 @@ type Route struct {
 	// AccountID, when set, is the sending account the provider knows the sender's channel by
 	// (a WhatsApp phone number id, a page id): the transport's From instead of the address.
 	AccountID string
+	// Provider is the Provider the message goes through ("namespace/name"; "" for none): its
+	// callbacks, and only its, may move the message.
+	Provider string
 }
 
 // Dispatch retries: a provider that answers "later" (429, 5xx) or cannot be reached is tried
@@ -105,7 +108,11 @@ func (s *Service) dispatch(ctx context.Context, id string) error {
 			return s.fail(ctx, m, &transport.Failure{Code: ErrProviderUnavailable,
 				Message: fmt.Sprintf("The provider did not take the message in %d attempts.", s.dispatchAttempts)})
 		}
-		started, err := db.New(s.pool).StartDispatch(ctx, db.StartDispatchParams{ID: m.ID, UpdatedAt: s.now().UTC()})
+		start := db.StartDispatchParams{ID: m.ID, UpdatedAt: s.now().UTC()}
+		if route.Provider != "" {
+			start.Provider = &route.Provider
+		}
+		started, err := db.New(s.pool).StartDispatch(ctx, start)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // moved on meanwhile
 		}
@@ -278,7 +285,7 @@ func (s *Service) outbound(ctx context.Context, m db.Message, r Route) (transpor
 		}
 		out.Content = &c
 		if m.MessageType == "template" && m.Channel == string(v1alpha1.ChannelWhatsApp) {
-			if out.Template, err = s.outboundTemplate(ctx, m.Project, &c); err != nil {
+			if out.Template, err = s.outboundTemplate(ctx, m.Project, m.TestMode, &c); err != nil {
 				return transport.Outbound{}, err
 			}
 		}

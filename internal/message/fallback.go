@@ -60,10 +60,11 @@ func (s *Service) fallBack(ctx context.Context, m db.Message, failure *transport
 	} else if !contains(snd.SendableChannels(), v1alpha1.ChannelSMS) {
 		return false, nil
 	}
-	var ceiling *apperror.Error
+	var ceiling, unpaid *apperror.Error
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		_, err := db.New(tx).FallBackToSMS(ctx, db.FallBackToSMSParams{ID: m.ID, Originator: snd.Address(v1alpha1.ChannelSMS),
-			UpdatedAt: s.now().UTC()})
+		now := s.now().UTC()
+		row, err := db.New(tx).FallBackToSMS(ctx, db.FallBackToSMSParams{ID: m.ID, Originator: snd.Address(v1alpha1.ChannelSMS),
+			UpdatedAt: now})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // already moved on: a repeated job
 		}
@@ -72,12 +73,29 @@ func (s *Service) fallBack(ctx context.Context, m db.Message, failure *transport
 		}
 		// The message now counts as an SMS: on the SMS ceiling of today, and no longer against
 		// the month's conversational allowance. With no SMS left today it does not fall back.
-		if err := quota.TakeAll(ctx, tx, s.now(), []quota.Take{{Project: m.Project, TestMode: m.TestMode, Meter: quota.SMS, N: 1}},
-			s.limitsOf(ctx)); err != nil {
+		counted, err := s.countedOn(ctx, m.Project)
+		if err != nil {
+			return err
+		}
+		var takes []quota.Take
+		for _, p := range counted {
+			takes = append(takes, quota.Take{Project: p, TestMode: m.TestMode, Meter: quota.SMS, N: 1})
+		}
+		if err := quota.TakeAll(ctx, tx, s.now(), takes, s.limitsOf(ctx)); err != nil {
 			ceiling = apperror.As(err)
 			return err
 		}
-		if err := quota.GiveBack(ctx, tx, m.Project, m.TestMode, quota.Conversational, 1, m.CreatedAt); err != nil {
+		for _, p := range counted {
+			if err := quota.GiveBack(ctx, tx, p, m.TestMode, quota.Conversational, 1, m.CreatedAt); err != nil {
+				return err
+			}
+		}
+		// The fallback is a new SMS: priced and paid for here, as a direct SMS is when it is
+		// accepted, and its charge returned on the same failures.
+		if err := s.charge(ctx, tx, []db.Message{db.Message(row)}, now); err != nil {
+			if e := apperror.As(err); e != nil && e.Code == "insufficient_balance" {
+				unpaid = e
+			}
 			return err
 		}
 		if _, err := s.queue.InsertTx(ctx, tx, DispatchArgs{MessageID: m.ID}, nil); err != nil {
@@ -88,5 +106,15 @@ func (s *Service) fallBack(ctx context.Context, m db.Message, failure *transport
 	if ceiling != nil {
 		return false, nil
 	}
+	if unpaid != nil {
+		// The balance cannot pay for the SMS: the message fails as unpaid, not as WhatsApp's failure.
+		f := &transport.Failure{Code: ErrInsufficientBalance, ProviderCode: failure.ProviderCode,
+			Message: "The WhatsApp message failed and its fallback to SMS was not sent: the project's balance cannot pay for the SMS."}
+		_, err := s.ApplyStatus(ctx, StatusChange{MessageID: m.ID, Status: transport.StatusFailed, Failure: f})
+		return true, err
+	}
 	return true, err
 }
+
+// ErrInsufficientBalance fails a message whose fallback the balance could not pay for.
+const ErrInsufficientBalance = "INSUFFICIENT_BALANCE"

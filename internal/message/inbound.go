@@ -32,6 +32,13 @@ type Inbound struct {
 // 24-hour window), the message with its reply context, and the message.inbound event, with
 // conversation.new when the message starts a conversation.
 func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
+	return s.receive(ctx, s.pool, in, nil)
+}
+
+// receive is Receive in a transaction of its own begun on b: the pool, or the transaction of
+// ReceiveAll (a savepoint). files, when not nil, keeps the attachments' content once for all
+// the messages ReceiveAll stores.
+func (s *Service) receive(ctx context.Context, b beginner, in Inbound, files *sharedFiles) (db.Message, error) {
 	id, err := newID("msg_")
 	if err != nil {
 		return db.Message{}, err
@@ -82,7 +89,7 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
 	}
 
 	var again *db.Message
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, b, func(tx pgx.Tx) error {
 		q := db.New(tx)
 		if in.ProviderMessageID != "" {
 			// A provider posts a message again when our answer did not reach it: store it once.
@@ -123,7 +130,7 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
 		if err != nil {
 			return err
 		}
-		if err := storeAttachments(ctx, tx, msg.ID, attachments, now); err != nil {
+		if err := files.store(ctx, tx, msg.ID, attachments, now); err != nil {
 			return err
 		}
 		if conv.InboundCount == 1 {
@@ -137,8 +144,15 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
 		// The Free plan's monthly allowance counts what contacts send on the conversational
 		// channels too; past it the message is refused whole (the transaction rolls back).
 		if meter, ok := quota.MeterOf(msg.Channel); ok && meter == quota.Conversational {
-			return quota.TakeAll(ctx, tx, now, []quota.Take{{Project: in.Project, TestMode: in.TestMode, Meter: meter, Inbound: true, N: 1}},
-				s.limitsOf(ctx))
+			counted, err := s.countedOn(ctx, in.Project)
+			if err != nil {
+				return err
+			}
+			var takes []quota.Take
+			for _, p := range counted {
+				takes = append(takes, quota.Take{Project: p, TestMode: in.TestMode, Meter: meter, Inbound: true, N: 1})
+			}
+			return quota.TakeAll(ctx, tx, now, takes, s.limitsOf(ctx))
 		}
 		return nil
 	})

@@ -27,7 +27,9 @@ const (
 )
 
 // refunded are the failures whose charge is returned: the message never went.
-var refunded = map[string]bool{ErrRiskRejected: true, ErrRiskBlocked: true, ErrRiskReviewExpired: true, ErrSendingSuspended: true}
+var refunded = map[string]bool{ErrRiskRejected: true, ErrRiskBlocked: true, ErrRiskReviewExpired: true, ErrSendingSuspended: true,
+	// registry.ErrNumberNotOwned: the sender's number changed hands before the message went.
+	"NUMBER_NOT_OWNED": true}
 
 // SetRiskPolicies makes dispatch review sms, sms_oneway, email and voice sends by the
 // RiskPolicy of their project.

@@ -26,13 +26,34 @@ var statusFrom = map[string][]string{
 // StatusChange is a status a message moves to.
 type StatusChange struct {
 	// MessageID names the message; when it is empty, ProviderMessageID does (a provider's
-	// callback, for live messages).
+	// callback, for live messages sent through Via).
 	MessageID         string
 	ProviderMessageID string
 	// Status is one of transport's Status constants.
 	Status string
 	// Failure is the errorCode and message of a failed message.
 	Failure *transport.Failure
+	// Via is the Provider a callback came through: it may move only the messages sent through
+	// it. Required when ProviderMessageID names the message, and by ApplyProviderStatus.
+	Via Via
+}
+
+// Via is the Provider a provider's callback came through.
+type Via struct {
+	// Provider is the Provider's "namespace/name".
+	Provider string
+	// Project is the one project it serves (a Provider in a project's namespace); "" for an
+	// installation Provider, which serves every project.
+	Project string
+}
+
+// carried says whether message m was sent through v: the Provider its dispatch recorded, or,
+// for a message sent before Providers were recorded, one that serves m's project.
+func (v Via) carried(m db.Message) bool {
+	if m.Provider != nil {
+		return *m.Provider == v.Provider
+	}
+	return v.Project == "" || v.Project == m.Project
 }
 
 // ApplyStatus moves a message to a status and writes its event, in one transaction. The
@@ -79,12 +100,9 @@ func (s *Service) applyIn(ctx context.Context, tx pgx.Tx, ch StatusChange, f *fo
 	q := db.New(tx)
 	id := ch.MessageID
 	if id == "" {
-		m, err := q.GetLiveMessageByProviderID(ctx, &ch.ProviderMessageID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("find message of provider id: %w", err)
+		m, found, err := liveMessageThrough(ctx, q, ch.Via, ch.ProviderMessageID)
+		if err != nil || !found {
+			return false, err
 		}
 		id = m.ID
 	}
@@ -119,8 +137,14 @@ func (s *Service) applyIn(ctx context.Context, tx pgx.Tx, ch StatusChange, f *fo
 	if moved.Status == "failed" && moved.Direction == "outbound" {
 		// A failed send does not count against the monthly allowance.
 		if meter, ok := quota.MeterOf(moved.Channel); ok && meter == quota.Conversational {
-			if err := quota.GiveBack(ctx, tx, moved.Project, moved.TestMode, meter, 1, moved.CreatedAt); err != nil {
+			counted, err := s.countedOn(ctx, moved.Project)
+			if err != nil {
 				return false, err
+			}
+			for _, p := range counted {
+				if err := quota.GiveBack(ctx, tx, p, moved.TestMode, meter, 1, moved.CreatedAt); err != nil {
+					return false, err
+				}
 			}
 		}
 	}
@@ -135,8 +159,12 @@ func (s *Service) applyIn(ctx context.Context, tx pgx.Tx, ch StatusChange, f *fo
 // recorded sent (MessageID set, the provider's id not stored yet) first moves the message to
 // sent with the provider's id, so message.sent still comes before the report's own event, and
 // the dispatcher's late sent is then a step already made. A message of test traffic is never
-// moved by a provider.
+// moved by a provider, nor one that was not sent through ch.Via: such a report moves nothing,
+// as for an unknown message.
 func (s *Service) ApplyProviderStatus(ctx context.Context, ch StatusChange) (bool, error) {
+	if ch.Via.Provider == "" {
+		return false, errors.New("apply provider status: no Provider it came through")
+	}
 	if ch.MessageID != "" {
 		m, err := db.New(s.pool).GetMessageByID(ctx, ch.MessageID)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -145,7 +173,7 @@ func (s *Service) ApplyProviderStatus(ctx context.Context, ch StatusChange) (boo
 		if err != nil {
 			return false, fmt.Errorf("read message %s: %w", ch.MessageID, err)
 		}
-		if m.TestMode || m.Direction != "outbound" {
+		if m.TestMode || m.Direction != "outbound" || !ch.Via.carried(m) {
 			return false, nil
 		}
 		if ch.Status != transport.StatusSent {
@@ -177,14 +205,24 @@ func (s *Service) AwaitingReceipt(ctx context.Context, project, sender, channel,
 	return ids, nil
 }
 
-// KnowsProviderID says whether a live message carries the provider's id.
-func (s *Service) KnowsProviderID(ctx context.Context, providerMessageID string) (bool, error) {
-	_, err := db.New(s.pool).GetLiveMessageByProviderID(ctx, &providerMessageID)
+// KnowsProviderID says whether a live message sent through via carries the provider's id.
+func (s *Service) KnowsProviderID(ctx context.Context, via Via, providerMessageID string) (bool, error) {
+	_, found, err := liveMessageThrough(ctx, db.New(s.pool), via, providerMessageID)
+	return found, err
+}
+
+// liveMessageThrough finds the live message sent through via that carries the provider's id.
+func liveMessageThrough(ctx context.Context, q *db.Queries, via Via, providerMessageID string) (db.Message, bool, error) {
+	if via.Provider == "" {
+		return db.Message{}, false, errors.New("find message of provider id: no Provider it came through")
+	}
+	m, err := q.GetLiveMessageThrough(ctx, db.GetLiveMessageThroughParams{ProviderMessageID: &providerMessageID,
+		Provider: &via.Provider, Project: via.Project})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
+		return db.Message{}, false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("find message of provider id: %w", err)
+		return db.Message{}, false, fmt.Errorf("find message of provider id: %w", err)
 	}
-	return true, nil
+	return m, true, nil
 }

@@ -97,8 +97,9 @@ func TestApplyStatus(t *testing.T) {
 	if n := s.eventsOf(t, "message.sent"); n != 1 {
 		t.Errorf("%d message.sent events, want 1", n)
 	}
-	// By the provider's id, as a callback does.
-	if moved, err := s.ApplyStatus(ctx, StatusChange{ProviderMessageID: "SM1", Status: transport.StatusDelivered}); err != nil || !moved {
+	// By the provider's id, as a callback does, through a Provider of the message's project.
+	via := Via{Provider: "acme/twilio", Project: "acme"}
+	if moved, err := s.ApplyStatus(ctx, StatusChange{ProviderMessageID: "SM1", Status: transport.StatusDelivered, Via: via}); err != nil || !moved {
 		t.Fatalf("delivered by provider id: %v %v", moved, err)
 	}
 	if st, pid, _ := status(live.ID); st != "delivered" || pid == nil || *pid != "SM1" {
@@ -106,7 +107,7 @@ func TestApplyStatus(t *testing.T) {
 	}
 	// Failed after delivered is a late report: ignored.
 	if moved, _ := s.ApplyStatus(ctx, StatusChange{ProviderMessageID: "SM1", Status: transport.StatusFailed,
-		Failure: &transport.Failure{Code: "RECIPIENT_UNREACHABLE"}}); moved {
+		Failure: &transport.Failure{Code: "RECIPIENT_UNREACHABLE"}, Via: via}); moved {
 		t.Errorf("a failure after delivery moved the message")
 	}
 	// An id no message has, and a test message's provider id, are not found by callbacks.
@@ -115,11 +116,11 @@ func TestApplyStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"SM-unknown", "sbx_1"} {
-		if moved, err := s.ApplyStatus(ctx, StatusChange{ProviderMessageID: id, Status: transport.StatusDelivered}); err != nil || moved {
+		if moved, err := s.ApplyStatus(ctx, StatusChange{ProviderMessageID: id, Status: transport.StatusDelivered, Via: via}); err != nil || moved {
 			t.Errorf("provider id %s moved a message: %v %v", id, moved, err)
 		}
 	}
-	if known, _ := s.KnowsProviderID(ctx, "sbx_1"); known {
+	if known, _ := s.KnowsProviderID(ctx, via, "sbx_1"); known {
 		t.Errorf("a test message is known to live callbacks")
 	}
 	// A failure keeps its codes.
@@ -198,7 +199,8 @@ func TestApplyProviderStatusOvertakingTheDispatch(t *testing.T) {
 	if _, err := db.New(s.pool).StartDispatch(ctx, db.StartDispatchParams{ID: live.ID, UpdatedAt: s.now().UTC()}); err != nil {
 		t.Fatal(err)
 	}
-	moved, err := s.ApplyProviderStatus(ctx, StatusChange{MessageID: live.ID, ProviderMessageID: "SM1", Status: transport.StatusDelivered})
+	moved, err := s.ApplyProviderStatus(ctx, StatusChange{MessageID: live.ID, ProviderMessageID: "SM1", Status: transport.StatusDelivered,
+		Via: Via{Provider: "acme/twilio", Project: "acme"}})
 	if err != nil || !moved {
 		t.Fatalf("ApplyProviderStatus = %v, %v", moved, err)
 	}
@@ -222,7 +224,83 @@ func TestApplyProviderStatusOvertakingTheDispatch(t *testing.T) {
 
 	// A provider never moves test traffic, whatever its callback names.
 	test := accept(true)
-	if moved, err := s.ApplyProviderStatus(ctx, StatusChange{MessageID: test.ID, ProviderMessageID: "SM2", Status: transport.StatusDelivered}); err != nil || moved {
+	if moved, err := s.ApplyProviderStatus(ctx, StatusChange{MessageID: test.ID, ProviderMessageID: "SM2", Status: transport.StatusDelivered,
+		Via: Via{Provider: "acme/twilio", Project: "acme"}}); err != nil || moved {
 		t.Errorf("report on a test message = %v, %v; want no move", moved, err)
+	}
+}
+
+// A provider's report moves only the messages sent through the Provider it came through: by
+// the message's id or by the provider's, a report through another Provider (another project's,
+// or another installation Provider) moves nothing, as for an unknown message.
+func TestProviderStatusOnlyThroughItsProvider(t *testing.T) {
+	t.Parallel()
+	s := newObservedService(t)
+	ctx := context.Background()
+	q := db.New(s.pool)
+	sent := func(provider string, sid string) db.Message {
+		m := s.acceptSMS(t, false)
+		start := db.StartDispatchParams{ID: m.ID, UpdatedAt: s.now().UTC()}
+		if provider != "" {
+			start.Provider = &provider
+		}
+		if _, err := q.StartDispatch(ctx, start); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ApplyStatus(ctx, StatusChange{MessageID: m.ID, ProviderMessageID: sid, Status: transport.StatusSent}); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	statusOf := func(id string) string {
+		m, err := q.GetMessageByID(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Status
+	}
+	shared := Via{Provider: "switchboard-system/twilio"}
+	m := sent(shared.Provider, "SM10")
+	for name, via := range map[string]Via{
+		"another project's Provider":     {Provider: "evil/twilio", Project: "evil"},
+		"a Provider of the same project": {Provider: "acme/twilio", Project: "acme"},
+		"another installation Provider":  {Provider: "switchboard-system/twilio-eu"},
+	} {
+		if known, err := s.KnowsProviderID(ctx, via, "SM10"); err != nil || known {
+			t.Errorf("%s knows the message: %v %v", name, known, err)
+		}
+		for _, ch := range []StatusChange{
+			{ProviderMessageID: "SM10", Status: transport.StatusDelivered, Via: via},
+			{MessageID: m.ID, ProviderMessageID: "SM99", Status: transport.StatusDelivered, Via: via},
+		} {
+			if moved, err := s.ApplyProviderStatus(ctx, ch); err != nil || moved {
+				t.Errorf("%s moved the message (%+v): %v %v", name, ch, moved, err)
+			}
+		}
+	}
+	if st := statusOf(m.ID); st != "sent" || s.eventsOf(t, "message.delivered") != 0 {
+		t.Fatalf("message = %s after reports through other Providers", st)
+	}
+	if moved, err := s.ApplyProviderStatus(ctx, StatusChange{ProviderMessageID: "SM10", Status: transport.StatusDelivered, Via: shared}); err != nil || !moved {
+		t.Fatalf("report through its Provider = %v %v", moved, err)
+	}
+
+	// A message sent before Providers were recorded: a Provider of its project, or an
+	// installation Provider, may report on it; another project's may not.
+	legacy := sent("", "SM11")
+	if moved, _ := s.ApplyProviderStatus(ctx, StatusChange{ProviderMessageID: "SM11", Status: transport.StatusDelivered,
+		Via: Via{Provider: "evil/twilio", Project: "evil"}}); moved {
+		t.Errorf("another project's Provider moved a message sent before Providers were recorded")
+	}
+	if moved, err := s.ApplyProviderStatus(ctx, StatusChange{ProviderMessageID: "SM11", Status: transport.StatusDelivered,
+		Via: Via{Provider: "acme/twilio", Project: "acme"}}); err != nil || !moved {
+		t.Errorf("its project's Provider = %v %v", moved, err)
+	}
+	if st := statusOf(legacy.ID); st != "delivered" {
+		t.Errorf("legacy message = %s", st)
+	}
+	// A report that names no Provider is a programming error, not a move.
+	if _, err := s.ApplyProviderStatus(ctx, StatusChange{ProviderMessageID: "SM10", Status: transport.StatusRead}); err == nil {
+		t.Errorf("a report without its Provider was applied")
 	}
 }

@@ -38,8 +38,22 @@ type suspensionState struct {
 // sending_suspended's details.dashboardUrl).
 func (s *Service) SetSupportURL(u string) { s.supportURL = u }
 
-// suspension returns the suspension in force for project in a mode, or nil.
+// suspension returns the suspension in force for project in a mode, or nil: its own, or its
+// parent's, which covers its sub-accounts.
 func (s *Service) suspension(ctx context.Context, project string, testMode bool) (*db.SendingSuspension, error) {
+	sus, err := s.suspensionOf(ctx, project, testMode)
+	if err != nil || sus != nil {
+		return sus, err
+	}
+	parent, err := s.parentOf(ctx, project)
+	if err != nil || parent == "" {
+		return nil, err
+	}
+	return s.suspensionOf(ctx, parent, testMode)
+}
+
+// suspensionOf returns the suspension in force for project itself in a mode, or nil.
+func (s *Service) suspensionOf(ctx context.Context, project string, testMode bool) (*db.SendingSuspension, error) {
 	k := suspensionKey{project, testMode}
 	now := s.now()
 	s.suspended.mu.Lock()
@@ -114,31 +128,48 @@ var suspendedFailure = transport.Failure{Code: ErrSendingSuspended, Message: "Se
 
 // afterRefusal counts a refused or blocked send and, when the project's policy's threshold is
 // reached within its window, suspends the project's sending in that mode and fails its queued
-// messages with SENDING_SUSPENDED.
+// messages with SENDING_SUSPENDED. A sub-account's refusals count as its parent's, and suspend
+// the parent with all its sub-accounts: N sub-accounts do not get N times the refusals.
 func (s *Service) afterRefusal(ctx context.Context, m db.Message, after int64, within time.Duration) error {
 	q := db.New(s.pool)
 	now := s.now().UTC()
-	if err := q.RecordRefusal(ctx, db.RecordRefusalParams{Project: m.Project, TestMode: m.TestMode, MessageID: m.ID, At: now}); err != nil {
+	account, err := s.parentOf(ctx, m.Project)
+	if err != nil {
+		return err
+	}
+	if account == "" {
+		account = m.Project
+	}
+	if err := q.RecordRefusal(ctx, db.RecordRefusalParams{Project: account, TestMode: m.TestMode, MessageID: m.ID, At: now}); err != nil {
 		return fmt.Errorf("record refusal of %s: %w", m.ID, err)
 	}
 	if after <= 0 {
 		return nil
 	}
-	n, err := q.RiskRefusalsSince(ctx, db.RiskRefusalsSinceParams{Project: m.Project, TestMode: m.TestMode, Since: now.Add(-within)})
+	n, err := q.RiskRefusalsSince(ctx, db.RiskRefusalsSinceParams{Project: account, TestMode: m.TestMode, Since: now.Add(-within)})
 	if err != nil {
-		return fmt.Errorf("count refusals of %s: %w", m.Project, err)
+		return fmt.Errorf("count refusals of %s: %w", account, err)
 	}
 	if n < after {
 		return nil
 	}
 	reason := fmt.Sprintf("%d sends refused by risk review within %s", n, within)
-	if _, err := q.Suspend(ctx, db.SuspendParams{Project: m.Project, TestMode: m.TestMode, Reason: reason, Since: now}); errors.Is(err, pgx.ErrNoRows) {
+	if _, err := q.Suspend(ctx, db.SuspendParams{Project: account, TestMode: m.TestMode, Reason: reason, Since: now}); errors.Is(err, pgx.ErrNoRows) {
 		return nil // suspended already
 	} else if err != nil {
-		return fmt.Errorf("suspend %s: %w", m.Project, err)
+		return fmt.Errorf("suspend %s: %w", account, err)
 	}
-	s.forget(m.Project)
-	return s.failQueued(ctx, m.Project, m.TestMode)
+	s.forget(account)
+	projects := []string{account}
+	if account != m.Project {
+		projects = append(projects, m.Project)
+	}
+	for _, p := range projects {
+		if err := s.failQueued(ctx, p, m.TestMode); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // failQueued fails every message of the project still waiting to go with SENDING_SUSPENDED.

@@ -35,6 +35,13 @@ func (p templateResolved) CheckAccept(ctx context.Context, o *Outbound) error {
 		return apperror.InvalidFields(errs...)
 	}
 	if o.Channel == string(v1alpha1.ChannelWhatsApp) {
+		if t.Status.State == v1alpha1.TemplateApproved && t.Status.Sandbox && !o.TestMode {
+			// The sandbox's approval is test traffic's: live sends need the provider's.
+			e := apperror.InvalidFields(apperror.FieldError{Path: "content.templateId", Message: fmt.Sprintf(
+				"template %s is approved by the sandbox only, which test keys use: live WhatsApp sends need the provider's approval (submit it with a live key: POST /v1/templates/%s/submit)", t.Name, t.Name)})
+			e.Code = "template_not_approved"
+			return e
+		}
 		if t.Status.State != v1alpha1.TemplateApproved {
 			state := t.Status.State
 			if state == "" {
@@ -138,15 +145,16 @@ func templateVariables(t *v1alpha1.Template, c *transport.Content, channel strin
 }
 
 // ErrTemplateNotFound fails a WhatsApp template message whose Template was deleted, or is no
-// longer approved, between the accept and the dispatch.
+// longer approved (for a live message: by the provider, not the sandbox), between the accept
+// and the dispatch.
 const ErrTemplateNotFound = "TEMPLATE_NOT_FOUND"
 
 // outboundTemplate resolves a WhatsApp template message's Template into what the transport
 // sends: the provider's name and language, and the parameters in the provider's order.
-func (s *Service) outboundTemplate(ctx context.Context, project string, c *transport.Content) (*transport.OutboundTemplate, error) {
+func (s *Service) outboundTemplate(ctx context.Context, project string, testMode bool, c *transport.Content) (*transport.OutboundTemplate, error) {
 	var t v1alpha1.Template
 	err := s.reader.Get(ctx, client.ObjectKey{Namespace: project, Name: c.TemplateID}, &t)
-	if apierrors.IsNotFound(err) || (err == nil && t.Status.State != v1alpha1.TemplateApproved) {
+	if apierrors.IsNotFound(err) || (err == nil && (t.Status.State != v1alpha1.TemplateApproved || (t.Status.Sandbox && !testMode))) {
 		return nil, &transport.Failure{Code: ErrTemplateNotFound,
 			Message: fmt.Sprintf("Template %s was deleted, or is no longer approved, before the message went out.", c.TemplateID)}
 	}

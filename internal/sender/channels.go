@@ -181,7 +181,7 @@ func (s *Service) CreateAddress(ctx context.Context, project string, in CreateIn
 	}
 	view, err := s.Create(ctx, project, input)
 	if err != nil {
-		return Address{}, renamePath(err, "emailAddress", "address")
+		return Address{}, renamePath(renamePath(err, "emailAddress", "address"), "phoneNumber", "address")
 	}
 	if typ == v1alpha1.ChannelSMS {
 		if view, err = s.Activate(ctx, project, view.Sender.Name, v1alpha1.ChannelSMS); err != nil {
@@ -226,7 +226,11 @@ func (s *Service) changeEntry(ctx context.Context, entry Address, mutate func(*v
 	if err != nil {
 		return Address{}, err
 	}
-	for _, a := range addresses(snd, snd.SendableChannels()) {
+	channels, err := s.channelsOf(ctx, snd)
+	if err != nil {
+		return Address{}, err
+	}
+	for _, a := range addresses(snd, channels) {
 		if a.Type == entry.Type {
 			return a, nil
 		}

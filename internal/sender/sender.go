@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/kubewrite"
+	"github.com/switchboard-io/switchboard/internal/phonenumber"
 	"github.com/switchboard-io/switchboard/internal/randid"
 	"github.com/switchboard-io/switchboard/internal/signingsecret"
 )
@@ -34,6 +35,7 @@ type Service struct {
 	profiles Profiles
 	pictures Pictures
 	fetch    *http.Client // fetches profile pictures
+	numbers  phonenumber.Lookup
 }
 
 // NewService returns a Service; live reads bypass the cache where a change builds on the latest;
@@ -95,6 +97,9 @@ func (s *Service) Create(ctx context.Context, project string, in Input) (View, e
 	}
 	id, err := newID()
 	if err != nil {
+		return View{}, err
+	}
+	if err := s.checkNumber(ctx, project, id, "", &snd.Spec, in); err != nil {
 		return View{}, err
 	}
 	snd.Name = id
@@ -162,7 +167,11 @@ func (s *Service) List(ctx context.Context, project string) ([]View, error) {
 		if !snd.DeletionTimestamp.IsZero() {
 			continue
 		}
-		v := View{Sender: snd, Channels: snd.SendableChannels(), IsDefault: def != nil && def.UID == snd.UID}
+		channels, err := s.channelsOf(ctx, snd)
+		if err != nil {
+			return nil, err
+		}
+		v := View{Sender: snd, Channels: channels, IsDefault: def != nil && def.UID == snd.UID}
 		v.EmailReceiving, v.EmailCatchAll = snd.EmailInEffect(domains)
 		out = append(out, v)
 	}
@@ -185,6 +194,9 @@ func (s *Service) Update(ctx context.Context, project, id string, in Input) (Vie
 			return apperror.InvalidFields(errs...)
 		}
 		if err := s.checkEmailDomain(ctx, project, current.Spec.Email, &snd.Spec, in); err != nil {
+			return err
+		}
+		if err := s.checkNumber(ctx, project, id, current.Spec.PhoneNumber, &snd.Spec, in); err != nil {
 			return err
 		}
 		if in.WebhookSignatureVersion != nil && current.Spec.Webhook != nil {
@@ -351,7 +363,11 @@ func (s *Service) view(ctx context.Context, snd *v1alpha1.Sender) (View, error) 
 	if err != nil {
 		return View{}, err
 	}
-	v := View{Sender: snd, Channels: snd.SendableChannels(), IsDefault: def != nil && def.UID == snd.UID}
+	channels, err := s.channelsOf(ctx, snd)
+	if err != nil {
+		return View{}, err
+	}
+	v := View{Sender: snd, Channels: channels, IsDefault: def != nil && def.UID == snd.UID}
 	v.EmailReceiving, v.EmailCatchAll = snd.EmailInEffect(domains)
 	return v, nil
 }

@@ -119,6 +119,11 @@ func (s *Service) Submit(ctx context.Context, project, id, sender string, catego
 	if len(errs) > 0 {
 		return nil, apperror.InvalidFields(errs...)
 	}
+	if sandbox && t.Status.ProviderID != "" && !t.Status.Sandbox {
+		// The sandbox's review would replace the provider's verdict, which live sends use.
+		return nil, apperror.New(apperror.Forbidden, "forbidden", fmt.Sprintf(
+			"Template %s was reviewed by the provider; a test key's sandbox review would replace that verdict for live sends. Use a live key.", t.Name))
+	}
 	var snd v1alpha1.Sender
 	if err := s.client.Get(ctx, client.ObjectKey{Namespace: project, Name: sender}, &snd); apierrors.IsNotFound(err) {
 		return nil, apperror.NotFoundf("No sender %s.", sender)

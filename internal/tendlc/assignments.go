@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/phonenumber"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/randid"
 )
@@ -25,8 +26,9 @@ const (
 	AssignmentFailed  = "failed"
 )
 
-// Assignment is a number sending under a campaign (the published client's assignment). Switchboard
-// has no owned-number resource: phoneNumberId names the Sender whose phoneNumber is assigned.
+// Assignment is a number sending under a campaign (the published client's assignment):
+// phoneNumberId names the Sender whose phoneNumber is assigned, a number its project owns (a
+// Ready PhoneNumber holds it for the project) or one of the sandbox's test numbers.
 type Assignment struct {
 	ID            string     `json:"id"`
 	CampaignID    string     `json:"campaignId"`
@@ -79,6 +81,15 @@ func (s *Service) Assign(ctx context.Context, project string, testMode bool, cam
 	if !strings.HasPrefix(number, "+1") || len(number) != 12 {
 		return Assignment{}, apperror.InvalidFields(apperror.FieldError{Path: "phoneNumberId",
 			Message: "names a sender without a +1 ten-digit phoneNumber: 10DLC registers US long codes"})
+	}
+	// Only the number's owner registers it: a campaign of another project's number would send
+	// under this project's registration (docs/senders.md#phone-numbers).
+	owned, err := phonenumber.Check(ctx, s.reader, project, number)
+	if err != nil {
+		return Assignment{}, err
+	}
+	if !owned.Usable() {
+		return Assignment{}, apperror.InvalidFields(apperror.FieldError{Path: "phoneNumberId", Message: owned.Why()})
 	}
 	held, err := db.New(s.pool).TenDLCAssignmentOfNumber(ctx, db.TenDLCAssignmentOfNumberParams{Project: project, TestMode: testMode, PhoneNumber: number})
 	switch {

@@ -268,7 +268,9 @@ func (c *Cluster) Run(role string, extra ...string) *Process {
 	p := &Process{Role: role, c: c, health: freeAddr(c.t), pprof: freeAddr(c.t)}
 	args := []string{role, "--kubeconfig", c.Kubeconfig, "--database-url", c.DatabaseURL,
 		"--health-probe-bind-address", p.health, "--metrics-bind-address", "0", "--pprof-bind-address", p.pprof,
-		"--installation-namespace", InstallationNamespace, "--log-level", "info"}
+		"--installation-namespace", InstallationNamespace, "--log-level", "info",
+		// Tests point their projects' Providers at loopback peers.
+		"--allow-project-provider-endpoints"}
 	if role == "api" || role == "all" {
 		p.listen = freeAddr(c.t)
 		p.URL = "http://" + p.listen

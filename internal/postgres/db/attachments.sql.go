@@ -10,6 +10,12 @@ import (
 	"time"
 )
 
+type InsertAttachmentContentsParams struct {
+	ID        string
+	Content   []byte
+	CreatedAt time.Time
+}
+
 type InsertMessageAttachmentsParams struct {
 	ID          string
 	MessageID   string
@@ -19,6 +25,7 @@ type InsertMessageAttachmentsParams struct {
 	ContentID   *string
 	Size        int64
 	Content     []byte
+	ContentRef  *string
 	Path        *string
 	CreatedAt   time.Time
 }
@@ -72,10 +79,11 @@ func (q *Queries) ListMessageAttachments(ctx context.Context, messageID string) 
 }
 
 const messageAttachmentsToSend = `-- name: MessageAttachmentsToSend :many
-SELECT filename, content_type, content_id, content, path
-FROM message_attachments
-WHERE message_id = $1
-ORDER BY position
+SELECT a.filename, a.content_type, a.content_id, COALESCE(a.content, c.content) AS content, a.path
+FROM message_attachments a
+LEFT JOIN attachment_contents c ON c.id = a.content_ref
+WHERE a.message_id = $1
+ORDER BY a.position
 `
 
 type MessageAttachmentsToSendRow struct {
@@ -114,10 +122,11 @@ func (q *Queries) MessageAttachmentsToSend(ctx context.Context, messageID string
 }
 
 const messageMedia = `-- name: MessageMedia :one
-SELECT filename, content_type, content
-FROM message_attachments
-WHERE message_id = $1 AND content IS NOT NULL
-ORDER BY position
+SELECT a.filename, a.content_type, COALESCE(a.content, c.content) AS content
+FROM message_attachments a
+LEFT JOIN attachment_contents c ON c.id = a.content_ref
+WHERE a.message_id = $1 AND (a.content IS NOT NULL OR a.content_ref IS NOT NULL)
+ORDER BY a.position
 LIMIT 1
 `
 

@@ -12,10 +12,10 @@ import (
 
 const addBroadcastContacts = `-- name: AddBroadcastContacts :many
 INSERT INTO broadcast_contacts (id, broadcast_id, recipient, recipient_type, status, template_variables,
-    template_header_variables, template_button_variables, created_at)
+    template_header_variables, template_button_variables, variable_lengths, created_at)
 SELECT unnest($1::text[]), $2, unnest($3::text[]), unnest($4::text[]), 'pending',
     unnest($5::jsonb[]), unnest($6::jsonb[]), unnest($7::jsonb[]),
-    unnest($8::timestamptz[])
+    unnest($8::jsonb[]), unnest($9::timestamptz[])
 ON CONFLICT (broadcast_id, recipient) DO NOTHING
 RETURNING id
 `
@@ -28,6 +28,7 @@ type AddBroadcastContactsParams struct {
 	TemplateVariables       [][]byte
 	TemplateHeaderVariables [][]byte
 	TemplateButtonVariables [][]byte
+	VariableLengths         [][]byte
 	CreatedAt               []time.Time
 }
 
@@ -42,6 +43,7 @@ func (q *Queries) AddBroadcastContacts(ctx context.Context, arg AddBroadcastCont
 		arg.TemplateVariables,
 		arg.TemplateHeaderVariables,
 		arg.TemplateButtonVariables,
+		arg.VariableLengths,
 		arg.CreatedAt,
 	)
 	if err != nil {
@@ -244,7 +246,7 @@ func (q *Queries) BroadcastByIdempotencyKey(ctx context.Context, arg BroadcastBy
 }
 
 const broadcastContacts = `-- name: BroadcastContacts :many
-SELECT id, broadcast_id, recipient, recipient_type, status, template_variables, template_header_variables, template_button_variables, message_id, cost_micros, error_code, error_message, processed_at, created_at FROM broadcast_contacts
+SELECT id, broadcast_id, recipient, recipient_type, status, template_variables, template_header_variables, template_button_variables, message_id, cost_micros, error_code, error_message, processed_at, created_at, variable_lengths FROM broadcast_contacts
 WHERE broadcast_id = $1 AND ($2::text = '' OR status = $2)
     AND (created_at, id) > ($3::timestamptz, $4::text)
 ORDER BY created_at, id
@@ -289,6 +291,7 @@ func (q *Queries) BroadcastContacts(ctx context.Context, arg BroadcastContactsPa
 			&i.ErrorMessage,
 			&i.ProcessedAt,
 			&i.CreatedAt,
+			&i.VariableLengths,
 		); err != nil {
 			return nil, err
 		}
@@ -403,25 +406,114 @@ func (q *Queries) BroadcastForUpdate(ctx context.Context, arg BroadcastForUpdate
 	return i, err
 }
 
-const broadcastRecipientTexts = `-- name: BroadcastRecipientTexts :many
-SELECT recipient, template_variables FROM broadcast_contacts WHERE broadcast_id = $1 AND status = 'pending'
+const broadcastPriceGroups = `-- name: BroadcastPriceGroups :many
+WITH heads AS (
+    SELECT left(c.recipient, $2::integer) AS head, s.gsm, s.septets, s.units, count(*) AS n
+    FROM broadcast_contacts c
+    CROSS JOIN LATERAL (
+        SELECT coalesce(bool_and(coalesce((c.variable_lengths -> ($3::text[])[i] ->> 2)::integer = 1, ($4::boolean[])[i])), true) AS gsm,
+            coalesce(sum(coalesce((c.variable_lengths -> ($3::text[])[i] ->> 0)::integer, ($5::integer[])[i])), 0) AS septets,
+            coalesce(sum(coalesce((c.variable_lengths -> ($3::text[])[i] ->> 1)::integer, ($6::integer[])[i])), 0) AS units
+        FROM generate_series(1, cardinality($3::text[])) AS i
+    ) s
+    WHERE c.broadcast_id = $7 AND c.status = 'pending'
+      AND (cardinality($3::text[]) = 0 OR c.template_variables IS NULL OR c.variable_lengths IS NOT NULL)
+    GROUP BY 1, 2, 3, 4
+)
+SELECT coalesce(m.prefix, '')::text AS prefix, h.gsm::boolean AS gsm, h.septets::bigint AS septets, h.units::bigint AS units,
+    sum(h.n)::bigint AS n
+FROM heads h
+LEFT JOIN LATERAL (
+    SELECT p AS prefix FROM unnest($1::text[]) AS p
+    WHERE p = '+' OR starts_with(h.head, p)
+    ORDER BY length(p) DESC
+    LIMIT 1
+) m ON true
+GROUP BY 1, 2, 3, 4
 `
 
-type BroadcastRecipientTextsRow struct {
-	Recipient         string
-	TemplateVariables []byte
+type BroadcastPriceGroupsParams struct {
+	Prefixes    []string
+	HeadLen     int32
+	Names       []string
+	RawGsm      []bool
+	RawSeptets  []int32
+	RawUnits    []int32
+	BroadcastID string
 }
 
-// What pricing a broadcast needs of each recipient still to send to.
-func (q *Queries) BroadcastRecipientTexts(ctx context.Context, broadcastID string) ([]BroadcastRecipientTextsRow, error) {
-	rows, err := q.db.Query(ctx, broadcastRecipientTexts, broadcastID)
+type BroadcastPriceGroupsRow struct {
+	Prefix  string
+	Gsm     bool
+	Septets int64
+	Units   int64
+	N       int64
+}
+
+// Prices a broadcast's recipients still to send to without reading them one by one: grouped by
+// the longest of prefixes their number starts with ('+' matches every number; none, ”: not
+// priced) and by the length their text's placeholders take once filled in. Those are names, in
+// the text's order and as often as it has them; each takes the length of the recipient's value,
+// kept when the recipient was added ([septets, units, gsm]), or the placeholder's own as written
+// (raw_*) when the recipient has no value for it. Numbers are first grouped by their first
+// head_len characters (the longest prefix's length, so that they decide the prefix), and the
+// prefixes matched once a group. Recipients added before the lengths were kept are
+// BroadcastUnmeasuredTexts' when names matter.
+func (q *Queries) BroadcastPriceGroups(ctx context.Context, arg BroadcastPriceGroupsParams) ([]BroadcastPriceGroupsRow, error) {
+	rows, err := q.db.Query(ctx, broadcastPriceGroups,
+		arg.Prefixes,
+		arg.HeadLen,
+		arg.Names,
+		arg.RawGsm,
+		arg.RawSeptets,
+		arg.RawUnits,
+		arg.BroadcastID,
+	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []BroadcastRecipientTextsRow
+	var items []BroadcastPriceGroupsRow
 	for rows.Next() {
-		var i BroadcastRecipientTextsRow
+		var i BroadcastPriceGroupsRow
+		if err := rows.Scan(
+			&i.Prefix,
+			&i.Gsm,
+			&i.Septets,
+			&i.Units,
+			&i.N,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const broadcastUnmeasuredTexts = `-- name: BroadcastUnmeasuredTexts :many
+SELECT recipient, template_variables FROM broadcast_contacts
+WHERE broadcast_id = $1 AND status = 'pending' AND template_variables IS NOT NULL AND variable_lengths IS NULL
+`
+
+type BroadcastUnmeasuredTextsRow struct {
+	Recipient         string
+	TemplateVariables []byte
+}
+
+// The recipients still to send to whose variables' lengths were not kept (added before they
+// were), to price one by one.
+func (q *Queries) BroadcastUnmeasuredTexts(ctx context.Context, broadcastID string) ([]BroadcastUnmeasuredTextsRow, error) {
+	rows, err := q.db.Query(ctx, broadcastUnmeasuredTexts, broadcastID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []BroadcastUnmeasuredTextsRow
+	for rows.Next() {
+		var i BroadcastUnmeasuredTextsRow
 		if err := rows.Scan(&i.Recipient, &i.TemplateVariables); err != nil {
 			return nil, err
 		}
@@ -685,21 +777,25 @@ func (q *Queries) CountBroadcast(ctx context.Context, arg CountBroadcastParams) 
 	return i, err
 }
 
-const countBroadcastContacts = `-- name: CountBroadcastContacts :exec
-UPDATE broadcasts SET total_contacts = n, pending_count = n, updated_at = $1
-FROM (SELECT count(*)::integer AS n FROM broadcast_contacts WHERE broadcast_id = $2) c
-WHERE broadcasts.id = $2
+const countDraftContacts = `-- name: CountDraftContacts :one
+UPDATE broadcasts SET total_contacts = total_contacts + $1::integer, pending_count = pending_count + $1::integer, updated_at = $2
+WHERE id = $3
+RETURNING total_contacts
 `
 
-type CountBroadcastContactsParams struct {
+type CountDraftContactsParams struct {
+	N   int32
 	Now time.Time
 	ID  string
 }
 
-// Sets a draft's contact counts from its recipients (all pending until it is sent).
-func (q *Queries) CountBroadcastContacts(ctx context.Context, arg CountBroadcastContactsParams) error {
-	_, err := q.db.Exec(ctx, countBroadcastContacts, arg.Now, arg.ID)
-	return err
+// Adds n (negative: takes) to a draft's contact counts (all pending until it is sent) and
+// returns its total. The caller holds the draft's lock, so the counts stay its recipients'.
+func (q *Queries) CountDraftContacts(ctx context.Context, arg CountDraftContactsParams) (int32, error) {
+	row := q.db.QueryRow(ctx, countDraftContacts, arg.N, arg.Now, arg.ID)
+	var total_contacts int32
+	err := row.Scan(&total_contacts)
+	return total_contacts, err
 }
 
 const countMarketingEmails = `-- name: CountMarketingEmails :one
@@ -1056,7 +1152,7 @@ func (q *Queries) PauseBroadcast(ctx context.Context, arg PauseBroadcastParams) 
 }
 
 const pendingBroadcastContacts = `-- name: PendingBroadcastContacts :many
-SELECT id, broadcast_id, recipient, recipient_type, status, template_variables, template_header_variables, template_button_variables, message_id, cost_micros, error_code, error_message, processed_at, created_at FROM broadcast_contacts
+SELECT id, broadcast_id, recipient, recipient_type, status, template_variables, template_header_variables, template_button_variables, message_id, cost_micros, error_code, error_message, processed_at, created_at, variable_lengths FROM broadcast_contacts
 WHERE broadcast_id = $1 AND status = 'pending'
 ORDER BY created_at, id
 LIMIT $2
@@ -1094,6 +1190,7 @@ func (q *Queries) PendingBroadcastContacts(ctx context.Context, arg PendingBroad
 			&i.ErrorMessage,
 			&i.ProcessedAt,
 			&i.CreatedAt,
+			&i.VariableLengths,
 		); err != nil {
 			return nil, err
 		}

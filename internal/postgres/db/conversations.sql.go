@@ -155,7 +155,7 @@ func (q *Queries) InsertInboundContactChannel(ctx context.Context, arg InsertInb
 }
 
 const listConversationMessages = `-- name: ListConversationMessages :many
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages
 WHERE conversation_id = $1 AND project = $2 AND test_mode = $3
   AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, $5::text))
 ORDER BY created_at DESC, id DESC
@@ -219,6 +219,7 @@ func (q *Queries) ListConversationMessages(ctx context.Context, arg ListConversa
 			&i.RiskHold,
 			&i.RiskReviewed,
 			&i.BroadcastContactID,
+			&i.Provider,
 		); err != nil {
 			return nil, err
 		}

@@ -9,6 +9,42 @@ import (
 	"context"
 )
 
+// iteratorForInsertAttachmentContents implements pgx.CopyFromSource.
+type iteratorForInsertAttachmentContents struct {
+	rows                 []InsertAttachmentContentsParams
+	skippedFirstNextCall bool
+}
+
+func (r *iteratorForInsertAttachmentContents) Next() bool {
+	if len(r.rows) == 0 {
+		return false
+	}
+	if !r.skippedFirstNextCall {
+		r.skippedFirstNextCall = true
+		return true
+	}
+	r.rows = r.rows[1:]
+	return len(r.rows) > 0
+}
+
+func (r iteratorForInsertAttachmentContents) Values() ([]interface{}, error) {
+	return []interface{}{
+		r.rows[0].ID,
+		r.rows[0].Content,
+		r.rows[0].CreatedAt,
+	}, nil
+}
+
+func (r iteratorForInsertAttachmentContents) Err() error {
+	return nil
+}
+
+// The contents of files several received messages carry, each stored once, in the messages'
+// transaction.
+func (q *Queries) InsertAttachmentContents(ctx context.Context, arg []InsertAttachmentContentsParams) (int64, error) {
+	return q.db.CopyFrom(ctx, []string{"attachment_contents"}, []string{"id", "content", "created_at"}, &iteratorForInsertAttachmentContents{rows: arg})
+}
+
 // iteratorForInsertMessageAttachments implements pgx.CopyFromSource.
 type iteratorForInsertMessageAttachments struct {
 	rows                 []InsertMessageAttachmentsParams
@@ -37,6 +73,7 @@ func (r iteratorForInsertMessageAttachments) Values() ([]interface{}, error) {
 		r.rows[0].ContentID,
 		r.rows[0].Size,
 		r.rows[0].Content,
+		r.rows[0].ContentRef,
 		r.rows[0].Path,
 		r.rows[0].CreatedAt,
 	}, nil
@@ -46,7 +83,8 @@ func (r iteratorForInsertMessageAttachments) Err() error {
 	return nil
 }
 
-// A send's attachments, in its acceptance transaction: one COPY, however many there are.
+// A send's attachments, in its acceptance transaction: one COPY, however many there are. A
+// received file's row may point at its content (content_ref) instead of holding it.
 func (q *Queries) InsertMessageAttachments(ctx context.Context, arg []InsertMessageAttachmentsParams) (int64, error) {
-	return q.db.CopyFrom(ctx, []string{"message_attachments"}, []string{"id", "message_id", "position", "filename", "content_type", "content_id", "size", "content", "path", "created_at"}, &iteratorForInsertMessageAttachments{rows: arg})
+	return q.db.CopyFrom(ctx, []string{"message_attachments"}, []string{"id", "message_id", "position", "filename", "content_type", "content_id", "size", "content", "content_ref", "path", "created_at"}, &iteratorForInsertMessageAttachments{rows: arg})
 }

@@ -79,6 +79,23 @@ func (q *Queries) DeleteSuppression(ctx context.Context, arg DeleteSuppressionPa
 	return result.RowsAffected(), nil
 }
 
+const emailDomainHolder = `-- name: EmailDomainHolder :one
+SELECT project, domain_name, domain_uid FROM email_domain_holders WHERE domain = $1
+`
+
+type EmailDomainHolderRow struct {
+	Project    string
+	DomainName string
+	DomainUid  string
+}
+
+func (q *Queries) EmailDomainHolder(ctx context.Context, domain string) (EmailDomainHolderRow, error) {
+	row := q.db.QueryRow(ctx, emailDomainHolder, domain)
+	var i EmailDomainHolderRow
+	err := row.Scan(&i.Project, &i.DomainName, &i.DomainUid)
+	return i, err
+}
+
 const forgetDomainAnnouncement = `-- name: ForgetDomainAnnouncement :exec
 DELETE FROM email_domain_announcements WHERE project = $1 AND domain_uid = $2
 `
@@ -94,7 +111,7 @@ func (q *Queries) ForgetDomainAnnouncement(ctx context.Context, arg ForgetDomain
 }
 
 const getOutboundEmail = `-- name: GetOutboundEmail :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages
 WHERE project = $1 AND provider_message_id = $2 AND direction = 'outbound' AND channel = 'email'
   AND NOT test_mode
 LIMIT 1
@@ -142,6 +159,7 @@ func (q *Queries) GetOutboundEmail(ctx context.Context, arg GetOutboundEmailPara
 		&i.RiskHold,
 		&i.RiskReviewed,
 		&i.BroadcastContactID,
+		&i.Provider,
 	)
 	return i, err
 }
@@ -177,6 +195,43 @@ func (q *Queries) GetSuppression(ctx context.Context, arg GetSuppressionParams) 
 		&i.CreatedAt,
 		&i.Until,
 	)
+	return i, err
+}
+
+const holdEmailDomain = `-- name: HoldEmailDomain :one
+INSERT INTO email_domain_holders (domain, project, domain_name, domain_uid, held_since)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (domain) DO UPDATE SET domain = excluded.domain
+RETURNING project, domain_name, domain_uid
+`
+
+type HoldEmailDomainParams struct {
+	Domain     string
+	Project    string
+	DomainName string
+	DomainUid  string
+	HeldSince  time.Time
+}
+
+type HoldEmailDomainRow struct {
+	Project    string
+	DomainName string
+	DomainUid  string
+}
+
+// Takes domain for the EmailDomain domain_uid when no project holds it, and returns its holder
+// as it now stands (another project's when one held it first). The no-op update locks and
+// returns the existing row, so concurrent claims meet on it.
+func (q *Queries) HoldEmailDomain(ctx context.Context, arg HoldEmailDomainParams) (HoldEmailDomainRow, error) {
+	row := q.db.QueryRow(ctx, holdEmailDomain,
+		arg.Domain,
+		arg.Project,
+		arg.DomainName,
+		arg.DomainUid,
+		arg.HeldSince,
+	)
+	var i HoldEmailDomainRow
+	err := row.Scan(&i.Project, &i.DomainName, &i.DomainUid)
 	return i, err
 }
 
@@ -239,6 +294,20 @@ func (q *Queries) ListSuppressions(ctx context.Context, arg ListSuppressionsPara
 	return items, nil
 }
 
+const releaseEmailDomain = `-- name: ReleaseEmailDomain :exec
+DELETE FROM email_domain_holders WHERE domain = $1 AND domain_uid = $2
+`
+
+type ReleaseEmailDomainParams struct {
+	Domain    string
+	DomainUid string
+}
+
+func (q *Queries) ReleaseEmailDomain(ctx context.Context, arg ReleaseEmailDomainParams) error {
+	_, err := q.db.Exec(ctx, releaseEmailDomain, arg.Domain, arg.DomainUid)
+	return err
+}
+
 const suppress = `-- name: Suppress :exec
 INSERT INTO email_suppressions (project, test_mode, address, reason, message_id, detail, created_at, until)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -273,4 +342,36 @@ func (q *Queries) Suppress(ctx context.Context, arg SuppressParams) error {
 		arg.Until,
 	)
 	return err
+}
+
+const takeOverEmailDomain = `-- name: TakeOverEmailDomain :execrows
+UPDATE email_domain_holders
+SET project = $1, domain_name = $2, domain_uid = $3, held_since = $4
+WHERE domain = $5 AND domain_uid = $6
+`
+
+type TakeOverEmailDomainParams struct {
+	Project    string
+	DomainName string
+	DomainUid  string
+	HeldSince  time.Time
+	Domain     string
+	StaleUid   string
+}
+
+// Takes domain from a holder whose EmailDomain is gone (stale_uid), unless another project took
+// it meanwhile.
+func (q *Queries) TakeOverEmailDomain(ctx context.Context, arg TakeOverEmailDomainParams) (int64, error) {
+	result, err := q.db.Exec(ctx, takeOverEmailDomain,
+		arg.Project,
+		arg.DomainName,
+		arg.DomainUid,
+		arg.HeldSince,
+		arg.Domain,
+		arg.StaleUid,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

@@ -53,6 +53,36 @@ func (q *Queries) DropStaleSignIns(ctx context.Context, before time.Time) error 
 	return err
 }
 
+const findSignIn = `-- name: FindSignIn :one
+SELECT project, invitation, nonce_hash, used_at
+FROM invitation_sign_ins WHERE state = $1 AND created_at > $2
+`
+
+type FindSignInParams struct {
+	State      string
+	FreshAfter time.Time
+}
+
+type FindSignInRow struct {
+	Project    string
+	Invitation string
+	NonceHash  []byte
+	UsedAt     *time.Time
+}
+
+// A sign-in that is not stale, used or not, to check the browser before anything is taken.
+func (q *Queries) FindSignIn(ctx context.Context, arg FindSignInParams) (FindSignInRow, error) {
+	row := q.db.QueryRow(ctx, findSignIn, arg.State, arg.FreshAfter)
+	var i FindSignInRow
+	err := row.Scan(
+		&i.Project,
+		&i.Invitation,
+		&i.NonceHash,
+		&i.UsedAt,
+	)
+	return i, err
+}
+
 const forgetInvitationAnnouncement = `-- name: ForgetInvitationAnnouncement :exec
 DELETE FROM invitation_announcements WHERE project = $1 AND invitation_uid = $2
 `
@@ -82,21 +112,25 @@ func (q *Queries) SetSignInPages(ctx context.Context, arg SetSignInPagesParams) 
 }
 
 const startSignIn = `-- name: StartSignIn :exec
-INSERT INTO invitation_sign_ins (state, project, invitation, created_at) VALUES ($1, $2, $3, $4)
+INSERT INTO invitation_sign_ins (state, project, invitation, nonce_hash, created_at)
+VALUES ($1, $2, $3, $4, $5)
 `
 
 type StartSignInParams struct {
 	State      string
 	Project    string
 	Invitation string
+	NonceHash  []byte
 	CreatedAt  time.Time
 }
 
+// nonce_hash is the SHA-256 of the nonce the starting browser keeps in a cookie.
 func (q *Queries) StartSignIn(ctx context.Context, arg StartSignInParams) error {
 	_, err := q.db.Exec(ctx, startSignIn,
 		arg.State,
 		arg.Project,
 		arg.Invitation,
+		arg.NonceHash,
 		arg.CreatedAt,
 	)
 	return err
@@ -104,7 +138,8 @@ func (q *Queries) StartSignIn(ctx context.Context, arg StartSignInParams) error 
 
 const takeSignInPages = `-- name: TakeSignInPages :one
 DELETE FROM invitation_sign_ins
-WHERE state = $1 AND project = $2 AND invitation = $3 AND pages IS NOT NULL AND created_at > $4
+WHERE state = $1 AND project = $2 AND invitation = $3 AND nonce_hash = $4
+  AND pages IS NOT NULL AND created_at > $5
 RETURNING pages
 `
 
@@ -112,15 +147,18 @@ type TakeSignInPagesParams struct {
 	State      string
 	Project    string
 	Invitation string
+	NonceHash  []byte
 	FreshAfter time.Time
 }
 
-// The sealed pages of a sign-in, once: picking a page ends the sign-in.
+// The sealed pages of a sign-in, once, to the browser that started it: picking a page ends the
+// sign-in.
 func (q *Queries) TakeSignInPages(ctx context.Context, arg TakeSignInPagesParams) ([]byte, error) {
 	row := q.db.QueryRow(ctx, takeSignInPages,
 		arg.State,
 		arg.Project,
 		arg.Invitation,
+		arg.NonceHash,
 		arg.FreshAfter,
 	)
 	var pages []byte
@@ -130,13 +168,14 @@ func (q *Queries) TakeSignInPages(ctx context.Context, arg TakeSignInPagesParams
 
 const useSignIn = `-- name: UseSignIn :one
 UPDATE invitation_sign_ins SET used_at = $1
-WHERE state = $2 AND used_at IS NULL AND created_at > $3
+WHERE state = $2 AND nonce_hash = $3 AND used_at IS NULL AND created_at > $4
 RETURNING project, invitation
 `
 
 type UseSignInParams struct {
 	UsedAt     *time.Time
 	State      string
+	NonceHash  []byte
 	FreshAfter time.Time
 }
 
@@ -145,9 +184,15 @@ type UseSignInRow struct {
 	Invitation string
 }
 
-// Takes a sign-in state once: a second use (a replayed redirect) or a stale one finds no row.
+// Takes a sign-in state once, in the browser that started it: a second use (a replayed
+// redirect), a stale one or another browser's finds no row.
 func (q *Queries) UseSignIn(ctx context.Context, arg UseSignInParams) (UseSignInRow, error) {
-	row := q.db.QueryRow(ctx, useSignIn, arg.UsedAt, arg.State, arg.FreshAfter)
+	row := q.db.QueryRow(ctx, useSignIn,
+		arg.UsedAt,
+		arg.State,
+		arg.NonceHash,
+		arg.FreshAfter,
+	)
 	var i UseSignInRow
 	err := row.Scan(&i.Project, &i.Invitation)
 	return i, err

@@ -95,7 +95,7 @@ const creditBalance = `-- name: CreditBalance :one
 UPDATE balances
 SET balance_micros = balance_micros + $1::bigint, updated_at = $2
 WHERE project = $3
-RETURNING balance_micros
+RETURNING balance_micros, drawn_micros, parent
 `
 
 type CreditBalanceParams struct {
@@ -104,15 +104,80 @@ type CreditBalanceParams struct {
 	Project string
 }
 
-func (q *Queries) CreditBalance(ctx context.Context, arg CreditBalanceParams) (int64, error) {
+type CreditBalanceRow struct {
+	BalanceMicros int64
+	DrawnMicros   int64
+	Parent        *string
+}
+
+func (q *Queries) CreditBalance(ctx context.Context, arg CreditBalanceParams) (CreditBalanceRow, error) {
 	row := q.db.QueryRow(ctx, creditBalance, arg.Amount, arg.Now, arg.Project)
+	var i CreditBalanceRow
+	err := row.Scan(&i.BalanceMicros, &i.DrawnMicros, &i.Parent)
+	return i, err
+}
+
+const drawIn = `-- name: DrawIn :one
+UPDATE balances
+SET balance_micros = balance_micros + $1::bigint, drawn_micros = drawn_micros + $1::bigint, parent = $2::text,
+    updated_at = $3
+WHERE project = $4 AND drawn_micros + $1::bigint <= $5::bigint
+RETURNING balance_micros
+`
+
+type DrawInParams struct {
+	Amount     int64
+	Parent     string
+	Now        time.Time
+	Project    string
+	DrawnLimit int64
+}
+
+// The sub-account receives what its parent pays, unless what the parent has paid for it would
+// pass its credit limit. No row means refused.
+func (q *Queries) DrawIn(ctx context.Context, arg DrawInParams) (int64, error) {
+	row := q.db.QueryRow(ctx, drawIn,
+		arg.Amount,
+		arg.Parent,
+		arg.Now,
+		arg.Project,
+		arg.DrawnLimit,
+	)
+	var balance_micros int64
+	err := row.Scan(&balance_micros)
+	return balance_micros, err
+}
+
+const drawOut = `-- name: DrawOut :one
+UPDATE balances
+SET balance_micros = balance_micros - $1::bigint, updated_at = $2
+WHERE project = $3 AND balance_micros + $4::bigint >= $1::bigint
+RETURNING balance_micros
+`
+
+type DrawOutParams struct {
+	Amount      int64
+	Now         time.Time
+	Project     string
+	CreditLimit int64
+}
+
+// The parent pays amount for a sub-account, unless that takes it past its own credit limit.
+// No row means refused.
+func (q *Queries) DrawOut(ctx context.Context, arg DrawOutParams) (int64, error) {
+	row := q.db.QueryRow(ctx, drawOut,
+		arg.Amount,
+		arg.Now,
+		arg.Project,
+		arg.CreditLimit,
+	)
 	var balance_micros int64
 	err := row.Scan(&balance_micros)
 	return balance_micros, err
 }
 
 const getBalance = `-- name: GetBalance :one
-SELECT project, balance_micros, spent_micros, created_at, updated_at FROM balances WHERE project = $1
+SELECT project, balance_micros, spent_micros, created_at, updated_at, parent, drawn_micros FROM balances WHERE project = $1
 `
 
 func (q *Queries) GetBalance(ctx context.Context, project string) (Balance, error) {
@@ -124,21 +189,65 @@ func (q *Queries) GetBalance(ctx context.Context, project string) (Balance, erro
 		&i.SpentMicros,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Parent,
+		&i.DrawnMicros,
 	)
 	return i, err
 }
 
 const ledgerSum = `-- name: LedgerSum :one
-SELECT coalesce(sum(CASE WHEN kind IN ('charge', 'reserve') THEN -amount_micros ELSE amount_micros END), 0)::bigint
+SELECT coalesce(sum(CASE WHEN kind IN ('charge', 'reserve', 'draw_out', 'repay_out') THEN -amount_micros ELSE amount_micros END), 0)::bigint
 FROM ledger_entries WHERE project = $1
 `
 
-// The balance as the ledger has it: credits, refunds and releases less charges and reservations.
+// The balance as the ledger has it: credits, refunds, releases and money received from a parent
+// or sub-account, less charges, reservations and money paid to one.
 func (q *Queries) LedgerSum(ctx context.Context, project string) (int64, error) {
 	row := q.db.QueryRow(ctx, ledgerSum, project)
 	var column_1 int64
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const lockBalances = `-- name: LockBalances :many
+SELECT project, balance_micros, drawn_micros, parent FROM balances
+WHERE project = ANY($1::text[])
+ORDER BY project
+FOR UPDATE
+`
+
+type LockBalancesRow struct {
+	Project       string
+	BalanceMicros int64
+	DrawnMicros   int64
+	Parent        *string
+}
+
+// Locks the balances of projects in one order (by project), so transactions that move money
+// between a sub-account and its parent wait for each other instead of deadlocking.
+func (q *Queries) LockBalances(ctx context.Context, projects []string) ([]LockBalancesRow, error) {
+	rows, err := q.db.Query(ctx, lockBalances, projects)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LockBalancesRow
+	for rows.Next() {
+		var i LockBalancesRow
+		if err := rows.Scan(
+			&i.Project,
+			&i.BalanceMicros,
+			&i.DrawnMicros,
+			&i.Parent,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const openBalance = `-- name: OpenBalance :one
@@ -162,11 +271,23 @@ func (q *Queries) OpenBalance(ctx context.Context, arg OpenBalanceParams) (strin
 	return project, err
 }
 
+const parentOf = `-- name: ParentOf :one
+SELECT parent FROM balances WHERE project = $1
+`
+
+// The parent a sub-account's balance names (NULL until it first draws).
+func (q *Queries) ParentOf(ctx context.Context, project string) (*string, error) {
+	row := q.db.QueryRow(ctx, parentOf, project)
+	var parent *string
+	err := row.Scan(&parent)
+	return parent, err
+}
+
 const refundBalance = `-- name: RefundBalance :one
 UPDATE balances
 SET balance_micros = balance_micros + $1::bigint, spent_micros = greatest(spent_micros - $1::bigint, 0), updated_at = $2
 WHERE project = $3
-RETURNING balance_micros
+RETURNING balance_micros, drawn_micros, parent
 `
 
 type RefundBalanceParams struct {
@@ -175,11 +296,35 @@ type RefundBalanceParams struct {
 	Project string
 }
 
-func (q *Queries) RefundBalance(ctx context.Context, arg RefundBalanceParams) (int64, error) {
+type RefundBalanceRow struct {
+	BalanceMicros int64
+	DrawnMicros   int64
+	Parent        *string
+}
+
+func (q *Queries) RefundBalance(ctx context.Context, arg RefundBalanceParams) (RefundBalanceRow, error) {
 	row := q.db.QueryRow(ctx, refundBalance, arg.Amount, arg.Now, arg.Project)
-	var balance_micros int64
-	err := row.Scan(&balance_micros)
-	return balance_micros, err
+	var i RefundBalanceRow
+	err := row.Scan(&i.BalanceMicros, &i.DrawnMicros, &i.Parent)
+	return i, err
+}
+
+const repayOut = `-- name: RepayOut :exec
+UPDATE balances
+SET balance_micros = balance_micros - $1::bigint, drawn_micros = drawn_micros - $1::bigint, updated_at = $2
+WHERE project = $3
+`
+
+type RepayOutParams struct {
+	Amount  int64
+	Now     time.Time
+	Project string
+}
+
+// The sub-account pays its parent back amount of what it drew.
+func (q *Queries) RepayOut(ctx context.Context, arg RepayOutParams) error {
+	_, err := q.db.Exec(ctx, repayOut, arg.Amount, arg.Now, arg.Project)
+	return err
 }
 
 const reserveBalance = `-- name: ReserveBalance :one

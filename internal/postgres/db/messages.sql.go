@@ -96,7 +96,7 @@ const fallBackToSMS = `-- name: FallBackToSMS :one
 UPDATE messages
 SET channel = 'sms', status = 'queued', originator = $1, attempted_channels = attempted_channels || channel, updated_at = $2
 WHERE id = $3 AND status IN ('queued', 'sending') AND channel = 'whatsapp'
-RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id
+RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider
 `
 
 type FallBackToSMSParams struct {
@@ -141,20 +141,31 @@ func (q *Queries) FallBackToSMS(ctx context.Context, arg FallBackToSMSParams) (M
 		&i.RiskHold,
 		&i.RiskReviewed,
 		&i.BroadcastContactID,
+		&i.Provider,
 	)
 	return i, err
 }
 
-const getLiveMessageByProviderID = `-- name: GetLiveMessageByProviderID :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id FROM messages
+const getLiveMessageThrough = `-- name: GetLiveMessageThrough :one
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages
 WHERE provider_message_id = $1 AND NOT test_mode
+  AND (provider = $2 OR (provider IS NULL AND ($3::text = '' OR project = $3::text)))
 ORDER BY created_at DESC
 LIMIT 1
 `
 
-// The live message a provider's callback names (Twilio's ids are unique across accounts).
-func (q *Queries) GetLiveMessageByProviderID(ctx context.Context, providerMessageID *string) (Message, error) {
-	row := q.db.QueryRow(ctx, getLiveMessageByProviderID, providerMessageID)
+type GetLiveMessageThroughParams struct {
+	ProviderMessageID *string
+	Provider          *string
+	Project           string
+}
+
+// The live message a provider's callback names by the provider's id, among those sent through
+// the Provider it came through (@provider, "namespace/name"). A message sent before Providers
+// were recorded counts as sent through it when it is of @project, the one project the Provider
+// serves, or when @project is ” (an installation Provider).
+func (q *Queries) GetLiveMessageThrough(ctx context.Context, arg GetLiveMessageThroughParams) (Message, error) {
+	row := q.db.QueryRow(ctx, getLiveMessageThrough, arg.ProviderMessageID, arg.Provider, arg.Project)
 	var i Message
 	err := row.Scan(
 		&i.ID,
@@ -188,12 +199,13 @@ func (q *Queries) GetLiveMessageByProviderID(ctx context.Context, providerMessag
 		&i.RiskHold,
 		&i.RiskReviewed,
 		&i.BroadcastContactID,
+		&i.Provider,
 	)
 	return i, err
 }
 
 const getMessage = `-- name: GetMessage :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id FROM messages WHERE id = $1 AND project = $2 AND test_mode = $3
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages WHERE id = $1 AND project = $2 AND test_mode = $3
 `
 
 type GetMessageParams struct {
@@ -237,12 +249,13 @@ func (q *Queries) GetMessage(ctx context.Context, arg GetMessageParams) (Message
 		&i.RiskHold,
 		&i.RiskReviewed,
 		&i.BroadcastContactID,
+		&i.Provider,
 	)
 	return i, err
 }
 
 const getMessageByID = `-- name: GetMessageByID :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id FROM messages WHERE id = $1
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages WHERE id = $1
 `
 
 func (q *Queries) GetMessageByID(ctx context.Context, id string) (Message, error) {
@@ -280,12 +293,13 @@ func (q *Queries) GetMessageByID(ctx context.Context, id string) (Message, error
 		&i.RiskHold,
 		&i.RiskReviewed,
 		&i.BroadcastContactID,
+		&i.Provider,
 	)
 	return i, err
 }
 
 const getMessageByProviderID = `-- name: GetMessageByProviderID :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages
 WHERE project = $1 AND test_mode = $2 AND sender = $3 AND provider_message_id = $4
 ORDER BY created_at DESC
 LIMIT 1
@@ -340,12 +354,13 @@ func (q *Queries) GetMessageByProviderID(ctx context.Context, arg GetMessageByPr
 		&i.RiskHold,
 		&i.RiskReviewed,
 		&i.BroadcastContactID,
+		&i.Provider,
 	)
 	return i, err
 }
 
 const getMessagesByIDs = `-- name: GetMessagesByIDs :many
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id FROM messages WHERE id = ANY($1::text[]) AND status IN ('queued', 'sending') ORDER BY id
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages WHERE id = ANY($1::text[]) AND status IN ('queued', 'sending') ORDER BY id
 `
 
 // The messages of a batch dispatch that are still to be handed over, in id order.
@@ -390,6 +405,7 @@ func (q *Queries) GetMessagesByIDs(ctx context.Context, ids []string) ([]Message
 			&i.RiskHold,
 			&i.RiskReviewed,
 			&i.BroadcastContactID,
+			&i.Provider,
 		); err != nil {
 			return nil, err
 		}
@@ -426,7 +442,7 @@ func (q *Queries) IsOptedOut(ctx context.Context, arg IsOptedOutParams) (bool, e
 }
 
 const listMessages = `-- name: ListMessages :many
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages
 WHERE project = $1 AND test_mode = $2
   AND ($3::text IS NULL OR channel = $3)
   AND ($4::text IS NULL OR status = $4)
@@ -497,6 +513,7 @@ func (q *Queries) ListMessages(ctx context.Context, arg ListMessagesParams) ([]M
 			&i.RiskHold,
 			&i.RiskReviewed,
 			&i.BroadcastContactID,
+			&i.Provider,
 		); err != nil {
 			return nil, err
 		}
@@ -511,7 +528,7 @@ func (q *Queries) ListMessages(ctx context.Context, arg ListMessagesParams) ([]M
 const markInboundRead = `-- name: MarkInboundRead :one
 UPDATE messages SET status = 'read', updated_at = $1
 WHERE id = $2 AND direction = 'inbound' AND status = 'received'
-RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id
+RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider
 `
 
 type MarkInboundReadParams struct {
@@ -554,6 +571,7 @@ func (q *Queries) MarkInboundRead(ctx context.Context, arg MarkInboundReadParams
 		&i.RiskHold,
 		&i.RiskReviewed,
 		&i.BroadcastContactID,
+		&i.Provider,
 	)
 	return i, err
 }
@@ -754,7 +772,7 @@ WITH moved AS (
         error_code = $3, error_message = $4,
         error_provider_code = $5, updated_at = $6
     WHERE msg.id = $7 AND msg.status = ANY($8::text[])
-    RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.provider_timestamp, msg.error_provider_code, msg.dispatch_attempts, msg.cost_micros, msg.cost_provider_micros, msg.charged_micros, msg.risk_hold, msg.risk_reviewed, msg.broadcast_contact_id
+    RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.provider_timestamp, msg.error_provider_code, msg.dispatch_attempts, msg.cost_micros, msg.cost_provider_micros, msg.charged_micros, msg.risk_hold, msg.risk_reviewed, msg.broadcast_contact_id, msg.provider
 ), outcome AS (
     UPDATE contact_channels cc
     SET total_attempts = cc.total_attempts
@@ -773,7 +791,7 @@ WITH moved AS (
       AND cc.identifier = CASE WHEN strpos(m.recipient, '@') > 0 THEN lower(m.recipient) ELSE m.recipient END
     RETURNING cc.id
 )
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id FROM moved
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM moved
 `
 
 type SetMessageStatusParams struct {
@@ -819,6 +837,7 @@ type SetMessageStatusRow struct {
 	RiskHold           bool
 	RiskReviewed       bool
 	BroadcastContactID *string
+	Provider           *string
 }
 
 // Moves a message forward; a late or repeated step is ignored (returns no row). In the same
@@ -870,6 +889,7 @@ func (q *Queries) SetMessageStatus(ctx context.Context, arg SetMessageStatusPara
 		&i.RiskHold,
 		&i.RiskReviewed,
 		&i.BroadcastContactID,
+		&i.Provider,
 	)
 	return i, err
 }
@@ -883,7 +903,7 @@ WITH step AS (
         updated_at = $4
     FROM step
     WHERE msg.id = step.id AND msg.status = ANY($5::text[])
-    RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.provider_timestamp, msg.error_provider_code, msg.dispatch_attempts, msg.cost_micros, msg.cost_provider_micros, msg.charged_micros, msg.risk_hold, msg.risk_reviewed, msg.broadcast_contact_id
+    RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.provider_timestamp, msg.error_provider_code, msg.dispatch_attempts, msg.cost_micros, msg.cost_provider_micros, msg.charged_micros, msg.risk_hold, msg.risk_reviewed, msg.broadcast_contact_id, msg.provider
 ), outcome AS (
     SELECT m.project, m.test_mode,
         CASE WHEN m.channel = 'sms_oneway' THEN 'sms' ELSE m.channel END AS channel,
@@ -907,7 +927,7 @@ WITH step AS (
     WHERE cc.project = o.project AND cc.test_mode = o.test_mode AND cc.channel = o.channel AND cc.identifier = o.identifier
     RETURNING cc.id
 )
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id FROM moved
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM moved
 `
 
 type SetMessagesStatusParams struct {
@@ -950,6 +970,7 @@ type SetMessagesStatusRow struct {
 	RiskHold           bool
 	RiskReviewed       bool
 	BroadcastContactID *string
+	Provider           *string
 }
 
 // SetMessageStatus for many messages moving to one status without an error (a batch
@@ -1003,6 +1024,7 @@ func (q *Queries) SetMessagesStatus(ctx context.Context, arg SetMessagesStatusPa
 			&i.RiskHold,
 			&i.RiskReviewed,
 			&i.BroadcastContactID,
+			&i.Provider,
 		); err != nil {
 			return nil, err
 		}
@@ -1015,20 +1037,23 @@ func (q *Queries) SetMessagesStatus(ctx context.Context, arg SetMessagesStatusPa
 }
 
 const startDispatch = `-- name: StartDispatch :one
-UPDATE messages SET status = 'sending', dispatch_attempts = dispatch_attempts + 1, updated_at = $1
-WHERE id = $2 AND status IN ('queued', 'sending')
-RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id
+UPDATE messages SET status = 'sending', dispatch_attempts = dispatch_attempts + 1, updated_at = $1,
+    provider = coalesce($2, provider)
+WHERE id = $3 AND status IN ('queued', 'sending')
+RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider
 `
 
 type StartDispatchParams struct {
 	UpdatedAt time.Time
+	Provider  *string
 	ID        string
 }
 
 // Records a call to the provider about to be made: the message shows 'sending' and counts the
-// attempt, committed before the call. Returns no row when the message has moved on.
+// attempt, and names the Provider called (its callbacks may move the message), committed before
+// the call. Returns no row when the message has moved on.
 func (q *Queries) StartDispatch(ctx context.Context, arg StartDispatchParams) (Message, error) {
-	row := q.db.QueryRow(ctx, startDispatch, arg.UpdatedAt, arg.ID)
+	row := q.db.QueryRow(ctx, startDispatch, arg.UpdatedAt, arg.Provider, arg.ID)
 	var i Message
 	err := row.Scan(
 		&i.ID,
@@ -1062,6 +1087,7 @@ func (q *Queries) StartDispatch(ctx context.Context, arg StartDispatchParams) (M
 		&i.RiskHold,
 		&i.RiskReviewed,
 		&i.BroadcastContactID,
+		&i.Provider,
 	)
 	return i, err
 }

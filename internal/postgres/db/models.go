@@ -21,12 +21,20 @@ type APIKey struct {
 	RevokedAt   *time.Time
 }
 
+type AttachmentContent struct {
+	ID        string
+	Content   []byte
+	CreatedAt time.Time
+}
+
 type Balance struct {
 	Project       string
 	BalanceMicros int64
 	SpentMicros   int64
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	Parent        *string
+	DrawnMicros   int64
 }
 
 type Broadcast struct {
@@ -80,6 +88,7 @@ type BroadcastContact struct {
 	ErrorMessage            *string
 	ProcessedAt             *time.Time
 	CreatedAt               time.Time
+	VariableLengths         []byte
 }
 
 type BroadcastDelta struct {
@@ -169,6 +178,14 @@ type EmailDomainAnnouncement struct {
 	ChangedAt time.Time
 }
 
+type EmailDomainHolder struct {
+	Domain     string
+	Project    string
+	DomainName string
+	DomainUid  string
+	HeldSince  time.Time
+}
+
 type EmailSuppression struct {
 	Project   string
 	TestMode  bool
@@ -194,6 +211,7 @@ type InvitationSignIn struct {
 	CreatedAt  time.Time
 	UsedAt     *time.Time
 	Pages      []byte
+	NonceHash  []byte
 }
 
 type LedgerEntry struct {
@@ -244,6 +262,7 @@ type Message struct {
 	RiskHold           bool
 	RiskReviewed       bool
 	BroadcastContactID *string
+	Provider           *string
 }
 
 type MessageAttachment struct {
@@ -257,6 +276,7 @@ type MessageAttachment struct {
 	Content     []byte
 	Path        *string
 	CreatedAt   time.Time
+	ContentRef  *string
 }
 
 type MessageIdempotencyKey struct {

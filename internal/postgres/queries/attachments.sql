@@ -1,7 +1,14 @@
 -- name: InsertMessageAttachments :copyfrom
--- A send's attachments, in its acceptance transaction: one COPY, however many there are.
-INSERT INTO message_attachments (id, message_id, position, filename, content_type, content_id, size, content, path, created_at)
-VALUES (@id, @message_id, @position, @filename, @content_type, @content_id, @size, @content, @path, @created_at);
+-- A send's attachments, in its acceptance transaction: one COPY, however many there are. A
+-- received file's row may point at its content (content_ref) instead of holding it.
+INSERT INTO message_attachments (id, message_id, position, filename, content_type, content_id, size, content, content_ref, path, created_at)
+VALUES (@id, @message_id, @position, @filename, @content_type, @content_id, @size, @content, @content_ref, @path, @created_at);
+
+-- name: InsertAttachmentContents :copyfrom
+-- The contents of files several received messages carry, each stored once, in the messages'
+-- transaction.
+INSERT INTO attachment_contents (id, content, created_at)
+VALUES (@id, @content, @created_at);
 
 -- name: ListMessageAttachments :many
 -- What GET /v1/messages/{id}/attachments shows: everything but the content, which it does not read.
@@ -12,15 +19,17 @@ ORDER BY position;
 
 -- name: MessageAttachmentsToSend :many
 -- What the transport needs of an email's attachments, in order.
-SELECT filename, content_type, content_id, content, path
-FROM message_attachments
-WHERE message_id = @message_id
-ORDER BY position;
+SELECT a.filename, a.content_type, a.content_id, COALESCE(a.content, c.content) AS content, a.path
+FROM message_attachments a
+LEFT JOIN attachment_contents c ON c.id = a.content_ref
+WHERE a.message_id = @message_id
+ORDER BY a.position;
 
 -- name: MessageMedia :one
 -- The file a message carries (its first attachment): what GET /v1/messages/{id}/media serves.
-SELECT filename, content_type, content
-FROM message_attachments
-WHERE message_id = @message_id AND content IS NOT NULL
-ORDER BY position
+SELECT a.filename, a.content_type, COALESCE(a.content, c.content) AS content
+FROM message_attachments a
+LEFT JOIN attachment_contents c ON c.id = a.content_ref
+WHERE a.message_id = @message_id AND (a.content IS NOT NULL OR a.content_ref IS NOT NULL)
+ORDER BY a.position
 LIMIT 1;

@@ -37,18 +37,19 @@ DELETE FROM broadcasts WHERE id = @id;
 -- Adds recipients; one already in the broadcast is not added again (and not returned). Their
 -- creation times are a microsecond apart, so they list in the order they were given.
 INSERT INTO broadcast_contacts (id, broadcast_id, recipient, recipient_type, status, template_variables,
-    template_header_variables, template_button_variables, created_at)
+    template_header_variables, template_button_variables, variable_lengths, created_at)
 SELECT unnest(@ids::text[]), @broadcast_id, unnest(@recipients::text[]), unnest(@recipient_types::text[]), 'pending',
     unnest(@template_variables::jsonb[]), unnest(@template_header_variables::jsonb[]), unnest(@template_button_variables::jsonb[]),
-    unnest(@created_at::timestamptz[])
+    unnest(@variable_lengths::jsonb[]), unnest(@created_at::timestamptz[])
 ON CONFLICT (broadcast_id, recipient) DO NOTHING
 RETURNING id;
 
--- name: CountBroadcastContacts :exec
--- Sets a draft's contact counts from its recipients (all pending until it is sent).
-UPDATE broadcasts SET total_contacts = n, pending_count = n, updated_at = @now
-FROM (SELECT count(*)::integer AS n FROM broadcast_contacts WHERE broadcast_id = @id) c
-WHERE broadcasts.id = @id;
+-- name: CountDraftContacts :one
+-- Adds n (negative: takes) to a draft's contact counts (all pending until it is sent) and
+-- returns its total. The caller holds the draft's lock, so the counts stay its recipients'.
+UPDATE broadcasts SET total_contacts = total_contacts + @n::integer, pending_count = pending_count + @n::integer, updated_at = @now
+WHERE id = @id
+RETURNING total_contacts;
 
 -- name: BroadcastContacts :many
 SELECT * FROM broadcast_contacts
@@ -98,9 +99,45 @@ WHERE status IN ('pending_review', 'escalated') AND (@project::text = '' OR proj
 ORDER BY updated_at
 LIMIT @max_rows;
 
--- name: BroadcastRecipientTexts :many
--- What pricing a broadcast needs of each recipient still to send to.
-SELECT recipient, template_variables FROM broadcast_contacts WHERE broadcast_id = @broadcast_id AND status = 'pending';
+-- name: BroadcastPriceGroups :many
+-- Prices a broadcast's recipients still to send to without reading them one by one: grouped by
+-- the longest of prefixes their number starts with ('+' matches every number; none, '': not
+-- priced) and by the length their text's placeholders take once filled in. Those are names, in
+-- the text's order and as often as it has them; each takes the length of the recipient's value,
+-- kept when the recipient was added ([septets, units, gsm]), or the placeholder's own as written
+-- (raw_*) when the recipient has no value for it. Numbers are first grouped by their first
+-- head_len characters (the longest prefix's length, so that they decide the prefix), and the
+-- prefixes matched once a group. Recipients added before the lengths were kept are
+-- BroadcastUnmeasuredTexts' when names matter.
+WITH heads AS (
+    SELECT left(c.recipient, @head_len::integer) AS head, s.gsm, s.septets, s.units, count(*) AS n
+    FROM broadcast_contacts c
+    CROSS JOIN LATERAL (
+        SELECT coalesce(bool_and(coalesce((c.variable_lengths -> (@names::text[])[i] ->> 2)::integer = 1, (@raw_gsm::boolean[])[i])), true) AS gsm,
+            coalesce(sum(coalesce((c.variable_lengths -> (@names::text[])[i] ->> 0)::integer, (@raw_septets::integer[])[i])), 0) AS septets,
+            coalesce(sum(coalesce((c.variable_lengths -> (@names::text[])[i] ->> 1)::integer, (@raw_units::integer[])[i])), 0) AS units
+        FROM generate_series(1, cardinality(@names::text[])) AS i
+    ) s
+    WHERE c.broadcast_id = @broadcast_id AND c.status = 'pending'
+      AND (cardinality(@names::text[]) = 0 OR c.template_variables IS NULL OR c.variable_lengths IS NOT NULL)
+    GROUP BY 1, 2, 3, 4
+)
+SELECT coalesce(m.prefix, '')::text AS prefix, h.gsm::boolean AS gsm, h.septets::bigint AS septets, h.units::bigint AS units,
+    sum(h.n)::bigint AS n
+FROM heads h
+LEFT JOIN LATERAL (
+    SELECT p AS prefix FROM unnest(@prefixes::text[]) AS p
+    WHERE p = '+' OR starts_with(h.head, p)
+    ORDER BY length(p) DESC
+    LIMIT 1
+) m ON true
+GROUP BY 1, 2, 3, 4;
+
+-- name: BroadcastUnmeasuredTexts :many
+-- The recipients still to send to whose variables' lengths were not kept (added before they
+-- were), to price one by one.
+SELECT recipient, template_variables FROM broadcast_contacts
+WHERE broadcast_id = @broadcast_id AND status = 'pending' AND template_variables IS NOT NULL AND variable_lengths IS NULL;
 
 -- name: SetBroadcastEstimate :exec
 UPDATE broadcasts SET estimated_cost_micros = @estimated_cost_micros WHERE id = @id;

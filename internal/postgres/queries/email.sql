@@ -19,6 +19,28 @@ SELECT state FROM email_domain_announcements WHERE project = @project AND domain
 -- name: ForgetDomainAnnouncement :exec
 DELETE FROM email_domain_announcements WHERE project = @project AND domain_uid = @domain_uid;
 
+-- name: HoldEmailDomain :one
+-- Takes domain for the EmailDomain domain_uid when no project holds it, and returns its holder
+-- as it now stands (another project's when one held it first). The no-op update locks and
+-- returns the existing row, so concurrent claims meet on it.
+INSERT INTO email_domain_holders (domain, project, domain_name, domain_uid, held_since)
+VALUES (@domain, @project, @domain_name, @domain_uid, @held_since)
+ON CONFLICT (domain) DO UPDATE SET domain = excluded.domain
+RETURNING project, domain_name, domain_uid;
+
+-- name: TakeOverEmailDomain :execrows
+-- Takes domain from a holder whose EmailDomain is gone (stale_uid), unless another project took
+-- it meanwhile.
+UPDATE email_domain_holders
+SET project = @project, domain_name = @domain_name, domain_uid = @domain_uid, held_since = @held_since
+WHERE domain = @domain AND domain_uid = @stale_uid;
+
+-- name: ReleaseEmailDomain :exec
+DELETE FROM email_domain_holders WHERE domain = @domain AND domain_uid = @domain_uid;
+
+-- name: EmailDomainHolder :one
+SELECT project, domain_name, domain_uid FROM email_domain_holders WHERE domain = @domain;
+
 -- name: Suppress :exec
 -- Puts an address on the list, or updates its entry: a stronger reason replaces a soft bounce,
 -- never the other way round (a later soft bounce does not lift a hard one).

@@ -16,21 +16,31 @@ SELECT EXISTS (SELECT 1 FROM upsert)::boolean AS changed;
 DELETE FROM invitation_announcements WHERE project = @project AND invitation_uid = @invitation_uid;
 
 -- name: StartSignIn :exec
-INSERT INTO invitation_sign_ins (state, project, invitation, created_at) VALUES (@state, @project, @invitation, @created_at);
+-- nonce_hash is the SHA-256 of the nonce the starting browser keeps in a cookie.
+INSERT INTO invitation_sign_ins (state, project, invitation, nonce_hash, created_at)
+VALUES (@state, @project, @invitation, @nonce_hash, @created_at);
+
+-- name: FindSignIn :one
+-- A sign-in that is not stale, used or not, to check the browser before anything is taken.
+SELECT project, invitation, nonce_hash, used_at
+FROM invitation_sign_ins WHERE state = @state AND created_at > @fresh_after;
 
 -- name: UseSignIn :one
--- Takes a sign-in state once: a second use (a replayed redirect) or a stale one finds no row.
+-- Takes a sign-in state once, in the browser that started it: a second use (a replayed
+-- redirect), a stale one or another browser's finds no row.
 UPDATE invitation_sign_ins SET used_at = @used_at
-WHERE state = @state AND used_at IS NULL AND created_at > @fresh_after
+WHERE state = @state AND nonce_hash = @nonce_hash AND used_at IS NULL AND created_at > @fresh_after
 RETURNING project, invitation;
 
 -- name: SetSignInPages :exec
 UPDATE invitation_sign_ins SET pages = @pages WHERE state = @state;
 
 -- name: TakeSignInPages :one
--- The sealed pages of a sign-in, once: picking a page ends the sign-in.
+-- The sealed pages of a sign-in, once, to the browser that started it: picking a page ends the
+-- sign-in.
 DELETE FROM invitation_sign_ins
-WHERE state = @state AND project = @project AND invitation = @invitation AND pages IS NOT NULL AND created_at > @fresh_after
+WHERE state = @state AND project = @project AND invitation = @invitation AND nonce_hash = @nonce_hash
+  AND pages IS NOT NULL AND created_at > @fresh_after
 RETURNING pages;
 
 -- name: DropStaleSignIns :exec

@@ -19,13 +19,48 @@ RETURNING balance_micros;
 UPDATE balances
 SET balance_micros = balance_micros + @amount::bigint, updated_at = @now
 WHERE project = @project
-RETURNING balance_micros;
+RETURNING balance_micros, drawn_micros, parent;
 
 -- name: RefundBalance :one
 UPDATE balances
 SET balance_micros = balance_micros + @amount::bigint, spent_micros = greatest(spent_micros - @amount::bigint, 0), updated_at = @now
 WHERE project = @project
+RETURNING balance_micros, drawn_micros, parent;
+
+-- name: LockBalances :many
+-- Locks the balances of projects in one order (by project), so transactions that move money
+-- between a sub-account and its parent wait for each other instead of deadlocking.
+SELECT project, balance_micros, drawn_micros, parent FROM balances
+WHERE project = ANY(@projects::text[])
+ORDER BY project
+FOR UPDATE;
+
+-- name: DrawOut :one
+-- The parent pays amount for a sub-account, unless that takes it past its own credit limit.
+-- No row means refused.
+UPDATE balances
+SET balance_micros = balance_micros - @amount::bigint, updated_at = @now
+WHERE project = @project AND balance_micros + @credit_limit::bigint >= @amount::bigint
 RETURNING balance_micros;
+
+-- name: DrawIn :one
+-- The sub-account receives what its parent pays, unless what the parent has paid for it would
+-- pass its credit limit. No row means refused.
+UPDATE balances
+SET balance_micros = balance_micros + @amount::bigint, drawn_micros = drawn_micros + @amount::bigint, parent = @parent::text,
+    updated_at = @now
+WHERE project = @project AND drawn_micros + @amount::bigint <= @drawn_limit::bigint
+RETURNING balance_micros;
+
+-- name: RepayOut :exec
+-- The sub-account pays its parent back amount of what it drew.
+UPDATE balances
+SET balance_micros = balance_micros - @amount::bigint, drawn_micros = drawn_micros - @amount::bigint, updated_at = @now
+WHERE project = @project;
+
+-- name: ParentOf :one
+-- The parent a sub-account's balance names (NULL until it first draws).
+SELECT parent FROM balances WHERE project = @project;
 
 -- name: AddLedgerEntries :exec
 INSERT INTO ledger_entries (project, kind, amount_micros, message_id, note, created_at)
@@ -36,8 +71,9 @@ FROM (SELECT unnest(@amounts::bigint[]) AS a, unnest(@message_ids::text[]) AS m)
 SELECT * FROM balances WHERE project = @project;
 
 -- name: LedgerSum :one
--- The balance as the ledger has it: credits, refunds and releases less charges and reservations.
-SELECT coalesce(sum(CASE WHEN kind IN ('charge', 'reserve') THEN -amount_micros ELSE amount_micros END), 0)::bigint
+-- The balance as the ledger has it: credits, refunds, releases and money received from a parent
+-- or sub-account, less charges, reservations and money paid to one.
+SELECT coalesce(sum(CASE WHEN kind IN ('charge', 'reserve', 'draw_out', 'repay_out') THEN -amount_micros ELSE amount_micros END), 0)::bigint
 FROM ledger_entries WHERE project = @project;
 
 -- name: SetMessageCosts :exec

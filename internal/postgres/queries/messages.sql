@@ -148,15 +148,21 @@ LIMIT @max_rows;
 
 -- name: StartDispatch :one
 -- Records a call to the provider about to be made: the message shows 'sending' and counts the
--- attempt, committed before the call. Returns no row when the message has moved on.
-UPDATE messages SET status = 'sending', dispatch_attempts = dispatch_attempts + 1, updated_at = @updated_at
+-- attempt, and names the Provider called (its callbacks may move the message), committed before
+-- the call. Returns no row when the message has moved on.
+UPDATE messages SET status = 'sending', dispatch_attempts = dispatch_attempts + 1, updated_at = @updated_at,
+    provider = coalesce(sqlc.narg(provider), provider)
 WHERE id = @id AND status IN ('queued', 'sending')
 RETURNING *;
 
--- name: GetLiveMessageByProviderID :one
--- The live message a provider's callback names (Twilio's ids are unique across accounts).
+-- name: GetLiveMessageThrough :one
+-- The live message a provider's callback names by the provider's id, among those sent through
+-- the Provider it came through (@provider, "namespace/name"). A message sent before Providers
+-- were recorded counts as sent through it when it is of @project, the one project the Provider
+-- serves, or when @project is '' (an installation Provider).
 SELECT * FROM messages
 WHERE provider_message_id = @provider_message_id AND NOT test_mode
+  AND (provider = @provider OR (provider IS NULL AND (@project::text = '' OR project = @project::text)))
 ORDER BY created_at DESC
 LIMIT 1;
 

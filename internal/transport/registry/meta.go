@@ -44,7 +44,9 @@ func (r *Registry) MetaOf(ctx context.Context, p *v1alpha1.Provider) (*metatrans
 	}
 	return r.metas.get(fmt.Sprintf("%s/%d/%s", p.UID, p.Generation, secret.ResourceVersion), string(p.UID)+"/",
 		func() (*metatransport.Transport, error) {
-			return metatransport.New(MetaConfig(p, secret.Data, r.HTTP)), nil
+			cfg := MetaConfig(p, secret.Data, r.HTTP)
+			cfg.BaseURL = r.endpoint(p)
+			return metatransport.New(cfg), nil
 		})
 }
 

@@ -50,8 +50,9 @@ type Registry struct {
 	// TelegramAPI is the Bot API used by telegram channels whose Provider names no baseURL, and
 	// by those with no telegram Provider at all: a bot needs no account besides its token.
 	TelegramAPI string
-	// TelegramKey derives each bot's webhook secret token (telegram.WebhookSecret).
-	TelegramKey []byte
+	// AllowProjectEndpoints lets Providers in projects' namespaces replace their provider's
+	// address (baseURL); otherwise only the installation's do (v1alpha1.Provider.EndpointAllowed).
+	AllowProjectEndpoints bool
 	// HTTP is the client of provider calls; nil is a client with a 30 s timeout.
 	HTTP *http.Client
 	// AttachmentHTTP fetches the attachments of email given by URL: URLs from API clients, so
@@ -82,6 +83,9 @@ func (r *Registry) Route(ctx context.Context, m db.Message) (message.Route, erro
 		return message.Route{Transport: r.Sandbox}, nil
 	}
 	ch := v1alpha1.Channel(m.Channel)
+	if err := r.numberFailure(ctx, &snd, ch); err != nil {
+		return message.Route{}, err
+	}
 	p, reason, err := r.provider(ctx, &snd, ch)
 	if err != nil {
 		return message.Route{}, err
@@ -95,6 +99,9 @@ func (r *Registry) Route(ctx context.Context, m db.Message) (message.Route, erro
 		}
 	}
 	route, err := r.transportOf(ctx, p, &snd, ch, m.ID)
+	if err == nil && p != nil {
+		route.Provider = p.Namespace + "/" + p.Name
+	}
 	if err == nil && route.StatusCallback != "" {
 		// The callback names the message, so a report that overtakes the commit of the
 		// provider's id still finds it (the provider signs the whole URL).
@@ -134,7 +141,7 @@ func (r *Registry) transportOf(ctx context.Context, p *v1alpha1.Provider, snd *v
 		if err != nil {
 			return message.Route{}, err
 		}
-		return message.Route{Transport: telegram.Transport{Client: botAPI(p, r.TelegramAPI, r.HTTP)},
+		return message.Route{Transport: telegram.Transport{Client: r.botAPI(p)},
 			AccountToken: token, External: true}, nil
 	}
 	return message.Route{}, &transport.Failure{Code: ErrNoProvider, Message: fmt.Sprintf(
@@ -172,7 +179,7 @@ func unusable(p *v1alpha1.Provider) *transport.Failure {
 		return nil
 	}
 	switch c.Reason {
-	case v1alpha1.ReasonSecretNotFound, v1alpha1.ReasonSecretIncomplete, v1alpha1.ReasonCredentialsRejected:
+	case v1alpha1.ReasonSecretNotFound, v1alpha1.ReasonSecretIncomplete, v1alpha1.ReasonCredentialsRejected, v1alpha1.ReasonEndpointNotAllowed:
 		return &transport.Failure{Code: ErrProviderNotReady, Message: fmt.Sprintf("Provider %s is not ready: %s", p.Name, c.Message)}
 	}
 	return nil
@@ -186,7 +193,7 @@ func (r *Registry) twilioOf(ctx context.Context, p *v1alpha1.Provider) (*twilio.
 	}
 	return r.twilio.get(fmt.Sprintf("%s/%d/%s", p.UID, p.Generation, secret.ResourceVersion), string(p.UID)+"/",
 		func() (*twilio.Transport, error) {
-			return twilio.New(twilio.Config{BaseURL: p.Spec.BaseURL, AccountSID: string(secret.Data["accountSid"]),
+			return twilio.New(twilio.Config{BaseURL: r.endpoint(p), AccountSID: string(secret.Data["accountSid"]),
 				AuthToken: string(secret.Data["authToken"]), HTTP: r.HTTP}), nil
 		})
 }
@@ -237,6 +244,9 @@ func (r *Registry) Available(ctx context.Context, testMode bool, snd *v1alpha1.S
 		return nil
 	}
 	ch := v1alpha1.Channel(channel)
+	if err := r.numberRefused(ctx, snd, ch, strict); err != nil {
+		return err
+	}
 	p, reason, err := r.provider(ctx, snd, ch)
 	if err != nil {
 		return err
@@ -298,23 +308,34 @@ func (r *Registry) API(ctx context.Context, snd *v1alpha1.Sender) telegram.Clien
 	if err != nil {
 		p = nil // the default address; the send path reports the trouble
 	}
-	return botAPI(p, r.TelegramAPI, r.HTTP)
+	return r.botAPI(p)
 }
 
-func botAPI(p *v1alpha1.Provider, fallback string, hc *http.Client) telegram.Client {
-	if p != nil && p.Spec.BaseURL != "" {
-		return telegram.Client{API: p.Spec.BaseURL, HTTP: hc}
+// botAPI is the Bot API of telegram Provider p (nil: none): its endpoint, else TelegramAPI.
+func (r *Registry) botAPI(p *v1alpha1.Provider) telegram.Client {
+	if p != nil {
+		if api := r.endpoint(p); api != "" {
+			return telegram.Client{API: api, HTTP: r.HTTP}
+		}
 	}
-	return telegram.Client{API: fallback, HTTP: hc}
+	return telegram.Client{API: r.TelegramAPI, HTTP: r.HTTP}
 }
 
-// Webhook is where the sender's bot posts its updates, and the secret token it sends
-// (sender.Bots); no URL without a public URL.
-func (r *Registry) Webhook(snd *v1alpha1.Sender, botID int64) (string, string) {
+// endpoint is p's baseURL when p may set one, else "" (the provider's public address): a
+// project's own endpoint could answer for the provider, e.g. claim another project's bot id.
+func (r *Registry) endpoint(p *v1alpha1.Provider) string {
+	if !p.EndpointAllowed(r.InstallationNamespace, r.AllowProjectEndpoints) {
+		return ""
+	}
+	return p.Spec.BaseURL
+}
+
+// Webhook is where the sender's bot posts its updates (sender.Bots); "" without a public URL.
+func (r *Registry) Webhook(snd *v1alpha1.Sender) string {
 	if r.PublicURL == "" {
-		return "", ""
+		return ""
 	}
-	return CallbackURL(r.PublicURL, "telegram", snd.Namespace, snd.Name, "updates"), telegram.WebhookSecret(r.TelegramKey, botID)
+	return CallbackURL(r.PublicURL, "telegram", snd.Namespace, snd.Name, "updates")
 }
 
 // LookupLineType implements phonecheck.Lookup: the carrier and Twilio line type of number, from

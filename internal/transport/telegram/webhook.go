@@ -2,12 +2,12 @@ package telegram
 
 import (
 	"context"
-	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"errors"
-	"strconv"
+	"fmt"
 )
 
 // SecretHeader is the header Telegram sends a webhook's secret_token in.
@@ -18,7 +18,7 @@ const SecretHeader = "X-Telegram-Bot-Api-Secret-Token"
 var AllowedUpdates = []string{"message", "edited_message", "callback_query", "message_reaction"}
 
 // SetWebhook makes Telegram post the bot's updates to url with secretToken in SecretHeader
-// (WebhookSecret makes one; an empty one is refused). Updates that wait are kept. A token Telegram does not know is
+// (NewWebhookSecret makes one; an empty one is refused). Updates that wait are kept. A token Telegram does not know is
 // ErrInvalidToken; other refusals are those of Transport.Send.
 func (c Client) SetWebhook(ctx context.Context, token, url, secretToken string) error {
 	if !tokenShape.MatchString(token) {
@@ -48,17 +48,16 @@ func (c Client) AnswerCallbackQuery(ctx context.Context, token, callbackQueryID 
 	return tokenError(c.call(ctx, token, "answerCallbackQuery", map[string]any{"callback_query_id": callbackQueryID}, nil))
 }
 
-// WebhookSecret is the secret_token of bot botID's webhook: an HMAC-SHA256 of the bot id under
-// the installation's key, in base64url without padding (43 characters of A-Z a-z 0-9 _ -, as
-// Telegram allows). It is the same on every replica and after restarts, and differs between
-// bots. An empty key gives "", which VerifySecretToken never accepts.
-func WebhookSecret(key []byte, botID int64) string {
-	if len(key) == 0 {
-		return ""
+// NewWebhookSecret makes a webhook's secret_token: 32 random bytes in base64url without padding
+// (43 characters of A-Z a-z 0-9 _ -, as Telegram allows). It is random, not derived from the
+// bot, so no one who learns a bot's id (or claims one) can compute it; it is kept beside the
+// bot's token.
+func NewWebhookSecret() (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("make webhook secret: %w", err)
 	}
-	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte("telegram-webhook:" + strconv.FormatInt(botID, 10)))
-	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
 // VerifySecretToken says whether header, the SecretHeader of a webhook request, is want, in

@@ -15,14 +15,15 @@ import (
 	"github.com/switchboard-io/switchboard/internal/transport/telegram/telegramtest"
 )
 
-var installationKey = []byte("0123456789abcdef0123456789abcdef")
+// secret0 is a webhook secret token of the tests.
+const secret0 = "Zk9vYmFyYmF6cXV4cXV1eHF1dXpxdXV4cXV1eHF1dXo"
 
 func TestSetAndDeleteWebhook(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	srv := telegramtest.NewServer(t)
 	c := telegram.Client{API: srv.URL}
-	secret := telegram.WebhookSecret(installationKey, telegramtest.BotID)
+	secret := secret0
 	if err := c.SetWebhook(ctx, goodToken, "https://hooks.acme.example/telegram/123456789", secret); err != nil {
 		t.Fatalf("SetWebhook: %v", err)
 	}
@@ -64,23 +65,17 @@ func TestSetAndDeleteWebhook(t *testing.T) {
 	}
 }
 
-func TestWebhookSecret(t *testing.T) {
+func TestNewWebhookSecret(t *testing.T) {
 	t.Parallel()
-	s := telegram.WebhookSecret(installationKey, 123456789)
-	if !regexp.MustCompile(`^[A-Za-z0-9_-]{32,256}$`).MatchString(s) {
+	s, err := telegram.NewWebhookSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`).MatchString(s) {
 		t.Fatalf("secret %q is not a secret_token Telegram takes (A-Z a-z 0-9 _ -, up to 256)", s)
 	}
-	if s != telegram.WebhookSecret(installationKey, 123456789) {
-		t.Error("the secret changes between calls")
-	}
-	if s == telegram.WebhookSecret(installationKey, 123456780) {
-		t.Error("two bots share a secret")
-	}
-	if s == telegram.WebhookSecret([]byte("another installation's key......"), 123456789) {
-		t.Error("two installations share a secret")
-	}
-	if got := telegram.WebhookSecret(nil, 123456789); got != "" {
-		t.Errorf("secret without a key = %q", got)
+	if again, _ := telegram.NewWebhookSecret(); again == s {
+		t.Error("two webhooks share a secret")
 	}
 }
 
@@ -111,7 +106,7 @@ func TestWebhookDelivery(t *testing.T) {
 	ctx := context.Background()
 	api := telegramtest.NewServer(t)
 	client := telegram.Client{API: api.URL}
-	secret := telegram.WebhookSecret(installationKey, telegramtest.BotID)
+	secret := secret0
 
 	got := make(chan transport.Inbound, 1)
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

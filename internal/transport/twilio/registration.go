@@ -489,25 +489,12 @@ func (t *Transport) AssignNumber(ctx context.Context, messagingServiceSid, numbe
 	if err != nil {
 		return "", err
 	}
-	// PhoneNumber filters by any part of the number, so the match is checked whole here.
-	list := (&api.ListIncomingPhoneNumberParams{}).SetPhoneNumber(number).SetPageSize(50)
-	pn := ""
-	if err := r.do("find incoming number", func() error {
-		page, err := r.api.PageIncomingPhoneNumber(list, "", "")
-		if err != nil {
-			return err
-		}
-		for _, n := range page.IncomingPhoneNumbers {
-			if deref(n.PhoneNumber) == number && deref(n.Sid) != "" {
-				pn = *n.Sid
-				break
-			}
-		}
-		return nil
-	}); err != nil {
+	in, found, err := r.findIncomingNumber(number)
+	if err != nil {
 		return "", err
 	}
-	if pn == "" {
+	pn := in.SID
+	if !found {
 		return "", fmt.Errorf("twilio: find incoming number: %w", &RegistrationError{Status: http.StatusNotFound, Code: 20404,
 			Message: fmt.Sprintf("%s is not a phone number of this Twilio account.", number)})
 	}

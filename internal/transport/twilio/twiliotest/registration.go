@@ -92,11 +92,6 @@ type Campaign struct {
 	Status, FailureReason string
 }
 
-// IncomingNumber is a phone number the account owns (AddIncomingNumber).
-type IncomingNumber struct {
-	SID, PhoneNumber string
-}
-
 // RegistrationsSnapshot is what the peer holds of A2P 10DLC registration, each list in the
 // order it was made; deleted campaigns are gone from it.
 type RegistrationsSnapshot struct {
@@ -128,6 +123,7 @@ type registry struct {
 	services         []*Service
 	campaigns        []*Campaign
 	numbers          []*IncomingNumber
+	numberLists      int // requests to the IncomingPhoneNumbers list (numbers.go)
 	// created is when each sid was made, for date_created in answers.
 	created  map[string]time.Time
 	failNext map[string][]injected
@@ -175,17 +171,6 @@ func (s *Server) DecideCampaign(campaignSid, status string, failureReason string
 		panic("twiliotest: DecideCampaign: unknown campaign " + campaignSid)
 	}
 	c.Status, c.FailureReason = status, failureReason
-}
-
-// AddIncomingNumber makes an E.164 number one the account owns (an IncomingPhoneNumber) and
-// returns its PN sid.
-func (s *Server) AddIncomingNumber(e164 string) (pnSid string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := &IncomingNumber{SID: sid("PN"), PhoneNumber: e164}
-	s.reg.numbers = append(s.reg.numbers, n)
-	s.reg.made(n.SID)
-	return n.SID
 }
 
 // FailNext makes the next request to path (any of the peer's paths, such as
@@ -652,42 +637,6 @@ func (s *Server) createAddress(_ *http.Request, f url.Values, _ []string) (int, 
 		"postal_code": a.PostalCode, "region": a.Region, "sid": a.SID, "street": a.Street, "street_secondary": nil,
 		"emergency_enabled": false, "validated": false, "verified": false,
 		"uri": fmt.Sprintf("/%s/Accounts/%s/Addresses/%s.json", apiVersion, AccountSID, a.SID),
-	}
-}
-
-// listIncomingNumbers: GET /2010-04-01/Accounts/{sid}/IncomingPhoneNumbers.json. PhoneNumber
-// filters as Twilio does, by any part of the number.
-func (s *Server) listIncomingNumbers(_ *http.Request, f url.Values, _ []string) (int, any) {
-	filter := f.Get("PhoneNumber")
-	pageSize := 50
-	if n, err := strconv.Atoi(f.Get("PageSize")); err == nil && n > 0 && n <= 1000 {
-		pageSize = n
-	}
-	list := []map[string]any{}
-	for _, n := range s.reg.numbers {
-		if filter != "" && !strings.Contains(n.PhoneNumber, filter) {
-			continue
-		}
-		if len(list) == pageSize {
-			break
-		}
-		uri := fmt.Sprintf("/%s/Accounts/%s/IncomingPhoneNumbers/%s.json", apiVersion, AccountSID, n.SID)
-		list = append(list, map[string]any{
-			"account_sid": AccountSID, "address_requirements": "none", "address_sid": nil, "api_version": apiVersion,
-			"beta": false, "capabilities": map[string]bool{"voice": true, "sms": true, "mms": true, "fax": false},
-			"date_created": s.rfc1123(n.SID), "date_updated": s.rfc1123(n.SID), "friendly_name": n.PhoneNumber,
-			"identity_sid": nil, "phone_number": n.PhoneNumber, "origin": "twilio", "sid": n.SID, "status": "in-use",
-			"sms_application_sid": "", "sms_fallback_method": "POST", "sms_fallback_url": "", "sms_method": "POST", "sms_url": "",
-			"status_callback": "", "status_callback_method": "POST", "trunk_sid": nil, "uri": uri, "voice_receive_mode": "voice",
-			"voice_application_sid": nil, "voice_caller_id_lookup": false, "voice_fallback_method": "POST",
-			"voice_fallback_url": nil, "voice_method": "POST", "voice_url": nil, "emergency_status": "Inactive",
-			"emergency_address_sid": nil, "emergency_address_status": "unregistered", "bundle_sid": nil,
-		})
-	}
-	uri := fmt.Sprintf("/%s/Accounts/%s/IncomingPhoneNumbers.json?PageSize=%d&Page=0", apiVersion, AccountSID, pageSize)
-	return http.StatusOK, map[string]any{
-		"end": max(len(list)-1, 0), "first_page_uri": uri, "next_page_uri": nil, "page": 0, "page_size": pageSize,
-		"previous_page_uri": nil, "start": 0, "uri": uri, "incoming_phone_numbers": list,
 	}
 }
 

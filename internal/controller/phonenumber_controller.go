@@ -1,0 +1,165 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/index"
+	"github.com/switchboard-io/switchboard/internal/phonenumber"
+)
+
+// PhoneNumberReconciler decides which PhoneNumber holds each number: it proves each claim (an
+// operator's assignment, or the project's own twilio account listing the number:
+// phonenumber_proof.go), lets one proved claim hold the number (phonenumber_ownership.go), and
+// lists the Senders that use it.
+type PhoneNumberReconciler struct {
+	client.Client
+	// InstallationNamespace is where operators assign numbers to projects; "" assigns none.
+	InstallationNamespace string
+	// Accounts asks provider accounts which numbers they hold; nil proves no claim made in a
+	// project's namespace.
+	Accounts phonenumber.Lookup
+
+	checks numberChecks
+}
+
+// +kubebuilder:rbac:groups=messaging.switchboard.io,resources=phonenumbers,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=messaging.switchboard.io,resources=phonenumbers/status,verbs=get;update;patch
+
+// Reconcile proves the PhoneNumber's claim, decides whether it holds its number, and writes Ready,
+// the project, the proof and the Senders of the number in one status patch.
+func (r *PhoneNumberReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var pn v1alpha1.PhoneNumber
+	if err := r.Get(ctx, req.NamespacedName, &pn); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.checks.forget(req.NamespacedName)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !pn.DeletionTimestamp.IsZero() {
+		r.checks.forget(req.NamespacedName)
+		return ctrl.Result{}, nil
+	}
+
+	before := pn.DeepCopy()
+	proof, again, err := r.prove(ctx, &pn)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	holder, err := r.holder(ctx, &pn, proof)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	senders, err := r.senders(ctx, &pn, proof.project)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	pn.Status.ObservedGeneration = pn.Generation
+	pn.Status.Project = proof.project
+	pn.Status.Ownership = proof.ownership
+	pn.Status.Account = proof.account
+	pn.Status.Capabilities = capabilitiesOf(&pn, proof.account)
+	pn.Status.Senders = senders
+	setReady(&pn.Status.Conditions, phoneNumberReadiness(&pn, proof, holder), pn.Generation)
+	if err := patchStatus(ctx, r.Client, before, &pn, func(p *v1alpha1.PhoneNumber) any { return p.Status }); err != nil {
+		return ctrl.Result{}, fmt.Errorf("patch status of phone number %s: %w", req, err)
+	}
+	return ctrl.Result{RequeueAfter: again}, nil
+}
+
+// senders lists project's Senders with the PhoneNumber's number, by name.
+func (r *PhoneNumberReconciler) senders(ctx context.Context, pn *v1alpha1.PhoneNumber, project string) ([]string, error) {
+	if project == "" {
+		return nil, nil
+	}
+	var list v1alpha1.SenderList
+	if err := r.List(ctx, &list, client.InNamespace(project), client.MatchingFields{index.SenderPhoneNumber: pn.Spec.Number}); err != nil {
+		return nil, fmt.Errorf("list senders of %s in %s: %w", pn.Spec.Number, project, err)
+	}
+	var names []string
+	for _, s := range list.Items {
+		if s.DeletionTimestamp.IsZero() {
+			names = append(names, s.Name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// capabilitiesOf are what the number can do: as assigned, else as its account reports.
+func capabilitiesOf(pn *v1alpha1.PhoneNumber, account *v1alpha1.PhoneNumberAccount) []v1alpha1.PhoneCapability {
+	var caps []v1alpha1.PhoneCapability
+	switch {
+	case len(pn.Spec.Capabilities) > 0:
+		caps = slices.Clone(pn.Spec.Capabilities)
+	case account != nil:
+		caps = slices.Clone(account.Capabilities)
+	}
+	v1alpha1.SortCapabilities(caps)
+	return caps
+}
+
+// SetupWithManager registers the reconciler. A PhoneNumber that changes (its status included:
+// its proof and whether it holds) brings back the other PhoneNumbers of its number; a Sender
+// that takes or leaves a number brings back that number's; a Provider brings back the
+// PhoneNumbers of its namespace, which it may prove; so does a Project.
+func (r *PhoneNumberReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.PhoneNumber{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.PhoneNumber{}, handler.EnqueueRequestsFromMapFunc(r.sameNumber)).
+		Watches(&v1alpha1.Sender{}, handler.EnqueueRequestsFromMapFunc(r.ofSenderNumber),
+			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1alpha1.Provider{}, handler.EnqueueRequestsFromMapFunc(r.ofNamespace)).
+		// A Project in the installation's namespace is what its PhoneNumbers without spec.project assign to.
+		Watches(&v1alpha1.Project{}, handler.EnqueueRequestsFromMapFunc(r.ofNamespace)).
+		Named("phonenumber").
+		Complete(r)
+}
+
+func (r *PhoneNumberReconciler) sameNumber(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.ofNumber(ctx, o.(*v1alpha1.PhoneNumber).Spec.Number)
+}
+
+func (r *PhoneNumberReconciler) ofSenderNumber(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.ofNumber(ctx, o.(*v1alpha1.Sender).Spec.PhoneNumber)
+}
+
+// ofNumber maps a number to its PhoneNumbers, in every namespace.
+func (r *PhoneNumberReconciler) ofNumber(ctx context.Context, number string) []reconcile.Request {
+	if number == "" {
+		return nil
+	}
+	var list v1alpha1.PhoneNumberList
+	if err := r.List(ctx, &list, client.MatchingFields{index.PhoneNumberNumber: number}); err != nil {
+		return nil
+	}
+	return requestsOf(list.Items)
+}
+
+// ofNamespace maps an object to the PhoneNumbers of its namespace.
+func (r *PhoneNumberReconciler) ofNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	var list v1alpha1.PhoneNumberList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	return requestsOf(list.Items)
+}
+
+func requestsOf(items []v1alpha1.PhoneNumber) []reconcile.Request {
+	reqs := make([]reconcile.Request, 0, len(items))
+	for _, p := range items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.Namespace, Name: p.Name}})
+	}
+	return reqs
+}
