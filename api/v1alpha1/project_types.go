@@ -108,9 +108,10 @@ type ProjectSpec struct {
 	SubAccount *SubAccountSettings `json:"subAccount,omitempty"`
 
 	// RestrictTestKeys reserves every change to what live traffic shares (senders and their
-	// channels, webhooks, templates, contacts, email domains, invitations, 10DLC, sub-accounts)
-	// to live keys: test keys then send through the sandbox and read, nothing else. Off, test
-	// keys configure the project as the spec's quickstarts do (docs/guarantees.md).
+	// channels, webhooks, templates, email domains, invitations, 10DLC, sub-accounts) to live
+	// keys: test keys then send through the sandbox, keep their own contacts and read, nothing
+	// else. Off, test keys configure the project as the spec's quickstarts do
+	// (docs/guarantees.md).
 	// +optional
 	RestrictTestKeys bool `json:"restrictTestKeys,omitempty"`
 

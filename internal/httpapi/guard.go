@@ -165,12 +165,15 @@ func authorize(rt route, key apikey.Key, project *v1alpha1.Project) error {
 
 // testKeyMay refuses a test key's change to what live traffic shares when the project reserves
 // those changes to live keys (spec.restrictTestKeys): such a key sends through the sandbox and
-// reads, nothing else. Sends and reads of messages are kept apart by mode already.
+// reads, nothing else. Messages, broadcasts and contacts are kept apart by mode already.
 func testKeyMay(rt route, key apikey.Key, project *v1alpha1.Project) error {
 	if !key.TestMode() || project == nil || !project.Spec.RestrictTestKeys || rt.method == "" || rt.method == http.MethodGet {
 		return nil
 	}
-	if rt.access == permission && (rt.permission == apikey.PermissionMessagesSend || rt.permission == apikey.PermissionMessagesRead) {
+	switch {
+	case rt.access != permission:
+	case rt.permission == apikey.PermissionMessagesSend, rt.permission == apikey.PermissionMessagesRead,
+		rt.permission == apikey.PermissionContactsWrite:
 		return nil
 	}
 	return forbidden("This project reserves changes to its configuration to live keys (spec.restrictTestKeys): a test key sends through the sandbox and reads.")

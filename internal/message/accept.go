@@ -127,11 +127,16 @@ func (s *Service) Accept(ctx context.Context, tx pgx.Tx, batch []Outbound) ([]db
 	// The sending limits last: their counters are the rows every send of a project waits on,
 	// held only until the commit.
 	takes := make([]quota.Take, 0, len(msgs))
+	countedOn := map[string][]string{} // a batch is mostly one project: its Project read once
 	for _, m := range msgs {
 		if meter, ok := quota.MeterOf(m.Channel); ok {
-			counted, err := s.countedOn(ctx, m.Project)
-			if err != nil {
-				return nil, err
+			counted, seen := countedOn[m.Project]
+			if !seen {
+				var err error
+				if counted, err = s.countedOn(ctx, m.Project); err != nil {
+					return nil, err
+				}
+				countedOn[m.Project] = counted
 			}
 			for _, p := range counted {
 				takes = append(takes, quota.Take{Project: p, TestMode: m.TestMode, Meter: meter, N: 1})

@@ -147,6 +147,9 @@ spec:
             - {{ .role }}
             - --log-format={{ $root.Values.logFormat }}
             - --log-level={{ $root.Values.logLevel }}
+            {{- if $root.Values.allowProjectProviderEndpoints }}
+            - --allow-project-provider-endpoints
+            {{- end }}
             {{- range .args }}
             - {{ . }}
             {{- end }}
@@ -227,11 +230,15 @@ spec:
 {{- if .Values.email.smtp.enabled -}}
 {{- $args = append $args "--smtp-listen=:2525" -}}
 {{- $args = append $args (printf "--smtp-max-message-bytes=%d" (int64 .Values.email.smtp.maxMessageBytes)) -}}
+{{- $args = append $args (printf "--smtp-max-connections=%d" (int .Values.email.smtp.maxConnections)) -}}
+{{- $args = append $args (printf "--smtp-max-connections-per-ip=%d" (int .Values.email.smtp.maxConnectionsPerIP)) -}}
+{{- $args = append $args (printf "--smtp-session-timeout=%s" .Values.email.smtp.sessionTimeout) -}}
+{{- $args = append $args (printf "--smtp-max-buffered-bytes=%d" (int64 .Values.email.smtp.maxBufferedBytes)) -}}
 {{- end -}}
 {{- toYaml $args -}}
 {{- end -}}
 
-{{/* Arguments of the roles that serve the API: the SMTP listener's, where a suspended project is sent, and where invitation links point. */}}
+{{/* Arguments of the roles that serve the API: the SMTP listener's, where a suspended project is sent, where invitation links point, and the caps of sub-accounts and broadcasts. */}}
 {{- define "switchboard.apiArgs" -}}
 {{- $args := include "switchboard.smtpArgs" . | fromYamlArray -}}
 {{- if .Values.api.supportUrl -}}
@@ -240,5 +247,7 @@ spec:
 {{- if .Values.api.dashboardUrl -}}
 {{- $args = append $args (printf "--dashboard-url=%s" .Values.api.dashboardUrl) -}}
 {{- end -}}
+{{- $args = append $args (printf "--max-sub-accounts=%d" (int .Values.api.maxSubAccounts)) -}}
+{{- $args = append $args (printf "--broadcast-max-recipients=%d" (int .Values.api.broadcastMaxRecipients)) -}}
 {{- toYaml $args -}}
 {{- end -}}
