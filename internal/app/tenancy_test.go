@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
@@ -314,8 +315,14 @@ func TestWhatsAppFallbackPaysForItsSMS(t *testing.T) {
 	if err := in.k8s.Create(ctx, tpl); err != nil {
 		t.Fatal(err)
 	}
-	tpl.Status = v1alpha1.TemplateStatus{State: v1alpha1.TemplateApproved, ProviderStatus: "APPROVED", TemplateName: "welcome"}
-	if err := in.k8s.Status().Update(ctx, tpl); err != nil {
+	// The template controller writes its status too: the verdict is written on its latest.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := in.k8s.Get(ctx, client.ObjectKeyFromObject(tpl), tpl); err != nil {
+			return err
+		}
+		tpl.Status = v1alpha1.TemplateStatus{State: v1alpha1.TemplateApproved, ProviderStatus: "APPROVED", TemplateName: "welcome"}
+		return in.k8s.Status().Update(ctx, tpl)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool { return in.get("/v1/templates/welcome.en", live).body["status"] == "approved" })
