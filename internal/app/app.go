@@ -64,6 +64,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/tendlc"
 	"github.com/switchboard-io/switchboard/internal/transport/registry"
 	"github.com/switchboard-io/switchboard/internal/transport/sandbox"
+	"github.com/switchboard-io/switchboard/internal/unsubscribe"
 	"github.com/switchboard-io/switchboard/internal/worker"
 )
 
@@ -279,6 +280,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	// Broadcast email's one-click unsubscribe links are signed with another shared key.
+	unsubscribeKey, err := postgres.SharedSecret(ctx, cfg.Pool, unsubscribe.KeyName, unsubscribe.KeySize)
+	if err != nil {
+		return err
+	}
+	unsubscribes := unsubscribe.NewSigner(unsubscribeKey)
 	invitations := func(fieldManager string) *invitation.Service {
 		return invitation.NewService(mgr.GetClient(), mgr.GetAPIReader(), cfg.Pool, delivery.NewService(mgr.GetClient()),
 			invitationKey, cfg.dashboardURL()).WithFieldManager(fieldManager)
@@ -352,6 +359,7 @@ func Run(ctx context.Context, cfg Config) error {
 		messages.SetEmailPreflight(emailChecks)
 		messages.SetReceipts(transports)
 		messages.SetMediaBase(cfg.PublicURL)
+		messages.SetUnsubscribe(unsubscribes, cfg.dashboardURL())
 		messages.SetPrices(&billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace})
 		messages.SetRiskPolicies(&risk.Policies{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace})
 		messages.SetSupportURL(cfg.SupportURL)
@@ -400,7 +408,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.Role.runs(RoleAPI) {
 			domains := emaildomain.NewService(mgr.GetClient(), mgr.GetAPIReader(), verifier(kubewrite.FieldManager))
 			templates := template.NewService(mgr.GetClient(), mgr.GetAPIReader(), reviewer(kubewrite.FieldManager))
-			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, invitations(kubewrite.FieldManager), invitationKey, emailChecks, resolver, checks, log); err != nil {
+			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, invitations(kubewrite.FieldManager), invitationKey, unsubscribes, emailChecks, resolver, checks, log); err != nil {
 				return err
 			}
 		}
@@ -415,7 +423,7 @@ func Run(ctx context.Context, cfg Config) error {
 func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Service, queue *river.Client[pgx.Tx],
 	messages *message.Service, transports *registry.Registry, domains *emaildomain.Service, templates *template.Service,
 	registrations *tendlc.Service, broadcasts *broadcast.Service, invitations *invitation.Service, invitationKey []byte,
-	emailChecks *emailcheck.Checker,
+	unsubscribes *unsubscribe.Signer, emailChecks *emailcheck.Checker,
 	resolver *dnsresolve.Resolver, checks map[string]healthz.Checker,
 	log logr.Logger) error {
 	auth := apikey.NewAuthenticator(keys, cfg.Pool, log.WithName("apikeys"))
@@ -468,6 +476,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Listener:        cfg.Listener,
 		ReadyChecks:     checks,
 		Pages:           pages,
+		Unsubscribe:     unsubscribe.NewHandler(unsubscribes, emailChecks, log.WithName("unsubscribe")),
 		Callbacks: &callback.Handler{Messages: messages, Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), PublicURL: cfg.PublicURL,
 			InstallationNamespace: cfg.InstallationNamespace, Bots: transports,
 			Templates: templates.Reviewer(), Media: transports,

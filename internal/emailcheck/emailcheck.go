@@ -124,9 +124,11 @@ type Entry struct {
 	Address   string
 	Reason    string
 	MessageID string
-	Detail    string
-	CreatedAt time.Time
-	Until     *time.Time
+	// BroadcastID is the broadcast whose one-click link made an unsubscribe.
+	BroadcastID string
+	Detail      string
+	CreatedAt   time.Time
+	Until       *time.Time
 }
 
 // Suppressed returns the entry that keeps address off in the project's mode, nil when none does.
@@ -165,10 +167,24 @@ func (c *Checker) Suppress(ctx context.Context, project string, testMode bool, a
 	return nil
 }
 
+// Unsubscribe puts address on the project's list in its mode as unsubscribed from broadcastID's
+// email (its one-click link). An entry already in force stays as it is, so a second unsubscribe
+// changes nothing; only a soft bounce gives way.
+func (c *Checker) Unsubscribe(ctx context.Context, project string, testMode bool, address, broadcastID string) error {
+	if err := db.New(c.Pool).Unsubscribe(ctx, db.UnsubscribeParams{Project: project, TestMode: testMode, Address: Key(address),
+		BroadcastID: &broadcastID, CreatedAt: c.now()}); err != nil {
+		return fmt.Errorf("record an unsubscribe: %w", err)
+	}
+	return nil
+}
+
 func entryOf(row db.EmailSuppression) *Entry {
 	e := &Entry{Address: row.Address, Reason: row.Reason, Detail: row.Detail, CreatedAt: row.CreatedAt.UTC(), Until: row.Until}
 	if row.MessageID != nil {
 		e.MessageID = *row.MessageID
+	}
+	if row.BroadcastID != nil {
+		e.BroadcastID = *row.BroadcastID
 	}
 	return e
 }

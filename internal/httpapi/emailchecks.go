@@ -14,18 +14,23 @@ import (
 // lists.
 
 type suppressionJSON struct {
-	Email     string     `json:"email"`
-	Reason    string     `json:"reason"`
-	MessageID *string    `json:"messageId"`
-	Detail    string     `json:"detail"`
-	CreatedAt time.Time  `json:"createdAt"`
-	ExpiresAt *time.Time `json:"expiresAt"`
+	Email     string  `json:"email"`
+	Reason    string  `json:"reason"`
+	MessageID *string `json:"messageId"`
+	// BroadcastID is the broadcast whose one-click unsubscribe link made the entry.
+	BroadcastID *string    `json:"broadcastId"`
+	Detail      string     `json:"detail"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	ExpiresAt   *time.Time `json:"expiresAt"`
 }
 
 func suppressionView(e emailcheck.Entry) suppressionJSON {
 	out := suppressionJSON{Email: e.Address, Reason: e.Reason, Detail: e.Detail, CreatedAt: e.CreatedAt, ExpiresAt: e.Until}
 	if e.MessageID != "" {
 		out.MessageID = &e.MessageID
+	}
+	if e.BroadcastID != "" {
+		out.BroadcastID = &e.BroadcastID
 	}
 	return out
 }

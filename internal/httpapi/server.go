@@ -30,6 +30,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/sender"
 	"github.com/switchboard-io/switchboard/internal/template"
 	"github.com/switchboard-io/switchboard/internal/tendlc"
+	"github.com/switchboard-io/switchboard/internal/unsubscribe"
 )
 
 // KeyUsage records that a key was used; it must not block the request.
@@ -73,6 +74,7 @@ type Server struct {
 	docs        map[string][]byte
 	callbacks   http.Handler
 	pages       http.Handler
+	unsubscribe http.Handler
 	balances    *billing.Service
 	phones      *phonecheck.Service
 }
@@ -121,7 +123,10 @@ type Options struct {
 	// Pages serves the invitations' connection page under /invitations/ (no API key: the link's
 	// token is the credential); nil serves none.
 	Pages http.Handler
-	Log   logr.Logger
+	// Unsubscribe serves broadcast email's one-click unsubscribe page under /unsubscribe/ (no
+	// API key: the link's signed token is the credential); nil serves none.
+	Unsubscribe http.Handler
+	Log         logr.Logger
 }
 
 // New returns a server on the given listener.
@@ -144,6 +149,7 @@ func New(o Options) (*Server, error) {
 		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks, pages: o.Pages,
+		unsubscribe: o.Unsubscribe,
 	}, nil
 }
 
@@ -162,6 +168,9 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("GET /readyz/", ready)
 	if s.pages != nil {
 		mux.Handle(invitation.PagePath, s.pages)
+	}
+	if s.unsubscribe != nil {
+		mux.Handle(unsubscribe.Path, s.unsubscribe)
 	}
 	if s.callbacks != nil {
 		mux.Handle("/callbacks/", s.callbacks)

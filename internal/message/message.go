@@ -32,6 +32,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/randid"
 	"github.com/switchboard-io/switchboard/internal/risk"
 	"github.com/switchboard-io/switchboard/internal/transport"
+	"github.com/switchboard-io/switchboard/internal/unsubscribe"
 )
 
 // Limits of a send's fields.
@@ -130,6 +131,11 @@ type Service struct {
 	// is sent.
 	suspended  suspensions
 	supportURL string
+
+	// unsubscribe signs the one-click unsubscribe links of broadcast email, served under
+	// unsubscribeBase; nil adds none.
+	unsubscribe     *unsubscribe.Signer
+	unsubscribeBase string
 
 	// follower moves broadcast recipients with their messages; nil when nothing follows.
 	follower BulkFollower

@@ -406,6 +406,18 @@ func (q *Queries) BroadcastForUpdate(ctx context.Context, arg BroadcastForUpdate
 	return i, err
 }
 
+const broadcastOfContact = `-- name: BroadcastOfContact :one
+SELECT broadcast_id FROM broadcast_contacts WHERE id = $1
+`
+
+// The broadcast a recipient row belongs to (a message's broadcast_contact_id).
+func (q *Queries) BroadcastOfContact(ctx context.Context, id string) (string, error) {
+	row := q.db.QueryRow(ctx, broadcastOfContact, id)
+	var broadcast_id string
+	err := row.Scan(&broadcast_id)
+	return broadcast_id, err
+}
+
 const broadcastPriceGroups = `-- name: BroadcastPriceGroups :many
 WITH heads AS (
     SELECT left(c.recipient, $2::integer) AS head, s.gsm, s.septets, s.units, count(*) AS n

@@ -165,7 +165,7 @@ func (q *Queries) GetOutboundEmail(ctx context.Context, arg GetOutboundEmailPara
 }
 
 const getSuppression = `-- name: GetSuppression :one
-SELECT project, test_mode, address, reason, message_id, detail, created_at, until FROM email_suppressions
+SELECT project, test_mode, address, reason, message_id, detail, created_at, until, broadcast_id FROM email_suppressions
 WHERE project = $1 AND test_mode = $2 AND address = $3 AND (until IS NULL OR until > $4::timestamptz)
 `
 
@@ -194,6 +194,7 @@ func (q *Queries) GetSuppression(ctx context.Context, arg GetSuppressionParams) 
 		&i.Detail,
 		&i.CreatedAt,
 		&i.Until,
+		&i.BroadcastID,
 	)
 	return i, err
 }
@@ -236,7 +237,7 @@ func (q *Queries) HoldEmailDomain(ctx context.Context, arg HoldEmailDomainParams
 }
 
 const listSuppressions = `-- name: ListSuppressions :many
-SELECT project, test_mode, address, reason, message_id, detail, created_at, until FROM email_suppressions
+SELECT project, test_mode, address, reason, message_id, detail, created_at, until, broadcast_id FROM email_suppressions
 WHERE project = $1 AND test_mode = $2 AND (until IS NULL OR until > $3::timestamptz)
   AND ($4::timestamptz IS NULL
        OR (created_at, address) < ($4::timestamptz, $5::text))
@@ -283,6 +284,7 @@ func (q *Queries) ListSuppressions(ctx context.Context, arg ListSuppressionsPara
 			&i.Detail,
 			&i.CreatedAt,
 			&i.Until,
+			&i.BroadcastID,
 		); err != nil {
 			return nil, err
 		}
@@ -313,7 +315,7 @@ INSERT INTO email_suppressions (project, test_mode, address, reason, message_id,
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (project, test_mode, address) DO UPDATE
 SET reason = excluded.reason, message_id = excluded.message_id, detail = excluded.detail,
-    created_at = excluded.created_at, until = excluded.until
+    created_at = excluded.created_at, until = excluded.until, broadcast_id = NULL
 WHERE email_suppressions.reason = 'soft_bounce' OR excluded.reason <> 'soft_bounce'
 `
 
@@ -374,4 +376,35 @@ func (q *Queries) TakeOverEmailDomain(ctx context.Context, arg TakeOverEmailDoma
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const unsubscribe = `-- name: Unsubscribe :exec
+INSERT INTO email_suppressions (project, test_mode, address, reason, broadcast_id, detail, created_at)
+VALUES ($1, $2, $3, 'unsubscribe', $4, '', $5)
+ON CONFLICT (project, test_mode, address) DO UPDATE
+SET reason = excluded.reason, message_id = NULL, broadcast_id = excluded.broadcast_id, detail = excluded.detail,
+    created_at = excluded.created_at, until = NULL
+WHERE email_suppressions.reason = 'soft_bounce' OR email_suppressions.until <= excluded.created_at
+`
+
+type UnsubscribeParams struct {
+	Project     string
+	TestMode    bool
+	Address     string
+	BroadcastID *string
+	CreatedAt   time.Time
+}
+
+// Puts an address on the list for an unsubscribe from a broadcast's email. An entry already in
+// force stays as it is (the same unsubscribe again changes nothing, nor does it lift a bounce's
+// evidence); only a soft bounce, or an entry that has lapsed, gives way.
+func (q *Queries) Unsubscribe(ctx context.Context, arg UnsubscribeParams) error {
+	_, err := q.db.Exec(ctx, unsubscribe,
+		arg.Project,
+		arg.TestMode,
+		arg.Address,
+		arg.BroadcastID,
+		arg.CreatedAt,
+	)
+	return err
 }

@@ -187,14 +187,15 @@ type EmailDomainHolder struct {
 }
 
 type EmailSuppression struct {
-	Project   string
-	TestMode  bool
-	Address   string
-	Reason    string
-	MessageID *string
-	Detail    string
-	CreatedAt time.Time
-	Until     *time.Time
+	Project     string
+	TestMode    bool
+	Address     string
+	Reason      string
+	MessageID   *string
+	Detail      string
+	CreatedAt   time.Time
+	Until       *time.Time
+	BroadcastID *string
 }
 
 type InvitationAnnouncement struct {

@@ -262,3 +262,7 @@ GROUP BY broadcast_id;
 INSERT INTO marketing_emails (project, month, sent) VALUES (@project, @month, @sent)
 ON CONFLICT (project, month) DO UPDATE SET sent = marketing_emails.sent + excluded.sent
 RETURNING sent;
+
+-- name: BroadcastOfContact :one
+-- The broadcast a recipient row belongs to (a message's broadcast_contact_id).
+SELECT broadcast_id FROM broadcast_contacts WHERE id = @id;

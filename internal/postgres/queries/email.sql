@@ -48,8 +48,19 @@ INSERT INTO email_suppressions (project, test_mode, address, reason, message_id,
 VALUES (@project, @test_mode, @address, @reason, sqlc.narg(message_id), @detail, @created_at, sqlc.narg(until))
 ON CONFLICT (project, test_mode, address) DO UPDATE
 SET reason = excluded.reason, message_id = excluded.message_id, detail = excluded.detail,
-    created_at = excluded.created_at, until = excluded.until
+    created_at = excluded.created_at, until = excluded.until, broadcast_id = NULL
 WHERE email_suppressions.reason = 'soft_bounce' OR excluded.reason <> 'soft_bounce';
+
+-- name: Unsubscribe :exec
+-- Puts an address on the list for an unsubscribe from a broadcast's email. An entry already in
+-- force stays as it is (the same unsubscribe again changes nothing, nor does it lift a bounce's
+-- evidence); only a soft bounce, or an entry that has lapsed, gives way.
+INSERT INTO email_suppressions (project, test_mode, address, reason, broadcast_id, detail, created_at)
+VALUES (@project, @test_mode, @address, 'unsubscribe', @broadcast_id, '', @created_at)
+ON CONFLICT (project, test_mode, address) DO UPDATE
+SET reason = excluded.reason, message_id = NULL, broadcast_id = excluded.broadcast_id, detail = excluded.detail,
+    created_at = excluded.created_at, until = NULL
+WHERE email_suppressions.reason = 'soft_bounce' OR email_suppressions.until <= excluded.created_at;
 
 -- name: GetSuppression :one
 -- The address's entry, when it is in force at now.
