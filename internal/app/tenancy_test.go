@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
 	"github.com/switchboard-io/switchboard/internal/tendlc"
 )
 
@@ -355,5 +357,49 @@ func TestWhatsAppFallbackPaysForItsSMS(t *testing.T) {
 	}
 	if n := in.count(`SELECT coalesce(sum(used), 0)::int FROM usage_counters WHERE project = $1 AND meter = 'sms' AND period = 'day' AND NOT test_mode`, acme); n != 1 {
 		t.Fatalf("SMS counted today: %d, want 1", n)
+	}
+}
+
+// TestSubAccountCapHoldsUnderConcurrentCreates: eight creates at once against a cap of three,
+// through two api replicas on one database: exactly three are made (the count is taken under a
+// lock every replica shares), the others are 403 and leave no namespace.
+func TestSubAccountCapHoldsUnderConcurrentCreates(t *testing.T) {
+	url := pgtest.NewDatabase(t)
+	first, second := start(t, onDatabase(url)), start(t, onDatabase(url))
+	three := int32(3)
+	acme := newProject(t, first, v1alpha1.ProjectSpec{MaxSubAccounts: &three})
+	key := newKey(t, first, acme, apikey.Live)
+	waitFor(t, func() bool { return second.get("/v1/me", key).status == 200 })
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	made, refused := 0, 0
+	for i := range 8 {
+		in := first
+		if i%2 == 1 {
+			in = second
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := in.post("/v1/sub-accounts", key, `{"name":"client"}`)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case r.status == 201:
+				made++
+			case r.status == 403 && r.body["code"] == "sub_account_limit_reached":
+				refused++
+			default:
+				t.Errorf("create = %d %v", r.status, r.body)
+			}
+		}()
+	}
+	wg.Wait()
+	var namespaces corev1.NamespaceList
+	if err := first.k8s.List(context.Background(), &namespaces, client.MatchingLabels{account.ParentLabel: acme}); err != nil {
+		t.Fatal(err)
+	}
+	if made != 3 || refused != 5 || len(namespaces.Items) != 3 {
+		t.Fatalf("%d made, %d refused, %d namespaces; want 3, 5 and 3", made, refused, len(namespaces.Items))
 	}
 }

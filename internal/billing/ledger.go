@@ -277,20 +277,18 @@ func Credit(ctx context.Context, pool *pgxpool.Pool, a Account, amount Micros, n
 			MessageIds: []string{""}, Note: note, Now: now}); err != nil {
 			return err
 		}
-		if err := repay(ctx, q, a.Project, row.BalanceMicros, row.DrawnMicros, row.Parent, now); err != nil {
-			return err
-		}
-		b, err := q.GetBalance(ctx, a.Project)
-		balance = b.BalanceMicros - b.DrawnMicros
-		return err
+		// Paying the parent back lowers what it holds and what it drew alike: the balance shown
+		// (held less drawn) is the same before and after.
+		balance = row.BalanceMicros - row.DrawnMicros
+		return repay(ctx, q, a.Project, row.BalanceMicros, row.DrawnMicros, row.Parent, now)
 	})
 	return Micros(balance), err
 }
 
 // Balance is a project's money. A sub-account's Balance is what it holds less what its parent
-// paid for it: below zero while it owes its parent.
+// paid for it (Drawn): below zero while it owes its parent.
 type Balance struct {
-	Balance, Spent Micros
+	Balance, Spent, Drawn Micros
 }
 
 // Read returns the project's balance, opening it (with its opening credit) when new.
@@ -308,7 +306,7 @@ func Read(ctx context.Context, pool *pgxpool.Pool, a Account, now time.Time) (Ba
 	if err != nil {
 		return Balance{}, fmt.Errorf("read balance of %s: %w", a.Project, err)
 	}
-	return Balance{Balance: Micros(b.BalanceMicros - b.DrawnMicros), Spent: Micros(b.SpentMicros)}, nil
+	return Balance{Balance: Micros(b.BalanceMicros - b.DrawnMicros), Spent: Micros(b.SpentMicros), Drawn: Micros(b.DrawnMicros)}, nil
 }
 
 // Reserve sets amount aside from the project's balance inside tx (a broadcast's estimate, when

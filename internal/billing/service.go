@@ -81,15 +81,12 @@ func (s *Service) Available(ctx context.Context, project string) (Micros, error)
 	if a.Parent == nil {
 		return b.Balance + a.CreditLimit, nil
 	}
-	row, err := db.New(s.Pool).GetBalance(ctx, project)
-	if err != nil {
-		return 0, fmt.Errorf("read balance of %s: %w", project, err)
-	}
 	parent, err := s.Available(ctx, a.Parent.Project)
 	if err != nil {
 		return 0, err
 	}
-	return Micros(max(0, row.BalanceMicros)) + max(0, min(a.CreditLimit-Micros(row.DrawnMicros), parent)), nil
+	held := b.Balance + b.Drawn
+	return max(0, held) + max(0, min(a.CreditLimit-b.Drawn, parent)), nil
 }
 
 // Account is what charging project needs (its opening credit and credit limit).

@@ -1,24 +1,5 @@
 package connectpage
 
-import (
-	"golang.org/x/text/language"
-)
-
-// The page's languages: English first (the fallback), then the translations.
-var (
-	languages = []language.Tag{language.English, language.Spanish}
-	matcher   = language.NewMatcher(languages)
-)
-
-// lang is the page's language for a request's Accept-Language: a translation where one exists,
-// else English.
-func lang(acceptLanguage string) string {
-	tags, _, _ := language.ParseAcceptLanguage(acceptLanguage)
-	_, i, _ := matcher.Match(tags...)
-	base, _ := languages[i].Base()
-	return base.String()
-}
-
 // text is the page's wording by language, then key. Every key exists in every language (a test
 // holds them to it).
 var text = map[string]map[string]string{

@@ -24,19 +24,3 @@ func TestEveryLanguageHasEveryText(t *testing.T) {
 		}
 	}
 }
-
-func TestLanguageOfTheBrowser(t *testing.T) {
-	for header, want := range map[string]string{
-		"":                          "en",
-		"es-MX,es;q=0.9,en;q=0.8":   "es",
-		"es-419":                    "es",
-		"fr-FR,fr;q=0.9":            "en",
-		"de;q=0.9,es;q=0.8,en;q=.1": "es",
-		"en-GB":                     "en",
-		"not a header":              "en",
-	} {
-		if got := lang(header); got != want {
-			t.Errorf("lang(%q) = %s, want %s", header, got, want)
-		}
-	}
-}

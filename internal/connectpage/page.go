@@ -27,6 +27,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/invitation"
 	"github.com/switchboard-io/switchboard/internal/kubewrite"
+	"github.com/switchboard-io/switchboard/internal/pagelang"
 )
 
 //go:embed templates/*.html
@@ -197,7 +198,7 @@ type view struct {
 }
 
 func (h *Handler) viewOf(r *http.Request, inv *v1alpha1.Invitation, token string) view {
-	v := view{Lang: lang(r.Header.Get("Accept-Language")), StaticPath: invitation.PagePath + "static/", PagePath: invitation.PagePath}
+	v := view{Lang: pagelang.Of(r.Header.Get("Accept-Language")), StaticPath: invitation.PagePath + "static/", PagePath: invitation.PagePath}
 	if inv == nil {
 		return v
 	}

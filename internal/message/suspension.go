@@ -30,7 +30,10 @@ type suspensionKey struct {
 }
 
 type suspensionState struct {
-	row     *db.SendingSuspension
+	row *db.SendingSuspension
+	// parent is the project's parent ("" for none), read with the row: its suspension covers
+	// the project too.
+	parent  string
 	checked time.Time
 }
 
@@ -41,26 +44,24 @@ func (s *Service) SetSupportURL(u string) { s.supportURL = u }
 // suspension returns the suspension in force for project in a mode, or nil: its own, or its
 // parent's, which covers its sub-accounts.
 func (s *Service) suspension(ctx context.Context, project string, testMode bool) (*db.SendingSuspension, error) {
-	sus, err := s.suspensionOf(ctx, project, testMode)
-	if err != nil || sus != nil {
-		return sus, err
+	st, err := s.suspensionOf(ctx, project, testMode)
+	if err != nil || st.row != nil || st.parent == "" {
+		return st.row, err
 	}
-	parent, err := s.parentOf(ctx, project)
-	if err != nil || parent == "" {
-		return nil, err
-	}
-	return s.suspensionOf(ctx, parent, testMode)
+	parent, err := s.suspensionOf(ctx, st.parent, testMode)
+	return parent.row, err
 }
 
-// suspensionOf returns the suspension in force for project itself in a mode, or nil.
-func (s *Service) suspensionOf(ctx context.Context, project string, testMode bool) (*db.SendingSuspension, error) {
+// suspensionOf returns what this replica knows of project's own suspension in a mode (and its
+// parent), read again once it is suspensionTTL old.
+func (s *Service) suspensionOf(ctx context.Context, project string, testMode bool) (suspensionState, error) {
 	k := suspensionKey{project, testMode}
 	now := s.now()
 	s.suspended.mu.Lock()
 	st, ok := s.suspended.seen[k]
 	s.suspended.mu.Unlock()
 	if ok && now.Sub(st.checked) < suspensionTTL {
-		return st.row, nil
+		return st, nil
 	}
 	row, err := db.New(s.pool).Suspension(ctx, db.SuspensionParams{Project: project, TestMode: testMode})
 	var found *db.SendingSuspension
@@ -68,31 +69,33 @@ func (s *Service) suspensionOf(ctx context.Context, project string, testMode boo
 	case err == nil:
 		found = &row
 	case !errors.Is(err, pgx.ErrNoRows):
-		return nil, fmt.Errorf("read suspension of %s: %w", project, err)
+		return suspensionState{}, fmt.Errorf("read suspension of %s: %w", project, err)
 	}
-	if found != nil {
-		// The Project's liftSuspensionsBefore lifts it as `switchboard project unsuspend` does.
-		p, err := s.project(ctx, project)
-		if err != nil {
-			return nil, err
+	p, err := s.project(ctx, project)
+	if err != nil {
+		return suspensionState{}, err
+	}
+	// The Project's liftSuspensionsBefore lifts it as `switchboard project unsuspend` does.
+	// Resource times are whole seconds: a suspension of the same second as the field is lifted.
+	if found != nil && p != nil && p.Spec.LiftSuspensionsBefore != nil && !p.Spec.LiftSuspensionsBefore.Time.Before(found.Since.Truncate(time.Second)) {
+		by := "Project " + project + " spec.liftSuspensionsBefore"
+		if _, err := db.New(s.pool).LiftSuspensions(ctx, db.LiftSuspensionsParams{Project: project, LiftedBy: &by,
+			Now: ptrTime(now.UTC())}); err != nil {
+			return suspensionState{}, fmt.Errorf("lift suspension of %s: %w", project, err)
 		}
-		// Resource times are whole seconds: a suspension of the same second as the field is lifted.
-		if p != nil && p.Spec.LiftSuspensionsBefore != nil && !p.Spec.LiftSuspensionsBefore.Time.Before(found.Since.Truncate(time.Second)) {
-			by := "Project " + project + " spec.liftSuspensionsBefore"
-			if _, err := db.New(s.pool).LiftSuspensions(ctx, db.LiftSuspensionsParams{Project: project, LiftedBy: &by,
-				Now: ptrTime(now.UTC())}); err != nil {
-				return nil, fmt.Errorf("lift suspension of %s: %w", project, err)
-			}
-			found = nil
-		}
+		found = nil
+	}
+	st = suspensionState{row: found, checked: now}
+	if p != nil {
+		st.parent = p.Spec.Parent
 	}
 	s.suspended.mu.Lock()
 	if s.suspended.seen == nil {
 		s.suspended.seen = map[suspensionKey]suspensionState{}
 	}
-	s.suspended.seen[k] = suspensionState{row: found, checked: now}
+	s.suspended.seen[k] = st
 	s.suspended.mu.Unlock()
-	return found, nil
+	return st, nil
 }
 
 // forget drops what this replica read of a project's suspension.

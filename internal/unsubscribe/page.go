@@ -9,7 +9,8 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
-	"golang.org/x/text/language"
+
+	"github.com/switchboard-io/switchboard/internal/pagelang"
 )
 
 //go:embed templates/*.html
@@ -50,7 +51,7 @@ type view struct {
 // ServeHTTP routes the page's requests.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	token, ok := strings.CutPrefix(r.URL.Path, Path)
-	l := lang(r.Header.Get("Accept-Language"))
+	l := pagelang.Of(r.Header.Get("Accept-Language"))
 	if !ok || token == "" || strings.Contains(token, "/") {
 		h.render(w, http.StatusNotFound, view{Lang: l, State: "invalid"})
 		return
@@ -107,20 +108,6 @@ func (h *Handler) render(w http.ResponseWriter, status int, v view) {
 	if err := h.pages.ExecuteTemplate(w, "page.html", v); err != nil {
 		h.Log.Error(err, "render the unsubscribe page")
 	}
-}
-
-// The page's languages: English first (the fallback), then the translations.
-var (
-	languages = []language.Tag{language.English, language.Spanish}
-	matcher   = language.NewMatcher(languages)
-)
-
-// lang is the page's language for a request's Accept-Language.
-func lang(acceptLanguage string) string {
-	tags, _, _ := language.ParseAcceptLanguage(acceptLanguage)
-	_, i, _ := matcher.Match(tags...)
-	base, _ := languages[i].Base()
-	return base.String()
 }
 
 // text is the page's wording by language, then key. Every key exists in every language (a test
