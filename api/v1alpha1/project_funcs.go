@@ -112,3 +112,10 @@ func (p *Project) RequestRate() int32 {
 func (p *Project) IsDeactivated() bool {
 	return p != nil && p.Spec.SubAccount != nil && p.Spec.SubAccount.Deactivated
 }
+
+// UnsubscribesRefuseAll tells whether an unsubscribe on the project's suppression list refuses
+// single sends too (spec.email.unsubscribeScope all), not only broadcast email; a nil project
+// keeps the default (broadcasts).
+func (p *Project) UnsubscribesRefuseAll() bool {
+	return p != nil && p.Spec.Email != nil && p.Spec.Email.UnsubscribeScope == UnsubscribeScopeAll
+}

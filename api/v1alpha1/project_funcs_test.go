@@ -32,3 +32,25 @@ func TestEffectiveRequestRate(t *testing.T) {
 		})
 	}
 }
+
+func TestUnsubscribesRefuseAll(t *testing.T) {
+	t.Parallel()
+	scoped := func(s UnsubscribeScope) *Project {
+		return &Project{Spec: ProjectSpec{Email: &ProjectEmail{UnsubscribeScope: s}}}
+	}
+	for _, tt := range []struct {
+		name    string
+		project *Project
+		want    bool
+	}{
+		{"no project", nil, false},
+		{"no email settings", &Project{}, false},
+		{"scope unset", scoped(""), false},
+		{"broadcasts", scoped(UnsubscribeScopeBroadcasts), false},
+		{"all", scoped(UnsubscribeScopeAll), true},
+	} {
+		if got := tt.project.UnsubscribesRefuseAll(); got != tt.want {
+			t.Errorf("%s: UnsubscribesRefuseAll = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -121,6 +121,35 @@ type ProjectSpec struct {
 	// +kubebuilder:validation:Maximum=100000
 	// +optional
 	MaxSubAccounts *int32 `json:"maxSubAccounts,omitempty"`
+
+	// Email holds the project's email settings.
+	// +optional
+	Email *ProjectEmail `json:"email,omitempty"`
+}
+
+// UnsubscribeScope is what an unsubscribe on a project's suppression list refuses.
+// +kubebuilder:validation:Enum=broadcasts;all
+type UnsubscribeScope string
+
+const (
+	// UnsubscribeScopeBroadcasts refuses only broadcast email to the address.
+	UnsubscribeScopeBroadcasts UnsubscribeScope = "broadcasts"
+	// UnsubscribeScopeAll refuses every email to the address.
+	UnsubscribeScopeAll UnsubscribeScope = "all"
+)
+
+// ProjectEmail holds a project's email settings.
+type ProjectEmail struct {
+	// UnsubscribeScope is what an unsubscribe stops: an `unsubscribe` entry on the project's
+	// suppression list, made when a recipient uses a broadcast email's one-click link or its
+	// mailto (or by POST /v1/email-suppressions with reason unsubscribe).
+	//   - broadcasts (the default, when unset): only broadcast (marketing) email to the address
+	//     is refused; single sends (transactional mail such as receipts and password resets)
+	//     still go, as mailbox providers tell marketing from transactional mail.
+	//   - all: every email to the address is refused, single sends too.
+	// Bounces, complaints and manual entries refuse every email either way.
+	// +optional
+	UnsubscribeScope UnsubscribeScope `json:"unsubscribeScope,omitempty"`
 }
 
 // DailyLimits are agreed daily ceilings (messages per UTC day); an unset one is the plan's.

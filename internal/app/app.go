@@ -285,7 +285,6 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	unsubscribes := unsubscribe.NewSigner(unsubscribeKey)
 	invitations := func(fieldManager string) *invitation.Service {
 		return invitation.NewService(mgr.GetClient(), mgr.GetAPIReader(), cfg.Pool, delivery.NewService(mgr.GetClient()),
 			invitationKey, cfg.dashboardURL()).WithFieldManager(fieldManager)
@@ -359,7 +358,9 @@ func Run(ctx context.Context, cfg Config) error {
 		messages.SetEmailPreflight(emailChecks)
 		messages.SetReceipts(transports)
 		messages.SetMediaBase(cfg.PublicURL)
-		messages.SetUnsubscribe(unsubscribes, cfg.dashboardURL())
+		unsubscribes := unsubscribe.NewService(unsubscribe.NewSigner(unsubscribeKey), cfg.Pool, emailChecks,
+			cfg.dashboardURL(), cfg.Email.InboundHost)
+		messages.SetUnsubscribe(unsubscribes)
 		messages.SetPrices(&billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace})
 		messages.SetRiskPolicies(&risk.Policies{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace})
 		messages.SetSupportURL(cfg.SupportURL)
@@ -423,7 +424,7 @@ func Run(ctx context.Context, cfg Config) error {
 func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Service, queue *river.Client[pgx.Tx],
 	messages *message.Service, transports *registry.Registry, domains *emaildomain.Service, templates *template.Service,
 	registrations *tendlc.Service, broadcasts *broadcast.Service, invitations *invitation.Service, invitationKey []byte,
-	unsubscribes *unsubscribe.Signer, emailChecks *emailcheck.Checker,
+	unsubscribes *unsubscribe.Service, emailChecks *emailcheck.Checker,
 	resolver *dnsresolve.Resolver, checks map[string]healthz.Checker,
 	log logr.Logger) error {
 	auth := apikey.NewAuthenticator(keys, cfg.Pool, log.WithName("apikeys"))
@@ -476,7 +477,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Listener:        cfg.Listener,
 		ReadyChecks:     checks,
 		Pages:           pages,
-		Unsubscribe:     unsubscribe.NewHandler(unsubscribes, emailChecks, log.WithName("unsubscribe")),
+		Unsubscribe:     unsubscribe.NewHandler(unsubscribes, log.WithName("unsubscribe")),
 		Callbacks: &callback.Handler{Messages: messages, Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), PublicURL: cfg.PublicURL,
 			InstallationNamespace: cfg.InstallationNamespace, Bots: transports,
 			Templates: templates.Reviewer(), Media: transports,
@@ -492,9 +493,10 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	if cfg.SMTPListener != nil {
 		mail, err := mailin.New(mailin.Config{Listener: cfg.SMTPListener, Hostname: cfg.Email.InboundHost,
 			MaxMessageBytes: cfg.SMTPMaxMessageBytes, Limits: cfg.SMTPLimits, Resolver: resolver,
-			Recipients: &emailin.Router{Reader: mgr.GetClient(), Pool: cfg.Pool},
-			Handler:    &emailin.Receiver{Messages: messages, Checks: emailChecks, Pool: cfg.Pool, Log: log.WithName("mail")},
-			Log:        log.WithName("smtp")})
+			Recipients: &emailin.Router{Reader: mgr.GetClient(), Pool: cfg.Pool, InboundHost: cfg.Email.InboundHost, Unsubscribes: unsubscribes},
+			Handler: &emailin.Receiver{Messages: messages, Checks: emailChecks, Pool: cfg.Pool, Unsubscribes: unsubscribes,
+				Log: log.WithName("mail")},
+			Log: log.WithName("smtp")})
 		if err != nil {
 			return err
 		}

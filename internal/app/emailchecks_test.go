@@ -32,7 +32,7 @@ func TestSuppressionListAndPreflight(t *testing.T) {
 	}
 
 	// An address put on the list by hand: a send to it fails at pre-flight, never reaching the sandbox.
-	r := in.post("/v1/email-suppressions", key, `{"email":"Ada@Example.com","reason":"unsubscribe","detail":"asked by phone"}`)
+	r := in.post("/v1/email-suppressions", key, `{"email":"Ada@Example.com","reason":"manual","detail":"asked by phone"}`)
 	if r.status != 201 || r.body["suppression"].(map[string]any)["email"] != "ada@example.com" {
 		t.Fatalf("add = %d %v", r.status, r.body)
 	}
@@ -55,7 +55,7 @@ func TestSuppressionListAndPreflight(t *testing.T) {
 		res := res.(map[string]any)
 		verdicts = append(verdicts, fmt.Sprint(res["verdict"], res["reasons"]))
 	}
-	want := "undeliverable[suppressed_unsubscribe] risky[role_address] undeliverable[domain_not_found disposable_domain] undeliverable[invalid_syntax]"
+	want := "undeliverable[suppressed_manual] risky[role_address] undeliverable[domain_not_found disposable_domain] undeliverable[invalid_syntax]"
 	if strings.Join(verdicts, " ") != want {
 		t.Fatalf("verdicts %v, want %s", verdicts, want)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/unsubscribe"
 )
 
 // Statuses of a broadcast.
@@ -72,13 +73,17 @@ type Content struct {
 
 // Input is a create or update request: nil is a field not given.
 type Input struct {
-	Channel        *string            `json:"channel"`
-	Name           *string            `json:"name"`
-	MessageType    *string            `json:"messageType"`
-	Text           *string            `json:"text"`
-	Content        *Content           `json:"content"`
-	EmailSubject   *string            `json:"emailSubject"`
-	EmailHTMLBody  *string            `json:"emailHtmlBody"`
+	Channel       *string  `json:"channel"`
+	Name          *string  `json:"name"`
+	MessageType   *string  `json:"messageType"`
+	Text          *string  `json:"text"`
+	Content       *Content `json:"content"`
+	EmailSubject  *string  `json:"emailSubject"`
+	EmailHTMLBody *string  `json:"emailHtmlBody"`
+	// UnsubscribeURL is the broadcast's own one-click unsubscribe link (Switchboard's
+	// extension): its email's List-Unsubscribe names it instead of Switchboard's; "" returns to
+	// Switchboard's.
+	UnsubscribeURL *string            `json:"unsubscribeUrl"`
 	SenderID       *string            `json:"senderId"`
 	ScheduledAt    *string            `json:"scheduledAt"`
 	Metadata       *map[string]string `json:"metadata"`
@@ -91,6 +96,7 @@ type fields struct {
 	text                       *string
 	content                    *Content
 	emailSubject, htmlBody     *string
+	unsubscribeURL             *string
 	senderID                   *string
 	metadata                   map[string]string
 	scheduledAt                *time.Time
@@ -98,7 +104,7 @@ type fields struct {
 
 func fieldsOf(b db.Broadcast) fields {
 	f := fields{channel: b.Channel, name: b.Name, messageType: b.MessageType, text: b.Text, emailSubject: b.EmailSubject,
-		htmlBody: b.EmailHtmlBody, senderID: b.SenderID, scheduledAt: b.ScheduledAt}
+		htmlBody: b.EmailHtmlBody, unsubscribeURL: b.UnsubscribeUrl, senderID: b.SenderID, scheduledAt: b.ScheduledAt}
 	if len(b.Content) > 0 {
 		f.content = &Content{}
 		_ = json.Unmarshal(b.Content, f.content)
@@ -182,6 +188,16 @@ func (in Input) apply(f *fields, create bool, now time.Time) []apperror.FieldErr
 		}
 		f.htmlBody = in.EmailHTMLBody
 	}
+	if in.UnsubscribeURL != nil {
+		switch {
+		case *in.UnsubscribeURL == "":
+			f.unsubscribeURL = nil
+		case unsubscribe.CheckURL(*in.UnsubscribeURL) != "":
+			bad("unsubscribeUrl", unsubscribe.CheckURL(*in.UnsubscribeURL))
+		default:
+			f.unsubscribeURL = in.UnsubscribeURL
+		}
+	}
 	if in.Metadata != nil {
 		f.metadata = *in.Metadata
 	}
@@ -229,6 +245,9 @@ func (f fields) complete() []apperror.FieldError {
 	}
 	if f.channel != "email" && (f.emailSubject != nil || f.htmlBody != nil) {
 		bad("emailSubject", "and emailHtmlBody are for email broadcasts only")
+	}
+	if f.channel != "email" && f.unsubscribeURL != nil {
+		bad("unsubscribeUrl", "is for email broadcasts only")
 	}
 	return errs
 }

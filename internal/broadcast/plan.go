@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/transport"
+	"github.com/switchboard-io/switchboard/internal/unsubscribe"
 )
 
 // smartOrder is the order smart tries a sender's channels in when their prices tie: WhatsApp is
@@ -201,6 +202,10 @@ func (p *plan) message(ctx context.Context, c db.BroadcastContact) (*message.Out
 				o.Subject = &subject
 			}
 			o.Options.HTMLBody = html
+			if p.b.UnsubscribeUrl != nil {
+				o.UnsubscribeURL = unsubscribe.ExpandURL(*p.b.UnsubscribeUrl,
+					unsubscribe.Recipient{ID: c.ID, Broadcast: p.b.ID, Address: c.Recipient})
+			}
 		}
 		err := p.s.send.CheckBulk(ctx, o, p.snd)
 		var ae *apperror.Error

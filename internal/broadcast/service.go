@@ -74,7 +74,7 @@ func (s *Service) Create(ctx context.Context, k Key, in Input) (Broadcast, error
 	content, metadata := jsonOrNil(f.content), jsonOrNil(f.metadata)
 	row, err := db.New(s.pool).InsertBroadcast(ctx, db.InsertBroadcastParams{ID: id, Project: k.Project, TestMode: k.TestMode,
 		Name: f.name, Channel: f.channel, MessageType: f.messageType, Text: f.text, Content: content, EmailSubject: f.emailSubject,
-		EmailHtmlBody: f.htmlBody, SenderID: f.senderID, Metadata: metadata, IdempotencyKey: in.IdempotencyKey,
+		EmailHtmlBody: f.htmlBody, UnsubscribeUrl: f.unsubscribeURL, SenderID: f.senderID, Metadata: metadata, IdempotencyKey: in.IdempotencyKey,
 		ScheduledAt: f.scheduledAt, Now: s.now().UTC()})
 	if errors.Is(err, pgx.ErrNoRows) && in.IdempotencyKey != nil {
 		orig, err := db.New(s.pool).BroadcastByIdempotencyKey(ctx, db.BroadcastByIdempotencyKeyParams{Project: k.Project,
@@ -201,8 +201,9 @@ func (s *Service) Update(ctx context.Context, k Key, id string, in Input) (Broad
 			return apperror.InvalidFields(refErrs...)
 		}
 		row, err = q.UpdateBroadcastDraft(ctx, db.UpdateBroadcastDraftParams{ID: id, Name: f.name, Text: f.text,
-			Content: jsonOrNil(f.content), EmailSubject: f.emailSubject, EmailHtmlBody: f.htmlBody, Metadata: jsonOrNil(f.metadata),
-			Now: s.now().UTC()})
+			Content: jsonOrNil(f.content), EmailSubject: f.emailSubject, EmailHtmlBody: f.htmlBody, UnsubscribeUrl: f.unsubscribeURL,
+			Metadata: jsonOrNil(f.metadata),
+			Now:      s.now().UTC()})
 		out = viewOf(row)
 		return err
 	})

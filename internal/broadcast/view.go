@@ -33,6 +33,7 @@ type Broadcast struct {
 	Text           *string           `json:"text,omitempty"`
 	Content        *Content          `json:"content,omitempty"`
 	EmailSubject   *string           `json:"emailSubject,omitempty"`
+	UnsubscribeURL *string           `json:"unsubscribeUrl,omitempty"`
 	SenderID       *string           `json:"senderId,omitempty"`
 	Metadata       map[string]string `json:"metadata,omitempty"`
 	ScheduledAt    *time.Time        `json:"scheduledAt,omitempty"`
@@ -65,7 +66,7 @@ func viewOf(b db.Broadcast) Broadcast {
 	f := fieldsOf(b)
 	v := Broadcast{ID: b.ID, Name: b.Name, Status: b.Status, Channel: b.Channel, MessageType: b.MessageType,
 		TotalContacts: b.TotalContacts, CreatedAt: b.CreatedAt.UTC(), UpdatedAt: b.UpdatedAt.UTC(), Text: b.Text, Content: f.content,
-		EmailSubject: b.EmailSubject, SenderID: b.SenderID, Metadata: f.metadata, ScheduledAt: utc(b.ScheduledAt),
+		EmailSubject: b.EmailSubject, UnsubscribeURL: b.UnsubscribeUrl, SenderID: b.SenderID, Metadata: f.metadata, ScheduledAt: utc(b.ScheduledAt),
 		StartedAt: utc(b.StartedAt), CompletedAt: utc(b.CompletedAt), PendingCount: b.PendingCount,
 		SendingCount: b.QueuedCount + b.SendingCount, SentCount: b.SendingCount + b.DeliveredCount, DeliveredCount: b.DeliveredCount,
 		FailedCount: b.FailedCount, SkippedCount: b.SkippedCount, queued: b.QueuedCount,

@@ -98,7 +98,7 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 	fl.StringVar(&f.dnsServer, "dns-server", envOr("SWITCHBOARD_DNS_SERVER", ""),
 		"DNS server (host:port) that email domain checks, email pre-flight and inbound mail checks ask, e.g. 10.96.0.10:53 (env SWITCHBOARD_DNS_SERVER); empty: the resolvers of /etc/resolv.conf")
 	fl.StringVar(&f.inboundHost, "email-inbound-host", envOr("SWITCHBOARD_EMAIL_INBOUND_HOST", ""),
-		"host name at which this installation receives mail (its SMTP listener's public name), e.g. mx.switchboard.example.com: the MX email domains publish to receive mail and bounces (env SWITCHBOARD_EMAIL_INBOUND_HOST); empty: no receiving and no enhanced records")
+		"host name at which this installation receives mail (its SMTP listener's public name), e.g. mx.switchboard.example.com: the MX email domains publish to receive mail and bounces, and the domain of broadcast email's mailto: unsubscribe addresses (env SWITCHBOARD_EMAIL_INBOUND_HOST); empty: no receiving, no enhanced records and no mailto: unsubscribe")
 	fl.StringVar(&f.spfInclude, "email-spf-include", envOr("SWITCHBOARD_EMAIL_SPF_INCLUDE", ""),
 		"SPF domain of the SMTP relays mail goes out through, e.g. amazonses.com, asked for as include:<it> in each domain's SPF record (env SWITCHBOARD_EMAIL_SPF_INCLUDE); empty: v=spf1 mx ~all")
 	if r == app.RoleAPI || r == app.RoleAll {

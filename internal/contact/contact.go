@@ -12,20 +12,29 @@ import (
 	"slices"
 
 	"github.com/switchboard-io/switchboard/internal/addr"
+	"github.com/switchboard-io/switchboard/internal/emailcheck"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
 // Contact is a contact with its channels, each contact's in the order they were added.
 type Contact struct {
 	db.Contact
-	Channels []db.ContactChannel
+	Channels []Channel
+}
+
+// Channel is one of a contact's channels. An email channel's address may be on the project's
+// suppression list (in the contact's mode): Suppression is its entry in force, nil when none
+// (and always nil for other channels).
+type Channel struct {
+	db.ContactChannel
+	Suppression *emailcheck.Entry
 }
 
 // AvailableChannels are the channel types the contact can be reached on, in Channels order.
 func (c Contact) AvailableChannels() []string {
 	out := []string{}
 	for _, t := range Channels {
-		if slices.ContainsFunc(c.Channels, func(ch db.ContactChannel) bool { return ch.Channel == t }) {
+		if slices.ContainsFunc(c.Channels, func(ch Channel) bool { return ch.Channel == t }) {
 			out = append(out, t)
 		}
 	}
@@ -36,7 +45,7 @@ func (c Contact) AvailableChannels() []string {
 func (c Contact) primary(t string) *db.ContactChannel {
 	for i := range c.Channels {
 		if c.Channels[i].Channel == t && c.Channels[i].IsPrimary {
-			return &c.Channels[i]
+			return &c.Channels[i].ContactChannel
 		}
 	}
 	return nil
@@ -83,7 +92,7 @@ func (c Contact) CountryCode() string {
 
 // IsVerified tells whether the contact is verified: marked so, or verified on one of its channels.
 func (c Contact) IsVerified() bool {
-	return c.Verified || slices.ContainsFunc(c.Channels, func(ch db.ContactChannel) bool { return ch.Verified })
+	return c.Verified || slices.ContainsFunc(c.Channels, func(ch Channel) bool { return ch.Verified })
 }
 
 // MetadataMap is the contact's metadata; empty, not nil, when it has none.

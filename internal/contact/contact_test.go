@@ -154,11 +154,11 @@ func TestSearchEscapesLikeWildcards(t *testing.T) {
 func TestDerivedFields(t *testing.T) {
 	t.Parallel()
 	us, br := "US", "BR"
-	c := Contact{Channels: []db.ContactChannel{
-		{Channel: "email", Identifier: "ana@example.com", IsPrimary: true},
-		{Channel: "whatsapp", Identifier: "BR.abcdef1234", IsPrimary: true, CountryCode: &br},
-		{Channel: "voice", Identifier: "+14155550009", IsPrimary: true, CountryCode: &us},
-		{Channel: "sms", Identifier: "+14155550001", IsPrimary: false, Verified: true},
+	c := Contact{Channels: []Channel{
+		{ContactChannel: db.ContactChannel{Channel: "email", Identifier: "ana@example.com", IsPrimary: true}},
+		{ContactChannel: db.ContactChannel{Channel: "whatsapp", Identifier: "BR.abcdef1234", IsPrimary: true, CountryCode: &br}},
+		{ContactChannel: db.ContactChannel{Channel: "voice", Identifier: "+14155550009", IsPrimary: true, CountryCode: &us}},
+		{ContactChannel: db.ContactChannel{Channel: "sms", Identifier: "+14155550001", IsPrimary: false, Verified: true}},
 	}}
 	if got := c.AvailableChannels(); !slices.Equal(got, []string{"sms", "whatsapp", "email", "voice"}) {
 		t.Errorf("AvailableChannels = %v", got)

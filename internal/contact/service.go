@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/addr"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/emailcheck"
 	"github.com/switchboard-io/switchboard/internal/optional"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/randid"
@@ -171,7 +172,7 @@ func (s *Service) Create(ctx context.Context, key apikey.Key, in CreateInput) (C
 				conflicts = append(conflicts, *conflict)
 				continue
 			}
-			out.Channels = append(out.Channels, row)
+			out.Channels = append(out.Channels, Channel{ContactChannel: row})
 		}
 		if len(conflicts) > 0 {
 			return duplicateIdentifier(conflicts)
@@ -181,7 +182,7 @@ func (s *Service) Create(ctx context.Context, key apikey.Key, in CreateInput) (C
 			return fmt.Errorf("read contact %s: %w", id, err)
 		}
 		out.Contact = c
-		return nil
+		return s.withSuppressions(ctx, q, key, []Contact{out})
 	})
 	if err != nil {
 		return Contact{}, err
@@ -230,7 +231,7 @@ func (s *Service) Get(ctx context.Context, key apikey.Key, id string) (Contact, 
 	if err != nil {
 		return Contact{}, fmt.Errorf("read contact %s: %w", id, err)
 	}
-	return withChannels(ctx, q, c)
+	return s.shown(ctx, q, key, c)
 }
 
 // ByPhone returns the key's contact that has phone on a phone channel (sms first, then
@@ -247,7 +248,7 @@ func (s *Service) ByPhone(ctx context.Context, key apikey.Key, phone string) (Co
 	if err != nil {
 		return Contact{}, fmt.Errorf("find contact by phone: %w", err)
 	}
-	return withChannels(ctx, q, c)
+	return s.shown(ctx, q, key, c)
 }
 
 // ListFilter narrows a contact list.
@@ -301,7 +302,11 @@ func (s *Service) List(ctx context.Context, key apikey.Key, f ListFilter) ([]Con
 	if err != nil {
 		return nil, fmt.Errorf("list contacts: %w", err)
 	}
-	return withAllChannels(ctx, q, rows)
+	out, err := withAllChannels(ctx, q, rows)
+	if err != nil {
+		return nil, err
+	}
+	return out, s.withSuppressions(ctx, q, key, out)
 }
 
 // UpdateInput is the body of PATCH /v1/contacts/{id} and /v2/contacts/{id}: fields left out stay,
@@ -359,7 +364,7 @@ func (s *Service) Update(ctx context.Context, key apikey.Key, id string, in Upda
 			return fmt.Errorf("update contact %s: %w", id, err)
 		}
 		out = Contact{Contact: row, Channels: c.Channels}
-		return nil
+		return s.withSuppressions(ctx, q, key, []Contact{out})
 	})
 	return out, err
 }
@@ -434,7 +439,7 @@ func (s *Service) Merge(ctx context.Context, key apikey.Key, targetID string, in
 		if _, err := q.DeleteContact(ctx, db.DeleteContactParams{ID: sourceID, Project: key.Project, TestMode: key.TestMode()}); err != nil {
 			return fmt.Errorf("delete contact %s: %w", sourceID, err)
 		}
-		out, err = withChannels(ctx, q, row)
+		out, err = s.shown(ctx, q, key, row)
 		return err
 	})
 	return out, err
@@ -469,12 +474,12 @@ func absorb(target, source db.Contact) db.UpdateContactParams {
 
 // AddChannel adds a channel to a contact. Without isPrimary it is primary when the contact has
 // no primary channel of its type; with isPrimary true it takes over from the one that was.
-func (s *Service) AddChannel(ctx context.Context, key apikey.Key, contactID string, in ChannelInput) (db.ContactChannel, error) {
+func (s *Service) AddChannel(ctx context.Context, key apikey.Key, contactID string, in ChannelInput) (Channel, error) {
 	ch, errs := checkChannelInput("", in)
 	if len(errs) > 0 {
-		return db.ContactChannel{}, apperror.InvalidFields(errs...)
+		return Channel{}, apperror.InvalidFields(errs...)
 	}
-	var out db.ContactChannel
+	var out Channel
 	err := s.inContact(ctx, key, contactID, func(q *db.Queries, c Contact) error {
 		now := s.timestamp()
 		if ch.isPrimary == nil {
@@ -495,7 +500,10 @@ func (s *Service) AddChannel(ctx context.Context, key apikey.Key, contactID stri
 				return fmt.Errorf("set primary channel: %w", err)
 			}
 		}
-		out = row
+		out = Channel{ContactChannel: row}
+		if err := s.markSuppressed(ctx, q, key, []*Channel{&out}); err != nil {
+			return err
+		}
 		return touch(ctx, q, contactID, now)
 	})
 	return out, err
@@ -510,7 +518,7 @@ type ChannelUpdate struct {
 }
 
 // UpdateChannel changes a channel's label, metadata or verified flag.
-func (s *Service) UpdateChannel(ctx context.Context, key apikey.Key, contactID, channelID string, in ChannelUpdate) (db.ContactChannel, error) {
+func (s *Service) UpdateChannel(ctx context.Context, key apikey.Key, contactID, channelID string, in ChannelUpdate) (Channel, error) {
 	var errs []apperror.FieldError
 	if in.Label.Set && !in.Label.Null {
 		if e := checkLabel("label", in.Label.Value); e != nil {
@@ -521,9 +529,9 @@ func (s *Service) UpdateChannel(ctx context.Context, key apikey.Key, contactID, 
 		errs = append(errs, checkMetadata("metadata", in.Metadata.Value)...)
 	}
 	if len(errs) > 0 {
-		return db.ContactChannel{}, apperror.InvalidFields(errs...)
+		return Channel{}, apperror.InvalidFields(errs...)
 	}
-	var out db.ContactChannel
+	var out Channel
 	err := s.inContact(ctx, key, contactID, func(q *db.Queries, c Contact) error {
 		ch := c.channel(channelID)
 		if ch == nil {
@@ -544,7 +552,10 @@ func (s *Service) UpdateChannel(ctx context.Context, key apikey.Key, contactID, 
 		if err != nil {
 			return fmt.Errorf("update contact channel %s: %w", channelID, err)
 		}
-		out = row
+		out = Channel{ContactChannel: row}
+		if err := s.markSuppressed(ctx, q, key, []*Channel{&out}); err != nil {
+			return err
+		}
 		return touch(ctx, q, contactID, now)
 	})
 	return out, err
@@ -586,8 +597,8 @@ func (s *Service) RemoveChannel(ctx context.Context, key apikey.Key, contactID, 
 }
 
 // SetPrimary makes a channel the contact's one primary channel of its type.
-func (s *Service) SetPrimary(ctx context.Context, key apikey.Key, contactID, channelID string) (db.ContactChannel, error) {
-	var out db.ContactChannel
+func (s *Service) SetPrimary(ctx context.Context, key apikey.Key, contactID, channelID string) (Channel, error) {
+	var out Channel
 	err := s.inContact(ctx, key, contactID, func(q *db.Queries, c Contact) error {
 		ch := c.channel(channelID)
 		if ch == nil {
@@ -601,7 +612,10 @@ func (s *Service) SetPrimary(ctx context.Context, key apikey.Key, contactID, cha
 		if err != nil {
 			return fmt.Errorf("read contact channel %s: %w", channelID, err)
 		}
-		out = row
+		out = Channel{ContactChannel: row}
+		if err := s.markSuppressed(ctx, q, key, []*Channel{&out}); err != nil {
+			return err
+		}
 		return touch(ctx, q, contactID, now)
 	})
 	return out, err
@@ -630,7 +644,7 @@ func (s *Service) inContact(ctx context.Context, key apikey.Key, id string, fn f
 func (c Contact) channel(id string) *db.ContactChannel {
 	for i := range c.Channels {
 		if c.Channels[i].ID == id {
-			return &c.Channels[i]
+			return &c.Channels[i].ContactChannel
 		}
 	}
 	return nil
@@ -654,7 +668,7 @@ func withAllChannels(ctx context.Context, q *db.Queries, contacts []db.Contact) 
 	at := map[string]int{}
 	for i, c := range contacts {
 		ids[i], at[c.ID] = c.ID, i
-		out[i] = Contact{Contact: c, Channels: []db.ContactChannel{}}
+		out[i] = Contact{Contact: c, Channels: []Channel{}}
 	}
 	rows, err := q.ListContactChannels(ctx, ids)
 	if err != nil {
@@ -662,9 +676,56 @@ func withAllChannels(ctx context.Context, q *db.Queries, contacts []db.Contact) 
 	}
 	for _, ch := range rows {
 		i := at[ch.ContactID]
-		out[i].Channels = append(out[i].Channels, ch)
+		out[i].Channels = append(out[i].Channels, Channel{ContactChannel: ch})
 	}
 	return out, nil
+}
+
+// shown is the contact c as an answer shows it: with its channels, and the suppression list's
+// entries for its email addresses.
+func (s *Service) shown(ctx context.Context, q *db.Queries, key apikey.Key, c db.Contact) (Contact, error) {
+	out, err := withChannels(ctx, q, c)
+	if err != nil {
+		return Contact{}, err
+	}
+	return out, s.withSuppressions(ctx, q, key, []Contact{out})
+}
+
+// withSuppressions marks the email channels of contacts with their entries on the project's
+// suppression list (markSuppressed), in one read for all of them.
+func (s *Service) withSuppressions(ctx context.Context, q *db.Queries, key apikey.Key, contacts []Contact) error {
+	var chans []*Channel
+	for i := range contacts {
+		for j := range contacts[i].Channels {
+			chans = append(chans, &contacts[i].Channels[j])
+		}
+	}
+	return s.markSuppressed(ctx, q, key, chans)
+}
+
+// markSuppressed sets the Suppression of each email channel of chans: the entry in force on the
+// project's suppression list in the key's mode (the contacts' own) for its address. One read,
+// and none when no channel is an email.
+func (s *Service) markSuppressed(ctx context.Context, q *db.Queries, key apikey.Key, chans []*Channel) error {
+	var addresses []string
+	for _, ch := range chans {
+		if ch.Channel == "email" {
+			addresses = append(addresses, ch.Identifier)
+		}
+	}
+	if len(addresses) == 0 {
+		return nil
+	}
+	entries, err := emailcheck.Among(ctx, q, key.Project, key.TestMode(), addresses, s.now())
+	if err != nil {
+		return err
+	}
+	for _, ch := range chans {
+		if ch.Channel == "email" {
+			ch.Suppression = entries[emailcheck.Key(ch.Identifier)]
+		}
+	}
+	return nil
 }
 
 func touch(ctx context.Context, q *db.Queries, id string, at time.Time) error {

@@ -155,3 +155,21 @@ var _ = Describe("Project request rate", func() {
 		Expect(apierrors.IsInvalid(k8s.Create(ctx, p))).To(BeTrue())
 	})
 })
+
+var _ = Describe("Project email settings", func() {
+	ctx := context.Background()
+
+	It("takes an unsubscribeScope of broadcasts or all, and refuses any other", func() {
+		p := project(newNamespace(ctx), "p")
+		p.Spec.Email = &v1alpha1.ProjectEmail{UnsubscribeScope: "everything"}
+		err := k8s.Create(ctx, p)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+		Expect(err.Error()).To(ContainSubstring("spec.email.unsubscribeScope"))
+
+		p.Spec.Email.UnsubscribeScope = v1alpha1.UnsubscribeScopeAll
+		Expect(k8s.Create(ctx, p)).To(Succeed())
+		err = update(ctx, p, func(p *v1alpha1.Project) { p.Spec.Email.UnsubscribeScope = "All" })
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "got %v", err)
+		Expect(update(ctx, p, func(p *v1alpha1.Project) { p.Spec.Email.UnsubscribeScope = v1alpha1.UnsubscribeScopeBroadcasts })).To(Succeed())
+	})
+})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/internal/dnsresolve"
 	"github.com/switchboard-io/switchboard/internal/dnsresolve/dnstest"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
 )
 
@@ -71,7 +72,7 @@ func TestPreflightAndSuppression(t *testing.T) {
 	srv.Fail("broken.test", dns.RcodeServerFailure)
 	check := func(testMode bool, address, want string) {
 		t.Helper()
-		code, _, err := c.Preflight(ctx, "acme", testMode, address)
+		code, _, err := c.Preflight(ctx, "acme", testMode, address, true)
 		if err != nil || code != want {
 			t.Errorf("Preflight(%v, %q) = %q, %v; want %q", testMode, address, code, err, want)
 		}
@@ -149,6 +150,82 @@ func TestPreflightAndSuppression(t *testing.T) {
 		t.Fatal("removed twice")
 	}
 	check(false, "ana@mx.test", "")
+}
+
+// An unsubscribe refuses mail only when the caller says it does (a broadcast's mail, or a
+// project whose unsubscribes stop everything); every other entry refuses it always.
+func TestPreflightUnsubscribeScope(t *testing.T) {
+	c, srv := newChecker(t)
+	ctx := context.Background()
+	srv.Set("mx.test", dns.TypeMX, "10 in.mx.test.")
+	if err := c.Unsubscribe(ctx, "acme", false, "Una@mx.test", "brd_1"); err != nil {
+		t.Fatal(err)
+	}
+	for _, reason := range []string{ReasonHardBounce, ReasonSoftBounce, ReasonComplaint, ReasonManual} {
+		if err := c.Suppress(ctx, "acme", false, reason+"@mx.test", reason, "", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		address            string
+		refuseUnsubscribed bool
+		want               string
+	}{
+		{"una@mx.test", true, CodeRecipientSuppressed},
+		{"UNA@mx.test", false, ""},
+		{"hard_bounce@mx.test", false, CodeRecipientSuppressed},
+		{"soft_bounce@mx.test", false, CodeRecipientSuppressed},
+		{"complaint@mx.test", false, CodeRecipientSuppressed},
+		{"manual@mx.test", false, CodeRecipientSuppressed},
+		{"manual@mx.test", true, CodeRecipientSuppressed},
+		{"clean@mx.test", true, ""},
+	} {
+		code, msg, err := c.Preflight(ctx, "acme", false, tc.address, tc.refuseUnsubscribed)
+		if err != nil || code != tc.want {
+			t.Errorf("Preflight(%q, refuseUnsubscribed %v) = %q %q, %v; want %q", tc.address, tc.refuseUnsubscribed, code, msg, err, tc.want)
+		}
+	}
+	// An address let through past its unsubscribe still meets the other checks.
+	if err := c.Unsubscribe(ctx, "acme", false, "una@nowhere.test", "brd_1"); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, err := c.Preflight(ctx, "acme", false, "una@nowhere.test", false); err != nil || code != CodeDomainNotFound {
+		t.Errorf("an unsubscribed address of a domain with no mail = %q, %v", code, err)
+	}
+}
+
+// Among reads the entries in force for many addresses at once, in one mode.
+func TestAmong(t *testing.T) {
+	c, _ := newChecker(t)
+	ctx := context.Background()
+	if err := c.Unsubscribe(ctx, "acme", true, "Una@mx.test", "brd_1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Suppress(ctx, "acme", true, "soft@mx.test", ReasonSoftBounce, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Suppress(ctx, "acme", false, "live@mx.test", ReasonManual, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Suppress(ctx, "other", true, "clean@mx.test", ReasonManual, "", ""); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Among(ctx, db.New(c.Pool), "acme", true, []string{"UNA@MX.test", "soft@mx.test", "live@mx.test", "clean@mx.test"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got["una@mx.test"] == nil || got["una@mx.test"].Reason != ReasonUnsubscribe ||
+		got["una@mx.test"].BroadcastID != "brd_1" || got["soft@mx.test"] == nil || got["soft@mx.test"].Until == nil {
+		t.Fatalf("Among = %v", got)
+	}
+	// Past a soft bounce's day it is no longer in force.
+	got, err = Among(ctx, db.New(c.Pool), "acme", true, []string{"soft@mx.test"}, time.Now().Add(SoftBounceFor+time.Minute))
+	if err != nil || len(got) != 0 {
+		t.Fatalf("Among after a day = %v, %v", got, err)
+	}
+	if got, err := Among(ctx, db.New(c.Pool), "acme", true, nil, time.Now()); err != nil || len(got) != 0 {
+		t.Fatalf("Among of nothing = %v, %v", got, err)
+	}
 }
 
 func TestInspect(t *testing.T) {

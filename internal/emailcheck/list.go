@@ -36,6 +36,27 @@ func (c *Checker) List(ctx context.Context, project string, testMode bool, reaso
 	return out, nil
 }
 
+// Among returns the entries in force at now of the project's list in its mode for any of
+// addresses, by Key: one read for many addresses (a page of contacts). q may be a transaction's.
+func Among(ctx context.Context, q *db.Queries, project string, testMode bool, addresses []string, now time.Time) (map[string]*Entry, error) {
+	if len(addresses) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, len(addresses))
+	for i, a := range addresses {
+		keys[i] = Key(a)
+	}
+	rows, err := q.SuppressionsAmong(ctx, db.SuppressionsAmongParams{Project: project, TestMode: testMode, Addresses: keys, Now: now.UTC()})
+	if err != nil {
+		return nil, fmt.Errorf("read the suppression list: %w", err)
+	}
+	out := make(map[string]*Entry, len(rows))
+	for _, r := range rows {
+		out[r.Address] = entryOf(r)
+	}
+	return out, nil
+}
+
 // Remove takes address off the project's list in its mode; false when it was not on it.
 func (c *Checker) Remove(ctx context.Context, project string, testMode bool, address string) (bool, error) {
 	n, err := db.New(c.Pool).DeleteSuppression(ctx, db.DeleteSuppressionParams{Project: project, TestMode: testMode, Address: Key(address)})

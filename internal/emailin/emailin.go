@@ -22,6 +22,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/index"
 	"github.com/switchboard-io/switchboard/internal/mailin"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/unsubscribe"
 )
 
 // Router says where mail to an address goes (mailin.Recipients).
@@ -29,6 +30,17 @@ type Router struct {
 	// Reader reads EmailDomains and Senders of every project (the informer cache).
 	Reader client.Reader
 	Pool   *pgxpool.Pool
+	// InboundHost is the installation's own host name (--email-inbound-host), where the
+	// mailto: addresses of broadcast email's unsubscribe links are; Unsubscribes checks their
+	// tokens.
+	InboundHost  string
+	Unsubscribes Unsubscribes
+}
+
+// Unsubscribes reads and records the unsubscribe requests tokens make (unsubscribe.Service).
+type Unsubscribes interface {
+	Resolve(ctx context.Context, token string) (unsubscribe.Recipient, error)
+	Unsubscribe(ctx context.Context, token string) (unsubscribe.Recipient, error)
 }
 
 var _ mailin.Recipients = (*Router)(nil)
@@ -42,12 +54,17 @@ var _ mailin.Recipients = (*Router)(nil)
 //     sender whose address it is, receiving on; else its sender on the domain with catch-all
 //     on. Only the holder: no other project that added the domain gets its mail, whatever
 //     its senders;
+//   - unsubscribe-<token>@<the inbound host>, with a token naming a broadcast recipient: an
+//     unsubscribe request;
 //   - anything else is unknown, refused at RCPT TO.
 func (r *Router) Lookup(ctx context.Context, address string) (mailin.Route, error) {
 	if id, domain, ok := domainverify.ParseReturnPath(address); ok {
 		return r.bounceRoute(ctx, address, id, domain)
 	}
 	domain := v1alpha1.EmailDomainOf(address)
+	if r.InboundHost != "" && domain == strings.ToLower(r.InboundHost) {
+		return r.unsubscribeRoute(ctx, address)
+	}
 	holder, err := db.New(r.Pool).EmailDomainHolder(ctx, domain)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return mailin.Route{}, r.unheld(ctx, domain)
@@ -135,6 +152,23 @@ func (r *Router) bounceRoute(ctx context.Context, address, id, domain string) (m
 		return mailin.Route{}, fmt.Errorf("%w: return path of another mail", mailin.ErrUnknownRecipient)
 	}
 	return mailin.Route{Project: m.Project, Bounce: true, Address: address}, nil
+}
+
+// unsubscribeRoute accepts an unsubscribe address whose token names a recipient of a broadcast
+// email sent less than unsubscribe.Lifetime ago; nothing else at the inbound host takes mail.
+func (r *Router) unsubscribeRoute(ctx context.Context, address string) (mailin.Route, error) {
+	token, ok := unsubscribe.TokenOfAddress(address)
+	if !ok || r.Unsubscribes == nil {
+		return mailin.Route{}, fmt.Errorf("%w: %s takes no mail", mailin.ErrUnknownRecipient, r.InboundHost)
+	}
+	rcpt, err := r.Unsubscribes.Resolve(ctx, token)
+	if errors.Is(err, unsubscribe.ErrInvalid) {
+		return mailin.Route{}, fmt.Errorf("%w: an unsubscribe address of no recipient", mailin.ErrUnknownRecipient)
+	}
+	if err != nil {
+		return mailin.Route{}, err
+	}
+	return mailin.Route{Project: rcpt.Project, Unsubscribe: token, Address: address}, nil
 }
 
 // isMessageID reports whether id has the shape of a message id: msg_ and base62 characters.

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/transport"
+	"github.com/switchboard-io/switchboard/internal/unsubscribe"
 )
 
 // The errorCodes of a mail a bounce came back for (docs/email.md).
@@ -34,7 +35,9 @@ type Receiver struct {
 	Messages *message.Service
 	Checks   *emailcheck.Checker
 	Pool     *pgxpool.Pool
-	Log      logr.Logger
+	// Unsubscribes records the mail sent to unsubscribe addresses (Router.Unsubscribes).
+	Unsubscribes Unsubscribes
+	Log          logr.Logger
 }
 
 var _ mailin.Handler = (*Receiver)(nil)
@@ -50,6 +53,9 @@ var _ mailin.Handler = (*Receiver)(nil)
 // transaction, so that a failure stores none and the sending server's retry stores each once;
 // and each file once, whatever the number of senders.
 func (h *Receiver) Deliver(ctx context.Context, m *mailin.Mail) error {
+	if err := h.unsubscribe(ctx, m); err != nil {
+		return err
+	}
 	if m.Report != nil {
 		handled, err := h.report(ctx, m)
 		if handled || err != nil {
@@ -71,6 +77,29 @@ func (h *Receiver) Deliver(ctx context.Context, m *mailin.Mail) error {
 	}
 	if _, err := h.Messages.ReceiveAll(ctx, ins); err != nil {
 		return fmt.Errorf("store inbound mail: %w", err)
+	}
+	return nil
+}
+
+// unsubscribe records the unsubscribe each of m's unsubscribe addresses asks for (RFC 8058 3.2's
+// mailto: form). The mail itself is not kept: whoever holds the address may use it, as whoever
+// holds the link may.
+func (h *Receiver) unsubscribe(ctx context.Context, m *mailin.Mail) error {
+	for _, route := range m.Envelope.Recipients {
+		if route.Unsubscribe == "" {
+			continue
+		}
+		if h.Unsubscribes == nil {
+			return fmt.Errorf("%w: this installation takes no unsubscribe mail", mailin.ErrRejected)
+		}
+		_, err := h.Unsubscribes.Unsubscribe(ctx, route.Unsubscribe)
+		if errors.Is(err, unsubscribe.ErrInvalid) {
+			// Its recipient went between RCPT TO and now.
+			return fmt.Errorf("%w: this unsubscribe address is no longer valid", mailin.ErrRejected)
+		}
+		if err != nil {
+			return fmt.Errorf("record an unsubscribe by mail: %w", err)
+		}
 	}
 	return nil
 }

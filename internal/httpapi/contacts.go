@@ -6,7 +6,6 @@ import (
 
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/contact"
-	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
 // contactJSON is a Contact (WIRE.md §6), plus tags, the list filter's field. v1 and v2 answer
@@ -40,8 +39,21 @@ type contactChannelJSON struct {
 	LastInboundAt *time.Time         `json:"lastInboundAt,omitempty"`
 	Metadata      map[string]string  `json:"metadata"`
 	Metrics       channelMetricsJSON `json:"metrics"`
-	CreatedAt     time.Time          `json:"createdAt"`
-	UpdatedAt     time.Time          `json:"updatedAt"`
+	// Suppression is Switchboard's extension: an email address's entry in force on the
+	// project's suppression list (in the key's mode), omitted when none.
+	Suppression *channelSuppressionJSON `json:"suppression,omitempty"`
+	CreatedAt   time.Time               `json:"createdAt"`
+	UpdatedAt   time.Time               `json:"updatedAt"`
+}
+
+// channelSuppressionJSON is why an email channel's address gets no mail: an unsubscribe (with
+// the broadcast whose link made it), a bounce, a complaint or an entry made by hand; until is
+// when a soft bounce lapses.
+type channelSuppressionJSON struct {
+	Reason      string     `json:"reason"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	BroadcastID string     `json:"broadcastId,omitempty"`
+	Until       *time.Time `json:"until,omitempty"`
 }
 
 type channelMetricsJSON struct {
@@ -66,12 +78,17 @@ func contactView(c contact.Contact) contactJSON {
 	return out
 }
 
-func contactChannelView(ch db.ContactChannel) contactChannelJSON {
-	return contactChannelJSON{ID: ch.ID, Channel: ch.Channel, Identifier: ch.Identifier, IsPrimary: ch.IsPrimary,
+func contactChannelView(ch contact.Channel) contactChannelJSON {
+	out := contactChannelJSON{ID: ch.ID, Channel: ch.Channel, Identifier: ch.Identifier, IsPrimary: ch.IsPrimary,
 		Verified: ch.Verified, CountryCode: ch.CountryCode, Label: ch.Label, LastInboundAt: utc(ch.LastInboundAt),
 		Metadata: contact.Metadata(ch.Metadata), CreatedAt: ch.CreatedAt.UTC(), UpdatedAt: ch.UpdatedAt.UTC(),
 		Metrics: channelMetricsJSON{SuccessCount: ch.SuccessCount, FailureCount: ch.FailureCount, TotalAttempts: ch.TotalAttempts,
-			AvgDeliveryTimeMs: contact.AvgDeliveryTimeMs(ch), LastSuccessAt: utc(ch.LastSuccessAt)}}
+			AvgDeliveryTimeMs: contact.AvgDeliveryTimeMs(ch.ContactChannel), LastSuccessAt: utc(ch.LastSuccessAt)}}
+	if e := ch.Suppression; e != nil {
+		out.Suppression = &channelSuppressionJSON{Reason: e.Reason, CreatedAt: e.CreatedAt.UTC(), BroadcastID: e.BroadcastID,
+			Until: utc(e.Until)}
+	}
+	return out
 }
 
 func utc(t *time.Time) *time.Time {

@@ -9,12 +9,14 @@ import (
 )
 
 // emailJSON is what an email message carries besides text (Switchboard's own field: the
-// spec's Message has no place for them): its subject, HTML body and Reply-To, and for mail
-// received, what the listener's checks found.
+// spec's Message has no place for them): its subject, HTML body and Reply-To, the header fields
+// Switchboard adds (a broadcast's List-Unsubscribe: what a test key's mail would have carried),
+// and for mail received, what the listener's checks found.
 type emailJSON struct {
 	Subject        *string              `json:"subject"`
 	HTMLBody       string               `json:"htmlBody,omitempty"`
 	ReplyTo        string               `json:"replyTo,omitempty"`
+	Headers        map[string]string    `json:"headers,omitempty"`
 	Authentication *transport.EmailAuth `json:"authentication,omitempty"`
 }
 
@@ -27,7 +29,7 @@ func emailView(m db.Message) *emailJSON {
 	if len(m.Options) > 0 {
 		var o message.Options
 		if json.Unmarshal(m.Options, &o) == nil {
-			out.HTMLBody, out.ReplyTo, out.Authentication = o.HTMLBody, o.ReplyTo, o.EmailAuth
+			out.HTMLBody, out.ReplyTo, out.Headers, out.Authentication = o.HTMLBody, o.ReplyTo, o.Headers, o.EmailAuth
 		}
 	}
 	return out

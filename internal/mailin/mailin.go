@@ -48,6 +48,9 @@ type Route struct {
 	// Bounce: the address is a bounce (MAIL FROM) address, where only delivery reports and
 	// complaints are expected.
 	Bounce bool
+	// Unsubscribe is the token of a one-click unsubscribe address (RFC 2369's mailto:): the
+	// mail is the request, and its content does not matter.
+	Unsubscribe string
 	// Address is the recipient as written (for a catch-all, with the original local part);
 	// the RCPT TO address when Lookup leaves it empty.
 	Address string

@@ -41,7 +41,10 @@ type Outbound struct {
 	// message's (SetBroadcastFollower). A broadcast is reviewed as a whole, so its messages are
 	// not reviewed again one by one, and their dispatch yields to single sends.
 	BroadcastContactID string
-	attachments        []attachment
+	// UnsubscribeURL is the broadcast's own one-click unsubscribe link for this recipient, named
+	// by the email's List-Unsubscribe instead of Switchboard's; "" for Switchboard's.
+	UnsubscribeURL string
+	attachments    []attachment
 	// sender is the Sender resource, for the accept policies; strict, the send's rules.
 	sender *v1alpha1.Sender
 	strict bool
@@ -71,6 +74,9 @@ func (s *Service) Accept(ctx context.Context, tx pgx.Tx, batch []Outbound) ([]db
 	jobs := make([]river.InsertManyParams, 0, len(batch))
 	var sandboxed []string // a test-mode broadcast chunk's messages: one job for all
 	for i := range batch {
+		if err := s.listHeaders(&batch[i]); err != nil {
+			return nil, err
+		}
 		m, err := stored(&batch[i], now)
 		if err != nil {
 			return nil, err
@@ -290,6 +296,21 @@ func (s *Service) limitsOf(ctx context.Context) func(project string) (quota.Limi
 		}
 		return quota.Of(p), nil
 	}
+}
+
+// listHeaders gives a broadcast's email its one-click unsubscribe header fields, stored with the
+// message: the relay sends them, and the message shows them (a test key's too, which the sandbox
+// never sends).
+func (s *Service) listHeaders(o *Outbound) error {
+	if o.Channel != string(v1alpha1.ChannelEmail) || o.BroadcastContactID == "" || s.unsubscribe == nil {
+		return nil
+	}
+	h, err := s.unsubscribe.Headers(o.BroadcastContactID, o.UnsubscribeURL)
+	if err != nil {
+		return fmt.Errorf("unsubscribe headers of %s: %w", o.BroadcastContactID, err)
+	}
+	o.Options.Headers = h
+	return nil
 }
 
 // bulkPriority is the River priority of a broadcast's dispatches: a single send's (1) goes

@@ -13,7 +13,6 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/transport"
-	"github.com/switchboard-io/switchboard/internal/unsubscribe"
 )
 
 // Transports picks how a message goes out: the sandbox for test keys, always; for live keys the
@@ -302,24 +301,20 @@ func (s *Service) outbound(ctx context.Context, m db.Message, r Route) (transpor
 		if err := json.Unmarshal(m.Options, &o); err != nil {
 			return transport.Outbound{}, fmt.Errorf("read options of message %s: %w", m.ID, err)
 		}
-		out.VoiceLanguage, out.HTMLBody, out.ReplyTo = o.VoiceLanguage, o.HTMLBody, o.ReplyTo
-	}
-	if m.Channel == string(v1alpha1.ChannelEmail) && m.BroadcastContactID != nil && s.unsubscribe != nil {
-		broadcastID, err := q.BroadcastOfContact(ctx, *m.BroadcastContactID)
-		if err != nil {
-			return transport.Outbound{}, fmt.Errorf("read the broadcast of message %s: %w", m.ID, err)
-		}
-		out.Headers = s.unsubscribe.Headers(s.unsubscribeBase, unsubscribe.Recipient{Project: m.Project, TestMode: m.TestMode,
-			Broadcast: broadcastID, Address: m.Recipient})
+		out.VoiceLanguage, out.HTMLBody, out.ReplyTo, out.Headers = o.VoiceLanguage, o.HTMLBody, o.ReplyTo, o.Headers
 	}
 	return out, nil
 }
 
-// SetUnsubscribe makes every email of a broadcast carry one-click unsubscribe headers whose
-// link, signed by signer, points under baseURL (where the api role serves unsubscribe.Path).
-func (s *Service) SetUnsubscribe(signer *unsubscribe.Signer, baseURL string) {
-	s.unsubscribe, s.unsubscribeBase = signer, baseURL
+// UnsubscribeHeaders makes the one-click unsubscribe header fields of a broadcast's email to
+// the broadcast recipient recipientID (unsubscribe.Service): ownURL, when not empty, is the
+// broadcast's own link.
+type UnsubscribeHeaders interface {
+	Headers(recipientID, ownURL string) (map[string]string, error)
 }
+
+// SetUnsubscribe makes every email of a broadcast carry one-click unsubscribe header fields.
+func (s *Service) SetUnsubscribe(h UnsubscribeHeaders) { s.unsubscribe = h }
 
 // SetOptOut records that recipient asked originator to stop (out true), or to start again.
 func (s *Service) SetOptOut(ctx context.Context, project string, testMode bool, originator, recipient string, out bool) error {

@@ -32,7 +32,6 @@ import (
 	"github.com/switchboard-io/switchboard/internal/randid"
 	"github.com/switchboard-io/switchboard/internal/risk"
 	"github.com/switchboard-io/switchboard/internal/transport"
-	"github.com/switchboard-io/switchboard/internal/unsubscribe"
 )
 
 // Limits of a send's fields.
@@ -81,6 +80,9 @@ type Options struct {
 	VoiceLanguage   string `json:"voiceLanguage,omitempty"`
 	// EmailAuth is what the checks of an inbound mail found (SPF, DKIM, DMARC).
 	EmailAuth *transport.EmailAuth `json:"emailAuth,omitempty"`
+	// Headers are header fields an outbound email carries besides its own: a broadcast's
+	// List-Unsubscribe and List-Unsubscribe-Post.
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 var languageTag = regexp.MustCompile(`^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$`)
@@ -132,10 +134,9 @@ type Service struct {
 	suspended  suspensions
 	supportURL string
 
-	// unsubscribe signs the one-click unsubscribe links of broadcast email, served under
-	// unsubscribeBase; nil adds none.
-	unsubscribe     *unsubscribe.Signer
-	unsubscribeBase string
+	// unsubscribe makes the one-click unsubscribe header fields of broadcast email; nil adds
+	// none.
+	unsubscribe UnsubscribeHeaders
 
 	// follower moves broadcast recipients with their messages; nil when nothing follows.
 	follower BulkFollower

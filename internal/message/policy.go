@@ -132,20 +132,39 @@ func (s *Service) whatsAppWindow(ctx context.Context, conversation string) (*tim
 }
 
 // EmailPreflight runs the spec's email pre-flight on a recipient (emailcheck.Checker): it
-// returns the errorCode to fail the message with, or "".
+// returns the errorCode to fail the message with, or "". An unsubscribe on the suppression list
+// refuses the mail only when refuseUnsubscribed is set; other entries refuse it always.
 type EmailPreflight interface {
-	Preflight(ctx context.Context, project string, testMode bool, address string) (code, message string, err error)
+	Preflight(ctx context.Context, project string, testMode bool, address string, refuseUnsubscribed bool) (code, message string, err error)
+}
+
+// unsubscribeScopes reads whether a project's unsubscribes refuse single sends too.
+type unsubscribeScopes interface {
+	unsubscribesRefuseAll(ctx context.Context, project string) (bool, error)
 }
 
 // emailPreflight fails an email to a malformed address, a suppressed one, or a domain that
-// takes no mail, before the relay is asked.
-type emailPreflight struct{ checks EmailPreflight }
+// takes no mail, before the relay is asked. An unsubscribe refuses a broadcast's mail, and a
+// single send only when the project's spec.email.unsubscribeScope is all: providers tell
+// marketing from transactional mail, and an unsubscribe from the one must not stop the other.
+type emailPreflight struct {
+	checks EmailPreflight
+	scopes unsubscribeScopes
+}
 
 func (p emailPreflight) CheckDispatch(ctx context.Context, m db.Message) (*transport.Failure, error) {
 	if m.Channel != string(v1alpha1.ChannelEmail) {
 		return nil, nil
 	}
-	code, msg, err := p.checks.Preflight(ctx, m.Project, m.TestMode, m.Recipient)
+	refuseUnsubscribed := m.BroadcastContactID != nil
+	if !refuseUnsubscribed {
+		all, err := p.scopes.unsubscribesRefuseAll(ctx, m.Project)
+		if err != nil {
+			return nil, err
+		}
+		refuseUnsubscribed = all
+	}
+	code, msg, err := p.checks.Preflight(ctx, m.Project, m.TestMode, m.Recipient, refuseUnsubscribed)
 	if err != nil || code == "" {
 		return nil, err
 	}
@@ -154,7 +173,17 @@ func (p emailPreflight) CheckDispatch(ctx context.Context, m db.Message) (*trans
 
 // SetEmailPreflight adds the email pre-flight to the dispatch policies.
 func (s *Service) SetEmailPreflight(checks EmailPreflight) {
-	s.dispatchPolicies = append(s.dispatchPolicies, emailPreflight{checks: checks})
+	s.dispatchPolicies = append(s.dispatchPolicies, emailPreflight{checks: checks, scopes: s})
+}
+
+// unsubscribesRefuseAll reads the project's spec.email.unsubscribeScope (from the informer's
+// cache): true when its unsubscribes refuse single sends too.
+func (s *Service) unsubscribesRefuseAll(ctx context.Context, project string) (bool, error) {
+	p, err := s.project(ctx, project)
+	if err != nil {
+		return false, err
+	}
+	return p.UnsubscribesRefuseAll(), nil
 }
 
 // ErrUnsubscribed is the errorCode of a message to a recipient who asked the number to stop.

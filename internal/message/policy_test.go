@@ -169,3 +169,66 @@ func TestDispatchBackoff(t *testing.T) {
 		}
 	}
 }
+
+// preflights records what the email pre-flight was asked, and refuses what its list holds.
+type preflights struct {
+	asked []bool
+	// unsubscribed and suppressed are the addresses with an unsubscribe entry and another one.
+	unsubscribed, suppressed map[string]bool
+}
+
+func (p *preflights) Preflight(_ context.Context, _ string, _ bool, address string, refuseUnsubscribed bool) (string, string, error) {
+	p.asked = append(p.asked, refuseUnsubscribed)
+	if p.suppressed[address] || (p.unsubscribed[address] && refuseUnsubscribed) {
+		return "EMAIL_RECIPIENT_SUPPRESSED", "suppressed", nil
+	}
+	return "", "", nil
+}
+
+// scopes are the projects whose unsubscribes refuse every email; reads counts the reads.
+type scopes struct {
+	all   map[string]bool
+	reads int
+}
+
+func (s *scopes) unsubscribesRefuseAll(_ context.Context, project string) (bool, error) {
+	s.reads++
+	return s.all[project], nil
+}
+
+func TestEmailPreflightUnsubscribeScope(t *testing.T) {
+	t.Parallel()
+	bc := "bc_1"
+	for _, c := range []struct {
+		name, project, channel, to string
+		broadcast                  bool
+		refused                    bool
+		// reads: whether the project's scope is read (a broadcast's mail needs no read).
+		reads int
+	}{
+		{"a single send to an unsubscribed address goes by default", "acme", "email", "una@example.com", false, false, 1},
+		{"a broadcast's mail to it is refused", "acme", "email", "una@example.com", true, true, 0},
+		{"scope all refuses a single send to it", "strict", "email", "una@example.com", false, true, 1},
+		{"scope all refuses a broadcast's mail to it", "strict", "email", "una@example.com", true, true, 0},
+		{"another entry refuses a single send by default", "acme", "email", "gone@example.com", false, true, 1},
+		{"a clean address goes", "strict", "email", "ana@example.com", false, false, 1},
+		{"not email: not asked", "acme", "sms", "+15005550100", false, false, 0},
+	} {
+		checks := &preflights{unsubscribed: map[string]bool{"una@example.com": true}, suppressed: map[string]bool{"gone@example.com": true}}
+		sc := &scopes{all: map[string]bool{"strict": true}}
+		m := db.Message{Project: c.project, Channel: c.channel, Recipient: c.to}
+		if c.broadcast {
+			m.BroadcastContactID = &bc
+		}
+		f, err := emailPreflight{checks: checks, scopes: sc}.CheckDispatch(context.Background(), m)
+		if err != nil || (f != nil) != c.refused || (f != nil && f.Code != "EMAIL_RECIPIENT_SUPPRESSED") {
+			t.Errorf("%s: %+v %v, refused want %v", c.name, f, err, c.refused)
+		}
+		if sc.reads != c.reads {
+			t.Errorf("%s: the project read %d times, want %d", c.name, sc.reads, c.reads)
+		}
+		if c.channel == "email" && len(checks.asked) != 1 {
+			t.Errorf("%s: pre-flight asked %d times, want once", c.name, len(checks.asked))
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package unsubscribe
 
 import (
-	"context"
 	"embed"
 	"errors"
 	"html/template"
@@ -16,12 +15,6 @@ import (
 //go:embed templates/*.html
 var templateFiles embed.FS
 
-// Suppressor records an unsubscribe: r.Address goes on r.Project's suppression list in its mode,
-// noting r.Broadcast. Recording it again changes nothing.
-type Suppressor interface {
-	Unsubscribe(ctx context.Context, project string, testMode bool, address, broadcastID string) error
-}
-
 // maxBody bounds a POST's body: the one-click form is 26 bytes.
 const maxBody = 1 << 10
 
@@ -29,18 +22,17 @@ const maxBody = 1 << 10
 // POSTs; POST with the form body List-Unsubscribe=One-Click (what mailbox providers send)
 // unsubscribes.
 type Handler struct {
-	Signer     *Signer
-	Suppressor Suppressor
-	Log        logr.Logger
-	pages      *template.Template
+	service *Service
+	log     logr.Logger
+	pages   *template.Template
 }
 
 // NewHandler returns the page's handler.
-func NewHandler(signer *Signer, suppressor Suppressor, log logr.Logger) *Handler {
+func NewHandler(service *Service, log logr.Logger) *Handler {
 	t := template.Must(template.New("").Funcs(template.FuncMap{
 		"t": func(l, key string) string { return text[l][key] },
 	}).ParseFS(templateFiles, "templates/*.html"))
-	return &Handler{Signer: signer, Suppressor: suppressor, Log: log, pages: t}
+	return &Handler{service: service, log: log, pages: t}
 }
 
 type view struct {
@@ -58,8 +50,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodGet, http.MethodHead:
-		if _, err := h.Signer.Parse(token); err != nil {
-			h.render(w, http.StatusNotFound, view{Lang: l, State: "invalid"})
+		if _, err := h.service.Resolve(r.Context(), token); err != nil {
+			h.fail(w, err, l)
 			return
 		}
 		h.render(w, http.StatusOK, view{Lang: l, State: "confirm"})
@@ -86,17 +78,21 @@ func (h *Handler) unsubscribe(w http.ResponseWriter, r *http.Request, token, l s
 		h.render(w, http.StatusBadRequest, view{Lang: l, State: "badRequest"})
 		return
 	}
-	rcpt, err := h.Signer.Parse(token)
-	if err != nil {
-		h.render(w, http.StatusNotFound, view{Lang: l, State: "invalid"})
-		return
-	}
-	if err := h.Suppressor.Unsubscribe(r.Context(), rcpt.Project, rcpt.TestMode, rcpt.Address, rcpt.Broadcast); err != nil {
-		h.Log.Error(err, "record an unsubscribe", "project", rcpt.Project, "broadcast", rcpt.Broadcast)
-		h.render(w, http.StatusInternalServerError, view{Lang: l, State: "failed"})
+	if _, err := h.service.Unsubscribe(r.Context(), token); err != nil {
+		h.fail(w, err, l)
 		return
 	}
 	h.render(w, http.StatusOK, view{Lang: l, State: "done"})
+}
+
+// fail answers a token that names no one 404, and anything else (the database) 500.
+func (h *Handler) fail(w http.ResponseWriter, err error, l string) {
+	if errors.Is(err, ErrInvalid) {
+		h.render(w, http.StatusNotFound, view{Lang: l, State: "invalid"})
+		return
+	}
+	h.log.Error(err, "read or record an unsubscribe")
+	h.render(w, http.StatusInternalServerError, view{Lang: l, State: "failed"})
 }
 
 func (h *Handler) render(w http.ResponseWriter, status int, v view) {
@@ -106,7 +102,7 @@ func (h *Handler) render(w http.ResponseWriter, status int, v view) {
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'")
 	w.WriteHeader(status)
 	if err := h.pages.ExecuteTemplate(w, "page.html", v); err != nil {
-		h.Log.Error(err, "render the unsubscribe page")
+		h.log.Error(err, "render the unsubscribe page")
 	}
 }
 

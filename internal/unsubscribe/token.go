@@ -1,17 +1,19 @@
-// Package unsubscribe is one-click unsubscribe from broadcast email (RFC 8058): the signed token
-// of each recipient's link, the List-Unsubscribe headers that carry it, and the page served at
-// {dashboard_url}/unsubscribe/{token} whose POST puts the address on the project's suppression
-// list (docs/email.md).
+// Package unsubscribe is one-click unsubscribe from broadcast email (RFC 8058, RFC 2369): the
+// signed token of each recipient's link and address, the List-Unsubscribe headers that carry
+// them, the page served at {dashboard_url}/unsubscribe/{token} whose POST puts the address on
+// the project's suppression list, and the same for a mail to unsubscribe-{token}@{inbound host}
+// (docs/email.md).
 package unsubscribe
 
 import (
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/base64"
-	"encoding/binary"
+	"encoding/base32"
 	"errors"
+	"math/big"
 	"strings"
-	"time"
+
+	"github.com/switchboard-io/switchboard/internal/randid"
 )
 
 // KeyName and KeySize name the shared secret tokens are signed with (postgres.SharedSecret).
@@ -20,75 +22,69 @@ const (
 	KeySize = 32
 )
 
-// Lifetime is how long a token is honoured after the mail that carried it was sent: mail is
-// read, and its links followed, long after it arrived.
-const Lifetime = 365 * 24 * time.Hour
-
-// Recipient is what a token names: one address of one broadcast of a project, in its mode
-// (test and live keep separate suppression lists).
-type Recipient struct {
-	Project   string
-	TestMode  bool
-	Broadcast string
-	Address   string
-}
-
 // ErrInvalid is a token that was not made by this installation's key (forged, altered,
-// truncated), or has expired.
+// truncated), names no recipient, or has expired.
 var ErrInvalid = errors.New("invalid unsubscribe token")
 
+// A token names one broadcast recipient (a broadcast_contacts row, "bcc_" and 20 base62
+// characters), whose row says the project, mode, broadcast and address: the address is not in
+// the link, which mail scanners and proxies log. It is short enough to be the local part of
+// the mailto: address (RFC 5321: 64 octets, with the "unsubscribe-" prefix), and written in
+// lower-case base32, because relays may change a local part's case.
+//
+// Its bytes are the version, the id's 119 bits (15 bytes) and a truncated HMAC-SHA256.
 const (
-	version = 1
-	tagSize = 16 // a truncated HMAC-SHA256: 128 bits
-	// header is the version, the issue time (Unix seconds) and the flags.
-	headerSize = 1 + 8 + 1
+	version    = 2
+	idPrefix   = "bcc_"
+	idChars    = 20
+	idBytes    = 15
+	tagSize    = 12 // 96 bits: forging one takes 2^96 tries, each a request
+	tokenBytes = 1 + idBytes + tagSize
+)
+
+var (
+	encoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
+	// idLimit is 62^20: one past the largest id.
+	idLimit = new(big.Int).Exp(big.NewInt(62), big.NewInt(idChars), nil)
 )
 
 // Signer makes and checks tokens with one installation key.
-type Signer struct {
-	key []byte
-	now func() time.Time
-}
+type Signer struct{ key []byte }
 
 // NewSigner returns a Signer for key (every replica needs the same one).
-func NewSigner(key []byte) *Signer { return &Signer{key: key, now: time.Now} }
+func NewSigner(key []byte) *Signer { return &Signer{key: key} }
 
-// Token is the URL-safe token of r, issued now.
-func (s *Signer) Token(r Recipient) string {
-	b := make([]byte, headerSize, headerSize+len(r.Project)+len(r.Broadcast)+len(r.Address)+2+tagSize)
-	b[0] = version
-	binary.BigEndian.PutUint64(b[1:9], uint64(s.now().Unix()))
-	if r.TestMode {
-		b[9] = 1
+// Token is the token of the broadcast recipient recipientID; the same id always gives the same
+// token, so the headers of a message can be shown again as they were sent.
+func (s *Signer) Token(recipientID string) (string, error) {
+	n, ok := decodeID(recipientID)
+	if !ok {
+		return "", errors.New("a broadcast recipient's id is " + idPrefix + " and 20 base62 characters")
 	}
-	b = append(b, r.Project...)
-	b = append(b, 0)
-	b = append(b, r.Broadcast...)
-	b = append(b, 0)
-	b = append(b, r.Address...)
-	b = append(b, s.tag(b)...)
-	return base64.RawURLEncoding.EncodeToString(b)
+	b := make([]byte, 1+idBytes, tokenBytes)
+	b[0] = version
+	n.FillBytes(b[1 : 1+idBytes])
+	return encoding.EncodeToString(append(b, s.tag(b)...)), nil
 }
 
-// Parse returns what token names when this installation's key signed it less than Lifetime ago.
-func (s *Signer) Parse(token string) (Recipient, error) {
-	b, err := base64.RawURLEncoding.Strict().DecodeString(token)
-	if err != nil || len(b) < headerSize+2+tagSize {
-		return Recipient{}, ErrInvalid
+// Parse returns the broadcast recipient a token made by this installation's key names. Upper
+// case reads as lower case.
+func (s *Signer) Parse(token string) (recipientID string, err error) {
+	token = strings.ToLower(token)
+	b, err := encoding.DecodeString(token)
+	// A token has one spelling: re-encoding refuses strings whose unused last bits differ.
+	if err != nil || len(b) != tokenBytes || encoding.EncodeToString(b) != token {
+		return "", ErrInvalid
 	}
-	body, tag := b[:len(b)-tagSize], b[len(b)-tagSize:]
-	if !hmac.Equal(tag, s.tag(body)) || body[0] != version || body[9] > 1 {
-		return Recipient{}, ErrInvalid
+	body, tag := b[:1+idBytes], b[1+idBytes:]
+	if !hmac.Equal(tag, s.tag(body)) || body[0] != version {
+		return "", ErrInvalid
 	}
-	issued := time.Unix(int64(binary.BigEndian.Uint64(body[1:9])), 0)
-	if age := s.now().Sub(issued); age > Lifetime || age < -time.Hour {
-		return Recipient{}, ErrInvalid
+	n := new(big.Int).SetBytes(body[1:])
+	if n.Cmp(idLimit) >= 0 {
+		return "", ErrInvalid
 	}
-	parts := strings.Split(string(body[headerSize:]), "\x00")
-	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
-		return Recipient{}, ErrInvalid
-	}
-	return Recipient{Project: parts[0], TestMode: body[9] == 1, Broadcast: parts[1], Address: parts[2]}, nil
+	return encodeID(n), nil
 }
 
 func (s *Signer) tag(body []byte) []byte {
@@ -98,14 +94,49 @@ func (s *Signer) tag(body []byte) []byte {
 	return m.Sum(nil)[:tagSize]
 }
 
-// Path is where the page of a token is served, under the dashboard URL.
-const Path = "/unsubscribe/"
-
-// Headers are the header fields of a broadcast's email to r: List-Unsubscribe with the one-click
-// URL under baseURL, and List-Unsubscribe-Post (RFC 8058).
-func (s *Signer) Headers(baseURL string, r Recipient) map[string]string {
-	return map[string]string{
-		"List-Unsubscribe":      "<" + strings.TrimSuffix(baseURL, "/") + Path + s.Token(r) + ">",
-		"List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+func decodeID(id string) (*big.Int, bool) {
+	digits, ok := strings.CutPrefix(id, idPrefix)
+	if !ok || len(digits) != idChars {
+		return nil, false
 	}
+	n := new(big.Int)
+	base := big.NewInt(62)
+	for i := range len(digits) {
+		d := strings.IndexByte(randid.Base62, digits[i])
+		if d < 0 {
+			return nil, false
+		}
+		n.Mul(n, base).Add(n, big.NewInt(int64(d)))
+	}
+	return n, true
+}
+
+func encodeID(n *big.Int) string {
+	digits := make([]byte, idChars)
+	n = new(big.Int).Set(n)
+	base, d := big.NewInt(62), new(big.Int)
+	for i := idChars - 1; i >= 0; i-- {
+		n.DivMod(n, base, d)
+		digits[i] = randid.Base62[d.Int64()]
+	}
+	return idPrefix + string(digits)
+}
+
+// Path is where the page of a token is served, under the dashboard URL; MailPrefix begins the
+// local part of the mailto: address at the installation's inbound host.
+const (
+	Path       = "/unsubscribe/"
+	MailPrefix = "unsubscribe-"
+)
+
+// TokenOfAddress returns the token of a mailto: unsubscribe address's local part, false when
+// it is not one.
+func TokenOfAddress(address string) (string, bool) {
+	at := strings.LastIndexByte(address, '@')
+	if at < 0 {
+		return "", false
+	}
+	local := strings.ToLower(address[:at])
+	token, ok := strings.CutPrefix(local, MailPrefix)
+	return token, ok && token != ""
 }

@@ -1,91 +1,140 @@
 package unsubscribe
 
 import (
-	"encoding/base64"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestToken(t *testing.T) {
 	t.Parallel()
-	issued := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	at := func(now time.Time) *Signer {
-		s := NewSigner([]byte("0123456789abcdef0123456789abcdef"))
-		s.now = func() time.Time { return now }
-		return s
+	s := NewSigner([]byte("0123456789abcdef0123456789abcdef"))
+	const id = "bcc_0aZ9xY8wV7uT6sR5qP4o"
+	token, err := s.Token(id)
+	if err != nil {
+		t.Fatal(err)
 	}
-	rcpt := Recipient{Project: "acme", Broadcast: "bc_01", Address: "ana@example.com"}
-	token := at(issued).Token(rcpt)
-	testToken := at(issued).Token(Recipient{Project: "acme", TestMode: true, Broadcast: "bc_01", Address: "ana@example.com"})
-	otherProject := at(issued).Token(Recipient{Project: "acme2", Broadcast: "bc_01", Address: "ana@example.com"})
-	otherKey := NewSigner([]byte("another key, another installation"))
-	otherKey.now = func() time.Time { return issued }
+	// The mailto: address's local part fits RFC 5321's 64 octets, in a case relays may change.
+	if n := len(MailPrefix + token); n > 64 || token != strings.ToLower(token) {
+		t.Fatalf("token %q: local part of %d octets", token, n)
+	}
+	if again, _ := s.Token(id); again != token {
+		t.Fatalf("the same recipient's tokens differ: %q, %q", token, again)
+	}
+	other, _ := s.Token("bcc_0aZ9xY8wV7uT6sR5qP4p")
+	otherKey, _ := NewSigner([]byte("another key, another installation")).Token(id)
+	highest, _ := s.Token("bcc_" + strings.Repeat("z", 20))
+	lowest, _ := s.Token("bcc_" + strings.Repeat("0", 20))
 
-	raw, _ := base64.RawURLEncoding.DecodeString(token)
+	raw, _ := encoding.DecodeString(token)
 	altered := func(i int) string {
 		b := append([]byte(nil), raw...)
 		b[i] ^= 1
-		return base64.RawURLEncoding.EncodeToString(b)
+		return encoding.EncodeToString(b)
 	}
-	// The project's name moved into the broadcast id: same bytes but one separator.
-	shifted := strings.Replace(string(raw), "acme\x00bc", "acm\x00ebc", 1)
+	wrongVersion := func() string {
+		b := append([]byte(nil), raw[:1+idBytes]...)
+		b[0] = 1
+		return encoding.EncodeToString(append(b, s.tag(b)...))
+	}()
+	// The last character carries one unused bit: a second spelling of the same bytes.
+	last := strings.IndexByte("abcdefghijklmnopqrstuvwxyz234567", token[len(token)-1])
+	respelled := token[:len(token)-1] + string("abcdefghijklmnopqrstuvwxyz234567"[last^1])
 
 	for _, tc := range []struct {
-		name  string
-		token string
-		now   time.Time
-		want  *Recipient
+		name, token, want string
 	}{
-		{"valid", token, issued, &rcpt},
-		{"valid months later", token, issued.Add(300 * 24 * time.Hour), &rcpt},
-		{"test mode kept", testToken, issued, &Recipient{Project: "acme", TestMode: true, Broadcast: "bc_01", Address: "ana@example.com"}},
-		{"other project is its own token", otherProject, issued, &Recipient{Project: "acme2", Broadcast: "bc_01", Address: "ana@example.com"}},
-		{"expired", token, issued.Add(Lifetime + time.Second), nil},
-		{"issued in the future", token, issued.Add(-2 * time.Hour), nil},
-		{"empty", "", issued, nil},
-		{"truncated", token[:len(token)-4], issued, nil},
-		{"truncated to the header", token[:12], issued, nil},
-		{"altered time", altered(5), issued, nil},
-		{"altered mode", altered(9), issued, nil},
-		{"altered project", altered(10), issued, nil},
-		{"altered address", altered(len(raw) - tagSize - 1), issued, nil},
-		{"altered tag", altered(len(raw) - 1), issued, nil},
-		{"moved separator", base64.RawURLEncoding.EncodeToString([]byte(shifted)), issued, nil},
-		{"signed by another key", otherKey.Token(rcpt), issued, nil},
-		{"padded", token + "=", issued, nil},
-		{"not base64", "!" + token[1:], issued, nil},
+		{"valid", token, id},
+		{"upper case", strings.ToUpper(token), id},
+		{"another recipient", other, "bcc_0aZ9xY8wV7uT6sR5qP4p"},
+		{"the highest id", highest, "bcc_" + strings.Repeat("z", 20)},
+		{"the lowest id", lowest, "bcc_" + strings.Repeat("0", 20)},
+		{"empty", "", ""},
+		{"truncated", token[:len(token)-4], ""},
+		{"extended", token + "aa", ""},
+		{"altered version", altered(0), ""},
+		{"altered id", altered(5), ""},
+		{"altered tag", altered(len(raw) - 1), ""},
+		{"signed version 1", wrongVersion, ""},
+		{"second spelling", respelled, ""},
+		{"signed by another key", otherKey, ""},
+		{"not base32", "!" + token[1:], ""},
+		{"padded", token + "===", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			got, err := at(tc.now).Parse(tc.token)
-			if tc.want == nil {
+			got, err := s.Parse(tc.token)
+			if tc.want == "" {
 				if err != ErrInvalid {
-					t.Fatalf("Parse = %+v, %v; want ErrInvalid", got, err)
+					t.Fatalf("Parse = %q, %v; want ErrInvalid", got, err)
 				}
 				return
 			}
-			if err != nil || got != *tc.want {
-				t.Fatalf("Parse = %+v, %v; want %+v", got, err, *tc.want)
+			if err != nil || got != tc.want {
+				t.Fatalf("Parse = %q, %v; want %q", got, err, tc.want)
 			}
 		})
 	}
-	if token == otherProject || strings.Contains(token, "/") || strings.Contains(token, "+") || len(token) > 120 {
-		t.Errorf("token %q: want URL-safe, compact, distinct per project", token)
+	for _, bad := range []string{"", "bc_0aZ9xY8wV7uT6sR5qP4o", "bcc_0aZ9xY8wV7uT6sR5qP4", "bcc_0aZ9xY8wV7uT6sR5qP4o0", "bcc_0aZ9xY8wV7uT6sR5qP4-"} {
+		if _, err := s.Token(bad); err == nil {
+			t.Errorf("Token(%q) made a token", bad)
+		}
 	}
 }
 
 func TestHeaders(t *testing.T) {
 	t.Parallel()
-	s := NewSigner([]byte("k"))
-	rcpt := Recipient{Project: "acme", Broadcast: "bc_01", Address: "ana@example.com"}
-	h := s.Headers("https://sb.example.com/", rcpt)
-	url := strings.TrimSuffix(strings.TrimPrefix(h["List-Unsubscribe"], "<https://sb.example.com/unsubscribe/"), ">")
-	if got, err := s.Parse(url); err != nil || got != rcpt {
-		t.Errorf("List-Unsubscribe %q names %+v, %v", h["List-Unsubscribe"], got, err)
+	signer := NewSigner([]byte("k"))
+	const id = "bcc_0aZ9xY8wV7uT6sR5qP4o"
+	token, _ := signer.Token(id)
+	for _, tc := range []struct {
+		name, mailHost, own, want string
+	}{
+		{"link and address", "MX.Example.com", "",
+			"<https://sb.example.com/unsubscribe/" + token + ">, <mailto:unsubscribe-" + token + "@mx.example.com>"},
+		{"no inbound host", "", "", "<https://sb.example.com/unsubscribe/" + token + ">"},
+		{"the broadcast's own link", "mx.example.com", "https://acme.example/u?e=ana%40example.com",
+			"<https://acme.example/u?e=ana%40example.com>, <mailto:unsubscribe-" + token + "@mx.example.com>"},
+	} {
+		s := NewService(signer, nil, nil, "https://sb.example.com/", tc.mailHost)
+		h, err := s.Headers(id, tc.own)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h["List-Unsubscribe"] != tc.want || h["List-Unsubscribe-Post"] != "List-Unsubscribe=One-Click" {
+			t.Errorf("%s: headers %v, want List-Unsubscribe %q", tc.name, h, tc.want)
+		}
 	}
-	if h["List-Unsubscribe-Post"] != "List-Unsubscribe=One-Click" {
-		t.Errorf("List-Unsubscribe-Post = %q", h["List-Unsubscribe-Post"])
+	if got, ok := TokenOfAddress("Unsubscribe-" + strings.ToUpper(token) + "@mx.example.com"); !ok || got != token {
+		t.Errorf("TokenOfAddress = %q, %v", got, ok)
+	}
+	for _, a := range []string{"unsubscribe-@mx.example.com", "news@mx.example.com", "unsubscribe-" + token} {
+		if got, ok := TokenOfAddress(a); ok {
+			t.Errorf("TokenOfAddress(%q) = %q", a, got)
+		}
+	}
+}
+
+func TestOwnURL(t *testing.T) {
+	t.Parallel()
+	for raw, want := range map[string]string{
+		"https://acme.example/unsubscribe?e={email}&b={broadcastId}&r={recipientId}": "",
+		"https://acme.example/u/{recipientId}":                                       "",
+		"http://acme.example/u":                                                      "https",
+		"mailto:u@acme.example":                                                      "absolute",
+		"/u/{email}":                                                                 "absolute",
+		"https://user:pw@acme.example/u":                                             "credentials",
+		"https://acme.example/u?a=1,2":                                               "commas",
+		"https://acme.example/u>":                                                    "angle",
+		"https://acme.example/" + strings.Repeat("a", MaxURLLength):                  "at most",
+	} {
+		if got := CheckURL(raw); (want == "") != (got == "") || !strings.Contains(got, want) {
+			t.Errorf("CheckURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+	got := ExpandURL("https://acme.example/u?e={email}&b={broadcastId}&r={recipientId}",
+		Recipient{ID: "bcc_1", Broadcast: "bc_2", Address: "ana+news@example.com"})
+	if got != "https://acme.example/u?e=ana%2Bnews%40example.com&b=bc_2&r=bcc_1" {
+		t.Errorf("ExpandURL = %q", got)
 	}
 }
 

@@ -99,7 +99,7 @@ func (q *Queries) AddBroadcastDeltas(ctx context.Context, arg AddBroadcastDeltas
 }
 
 const broadcast = `-- name: Broadcast :one
-SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason FROM broadcasts WHERE id = $1 AND project = $2 AND test_mode = $3
+SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason, unsubscribe_url FROM broadcasts WHERE id = $1 AND project = $2 AND test_mode = $3
 `
 
 type BroadcastParams struct {
@@ -145,12 +145,13 @@ func (q *Queries) Broadcast(ctx context.Context, arg BroadcastParams) (Broadcast
 		&i.ReviewResult,
 		&i.PausedUntil,
 		&i.PauseReason,
+		&i.UnsubscribeUrl,
 	)
 	return i, err
 }
 
 const broadcastByID = `-- name: BroadcastByID :one
-SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason FROM broadcasts WHERE id = $1
+SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason, unsubscribe_url FROM broadcasts WHERE id = $1
 `
 
 func (q *Queries) BroadcastByID(ctx context.Context, id string) (Broadcast, error) {
@@ -190,12 +191,13 @@ func (q *Queries) BroadcastByID(ctx context.Context, id string) (Broadcast, erro
 		&i.ReviewResult,
 		&i.PausedUntil,
 		&i.PauseReason,
+		&i.UnsubscribeUrl,
 	)
 	return i, err
 }
 
 const broadcastByIdempotencyKey = `-- name: BroadcastByIdempotencyKey :one
-SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason FROM broadcasts WHERE project = $1 AND test_mode = $2 AND idempotency_key = $3
+SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason, unsubscribe_url FROM broadcasts WHERE project = $1 AND test_mode = $2 AND idempotency_key = $3
 `
 
 type BroadcastByIdempotencyKeyParams struct {
@@ -241,6 +243,7 @@ func (q *Queries) BroadcastByIdempotencyKey(ctx context.Context, arg BroadcastBy
 		&i.ReviewResult,
 		&i.PausedUntil,
 		&i.PauseReason,
+		&i.UnsubscribeUrl,
 	)
 	return i, err
 }
@@ -356,7 +359,7 @@ func (q *Queries) BroadcastDeltaSums(ctx context.Context, ids []string) ([]Broad
 }
 
 const broadcastForUpdate = `-- name: BroadcastForUpdate :one
-SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason FROM broadcasts WHERE id = $1 AND project = $2 AND test_mode = $3 FOR UPDATE
+SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason, unsubscribe_url FROM broadcasts WHERE id = $1 AND project = $2 AND test_mode = $3 FOR UPDATE
 `
 
 type BroadcastForUpdateParams struct {
@@ -402,20 +405,9 @@ func (q *Queries) BroadcastForUpdate(ctx context.Context, arg BroadcastForUpdate
 		&i.ReviewResult,
 		&i.PausedUntil,
 		&i.PauseReason,
+		&i.UnsubscribeUrl,
 	)
 	return i, err
-}
-
-const broadcastOfContact = `-- name: BroadcastOfContact :one
-SELECT broadcast_id FROM broadcast_contacts WHERE id = $1
-`
-
-// The broadcast a recipient row belongs to (a message's broadcast_contact_id).
-func (q *Queries) BroadcastOfContact(ctx context.Context, id string) (string, error) {
-	row := q.db.QueryRow(ctx, broadcastOfContact, id)
-	var broadcast_id string
-	err := row.Scan(&broadcast_id)
-	return broadcast_id, err
 }
 
 const broadcastPriceGroups = `-- name: BroadcastPriceGroups :many
@@ -538,7 +530,7 @@ func (q *Queries) BroadcastUnmeasuredTexts(ctx context.Context, broadcastID stri
 }
 
 const broadcasts = `-- name: Broadcasts :many
-SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason FROM broadcasts
+SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason, unsubscribe_url FROM broadcasts
 WHERE project = $1 AND test_mode = $2 AND ($3::text = '' OR status = $3)
     AND (created_at, id) > ($4::timestamptz, $5::text)
 ORDER BY created_at, id
@@ -606,6 +598,7 @@ func (q *Queries) Broadcasts(ctx context.Context, arg BroadcastsParams) ([]Broad
 			&i.ReviewResult,
 			&i.PausedUntil,
 			&i.PauseReason,
+			&i.UnsubscribeUrl,
 		); err != nil {
 			return nil, err
 		}
@@ -618,7 +611,7 @@ func (q *Queries) Broadcasts(ctx context.Context, arg BroadcastsParams) ([]Broad
 }
 
 const broadcastsAwaitingOperator = `-- name: BroadcastsAwaitingOperator :many
-SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason FROM broadcasts
+SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason, unsubscribe_url FROM broadcasts
 WHERE status IN ('pending_review', 'escalated') AND ($1::text = '' OR project = $1)
 ORDER BY updated_at
 LIMIT $2
@@ -674,6 +667,7 @@ func (q *Queries) BroadcastsAwaitingOperator(ctx context.Context, arg Broadcasts
 			&i.ReviewResult,
 			&i.PausedUntil,
 			&i.PauseReason,
+			&i.UnsubscribeUrl,
 		); err != nil {
 			return nil, err
 		}
@@ -719,7 +713,7 @@ SET pending_count = pending_count + $1::integer, queued_count = queued_count + $
     reserved_micros = CASE WHEN reserved_micros IS NULL THEN NULL ELSE reserved_micros - $8::bigint END,
     updated_at = $9
 WHERE id = $10
-RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason
+RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason, unsubscribe_url
 `
 
 type CountBroadcastParams struct {
@@ -785,6 +779,7 @@ func (q *Queries) CountBroadcast(ctx context.Context, arg CountBroadcastParams) 
 		&i.ReviewResult,
 		&i.PausedUntil,
 		&i.PauseReason,
+		&i.UnsubscribeUrl,
 	)
 	return i, err
 }
@@ -965,11 +960,11 @@ func (q *Queries) FollowBroadcastContacts(ctx context.Context, arg FollowBroadca
 
 const insertBroadcast = `-- name: InsertBroadcast :one
 INSERT INTO broadcasts (id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body,
-    sender_id, metadata, status, idempotency_key, scheduled_at, created_at, updated_at)
+    unsubscribe_url, sender_id, metadata, status, idempotency_key, scheduled_at, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,
-    $11, $12, 'draft', $13, $14, $15, $15)
+    $11, $12, $13, 'draft', $14, $15, $16, $16)
 ON CONFLICT (project, test_mode, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason
+RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason, unsubscribe_url
 `
 
 type InsertBroadcastParams struct {
@@ -983,6 +978,7 @@ type InsertBroadcastParams struct {
 	Content        []byte
 	EmailSubject   *string
 	EmailHtmlBody  *string
+	UnsubscribeUrl *string
 	SenderID       *string
 	Metadata       []byte
 	IdempotencyKey *string
@@ -1002,6 +998,7 @@ func (q *Queries) InsertBroadcast(ctx context.Context, arg InsertBroadcastParams
 		arg.Content,
 		arg.EmailSubject,
 		arg.EmailHtmlBody,
+		arg.UnsubscribeUrl,
 		arg.SenderID,
 		arg.Metadata,
 		arg.IdempotencyKey,
@@ -1043,12 +1040,13 @@ func (q *Queries) InsertBroadcast(ctx context.Context, arg InsertBroadcastParams
 		&i.ReviewResult,
 		&i.PausedUntil,
 		&i.PauseReason,
+		&i.UnsubscribeUrl,
 	)
 	return i, err
 }
 
 const lockBroadcast = `-- name: LockBroadcast :one
-SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason FROM broadcasts WHERE id = $1 FOR UPDATE
+SELECT id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason, unsubscribe_url FROM broadcasts WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockBroadcast(ctx context.Context, id string) (Broadcast, error) {
@@ -1088,6 +1086,7 @@ func (q *Queries) LockBroadcast(ctx context.Context, id string) (Broadcast, erro
 		&i.ReviewResult,
 		&i.PausedUntil,
 		&i.PauseReason,
+		&i.UnsubscribeUrl,
 	)
 	return i, err
 }
@@ -1106,7 +1105,7 @@ func (q *Queries) LockPace(ctx context.Context, paceKey string) (time.Time, erro
 const pauseBroadcast = `-- name: PauseBroadcast :one
 UPDATE broadcasts SET status = 'paused', paused_until = $1, pause_reason = $2, updated_at = $3
 WHERE id = $4 AND status IN ('approved', 'scheduled', 'sending', 'paused')
-RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason
+RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason, unsubscribe_url
 `
 
 type PauseBroadcastParams struct {
@@ -1159,6 +1158,7 @@ func (q *Queries) PauseBroadcast(ctx context.Context, arg PauseBroadcastParams) 
 		&i.ReviewResult,
 		&i.PausedUntil,
 		&i.PauseReason,
+		&i.UnsubscribeUrl,
 	)
 	return i, err
 }
@@ -1249,7 +1249,7 @@ func (q *Queries) QueueBroadcastContacts(ctx context.Context, arg QueueBroadcast
 }
 
 const reschedulePendingBroadcast = `-- name: ReschedulePendingBroadcast :one
-UPDATE broadcasts SET scheduled_at = $1, updated_at = $2 WHERE id = $3 RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason
+UPDATE broadcasts SET scheduled_at = $1, updated_at = $2 WHERE id = $3 RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason, unsubscribe_url
 `
 
 type ReschedulePendingBroadcastParams struct {
@@ -1295,6 +1295,7 @@ func (q *Queries) ReschedulePendingBroadcast(ctx context.Context, arg Reschedule
 		&i.ReviewResult,
 		&i.PausedUntil,
 		&i.PauseReason,
+		&i.UnsubscribeUrl,
 	)
 	return i, err
 }
@@ -1364,7 +1365,7 @@ UPDATE broadcasts SET status = $1, review_attempts = review_attempts + $2::integ
     pause_reason = CASE WHEN $1 = 'paused' THEN pause_reason END,
     updated_at = $5
 WHERE id = $6
-RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason
+RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason, unsubscribe_url
 `
 
 type SetBroadcastStatusParams struct {
@@ -1421,6 +1422,7 @@ func (q *Queries) SetBroadcastStatus(ctx context.Context, arg SetBroadcastStatus
 		&i.ReviewResult,
 		&i.PausedUntil,
 		&i.PauseReason,
+		&i.UnsubscribeUrl,
 	)
 	return i, err
 }
@@ -1466,7 +1468,7 @@ const startBroadcast = `-- name: StartBroadcast :one
 UPDATE broadcasts SET started_at = coalesce(started_at, $1), reserved_micros = coalesce(reserved_micros, $2),
     actual_cost_micros = coalesce(actual_cost_micros, 0), updated_at = $1
 WHERE id = $3
-RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason
+RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason, unsubscribe_url
 `
 
 type StartBroadcastParams struct {
@@ -1513,6 +1515,7 @@ func (q *Queries) StartBroadcast(ctx context.Context, arg StartBroadcastParams) 
 		&i.ReviewResult,
 		&i.PausedUntil,
 		&i.PauseReason,
+		&i.UnsubscribeUrl,
 	)
 	return i, err
 }
@@ -1559,22 +1562,54 @@ func (q *Queries) TakeBroadcastDeltas(ctx context.Context, broadcastID string) (
 	return i, err
 }
 
+const unsubscribeRecipient = `-- name: UnsubscribeRecipient :one
+SELECT bc.id, bc.recipient, bc.broadcast_id, b.project, b.test_mode, COALESCE(bc.processed_at, bc.created_at)::timestamptz AS sent_at
+FROM broadcast_contacts bc JOIN broadcasts b ON b.id = bc.broadcast_id
+WHERE bc.id = $1 AND bc.recipient_type = 'email' AND b.channel = 'email'
+`
+
+type UnsubscribeRecipientRow struct {
+	ID          string
+	Recipient   string
+	BroadcastID string
+	Project     string
+	TestMode    bool
+	SentAt      time.Time
+}
+
+// The broadcast email recipient an unsubscribe token names, with its project and mode, and when
+// its mail went (or, until it has, when it was added).
+func (q *Queries) UnsubscribeRecipient(ctx context.Context, id string) (UnsubscribeRecipientRow, error) {
+	row := q.db.QueryRow(ctx, unsubscribeRecipient, id)
+	var i UnsubscribeRecipientRow
+	err := row.Scan(
+		&i.ID,
+		&i.Recipient,
+		&i.BroadcastID,
+		&i.Project,
+		&i.TestMode,
+		&i.SentAt,
+	)
+	return i, err
+}
+
 const updateBroadcastDraft = `-- name: UpdateBroadcastDraft :one
 UPDATE broadcasts SET name = $1, text = $2, content = $3, email_subject = $4,
-    email_html_body = $5, metadata = $6, updated_at = $7
-WHERE id = $8
-RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason
+    email_html_body = $5, unsubscribe_url = $6, metadata = $7, updated_at = $8
+WHERE id = $9
+RETURNING id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body, sender_id, metadata, status, idempotency_key, scheduled_at, started_at, completed_at, created_at, updated_at, total_contacts, pending_count, queued_count, sending_count, delivered_count, failed_count, skipped_count, estimated_cost_micros, reserved_micros, actual_cost_micros, review_attempts, review_result, paused_until, pause_reason, unsubscribe_url
 `
 
 type UpdateBroadcastDraftParams struct {
-	Name          string
-	Text          *string
-	Content       []byte
-	EmailSubject  *string
-	EmailHtmlBody *string
-	Metadata      []byte
-	Now           time.Time
-	ID            string
+	Name           string
+	Text           *string
+	Content        []byte
+	EmailSubject   *string
+	EmailHtmlBody  *string
+	UnsubscribeUrl *string
+	Metadata       []byte
+	Now            time.Time
+	ID             string
 }
 
 func (q *Queries) UpdateBroadcastDraft(ctx context.Context, arg UpdateBroadcastDraftParams) (Broadcast, error) {
@@ -1584,6 +1619,7 @@ func (q *Queries) UpdateBroadcastDraft(ctx context.Context, arg UpdateBroadcastD
 		arg.Content,
 		arg.EmailSubject,
 		arg.EmailHtmlBody,
+		arg.UnsubscribeUrl,
 		arg.Metadata,
 		arg.Now,
 		arg.ID,
@@ -1623,6 +1659,7 @@ func (q *Queries) UpdateBroadcastDraft(ctx context.Context, arg UpdateBroadcastD
 		&i.ReviewResult,
 		&i.PausedUntil,
 		&i.PauseReason,
+		&i.UnsubscribeUrl,
 	)
 	return i, err
 }

@@ -346,6 +346,56 @@ func (q *Queries) Suppress(ctx context.Context, arg SuppressParams) error {
 	return err
 }
 
+const suppressionsAmong = `-- name: SuppressionsAmong :many
+SELECT project, test_mode, address, reason, message_id, detail, created_at, until, broadcast_id FROM email_suppressions
+WHERE project = $1 AND test_mode = $2 AND address = ANY($3::text[])
+  AND (until IS NULL OR until > $4::timestamptz)
+`
+
+type SuppressionsAmongParams struct {
+	Project   string
+	TestMode  bool
+	Addresses []string
+	Now       time.Time
+}
+
+// The entries in force at now for any of addresses (lowercased, as kept): what the contacts of a
+// page show, in one read.
+func (q *Queries) SuppressionsAmong(ctx context.Context, arg SuppressionsAmongParams) ([]EmailSuppression, error) {
+	rows, err := q.db.Query(ctx, suppressionsAmong,
+		arg.Project,
+		arg.TestMode,
+		arg.Addresses,
+		arg.Now,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []EmailSuppression
+	for rows.Next() {
+		var i EmailSuppression
+		if err := rows.Scan(
+			&i.Project,
+			&i.TestMode,
+			&i.Address,
+			&i.Reason,
+			&i.MessageID,
+			&i.Detail,
+			&i.CreatedAt,
+			&i.Until,
+			&i.BroadcastID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const takeOverEmailDomain = `-- name: TakeOverEmailDomain :execrows
 UPDATE email_domain_holders
 SET project = $1, domain_name = $2, domain_uid = $3, held_since = $4

@@ -71,6 +71,7 @@ type Broadcast struct {
 	ReviewResult        []byte
 	PausedUntil         *time.Time
 	PauseReason         *string
+	UnsubscribeUrl      *string
 }
 
 type BroadcastContact struct {

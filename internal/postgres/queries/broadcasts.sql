@@ -1,8 +1,8 @@
 -- name: InsertBroadcast :one
 INSERT INTO broadcasts (id, project, test_mode, name, channel, message_type, text, content, email_subject, email_html_body,
-    sender_id, metadata, status, idempotency_key, scheduled_at, created_at, updated_at)
+    unsubscribe_url, sender_id, metadata, status, idempotency_key, scheduled_at, created_at, updated_at)
 VALUES (@id, @project, @test_mode, @name, @channel, @message_type, @text, @content, @email_subject, @email_html_body,
-    @sender_id, @metadata, 'draft', @idempotency_key, @scheduled_at, @now, @now)
+    @unsubscribe_url, @sender_id, @metadata, 'draft', @idempotency_key, @scheduled_at, @now, @now)
 ON CONFLICT (project, test_mode, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING *;
 
@@ -26,7 +26,7 @@ LIMIT @max_rows;
 
 -- name: UpdateBroadcastDraft :one
 UPDATE broadcasts SET name = @name, text = @text, content = @content, email_subject = @email_subject,
-    email_html_body = @email_html_body, metadata = @metadata, updated_at = @now
+    email_html_body = @email_html_body, unsubscribe_url = @unsubscribe_url, metadata = @metadata, updated_at = @now
 WHERE id = @id
 RETURNING *;
 
@@ -263,6 +263,9 @@ INSERT INTO marketing_emails (project, month, sent) VALUES (@project, @month, @s
 ON CONFLICT (project, month) DO UPDATE SET sent = marketing_emails.sent + excluded.sent
 RETURNING sent;
 
--- name: BroadcastOfContact :one
--- The broadcast a recipient row belongs to (a message's broadcast_contact_id).
-SELECT broadcast_id FROM broadcast_contacts WHERE id = @id;
+-- name: UnsubscribeRecipient :one
+-- The broadcast email recipient an unsubscribe token names, with its project and mode, and when
+-- its mail went (or, until it has, when it was added).
+SELECT bc.id, bc.recipient, bc.broadcast_id, b.project, b.test_mode, COALESCE(bc.processed_at, bc.created_at)::timestamptz AS sent_at
+FROM broadcast_contacts bc JOIN broadcasts b ON b.id = bc.broadcast_id
+WHERE bc.id = @id AND bc.recipient_type = 'email' AND b.channel = 'email';

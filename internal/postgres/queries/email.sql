@@ -67,6 +67,13 @@ WHERE email_suppressions.reason = 'soft_bounce' OR email_suppressions.until <= e
 SELECT * FROM email_suppressions
 WHERE project = @project AND test_mode = @test_mode AND address = @address AND (until IS NULL OR until > @now::timestamptz);
 
+-- name: SuppressionsAmong :many
+-- The entries in force at now for any of addresses (lowercased, as kept): what the contacts of a
+-- page show, in one read.
+SELECT * FROM email_suppressions
+WHERE project = @project AND test_mode = @test_mode AND address = ANY(@addresses::text[])
+  AND (until IS NULL OR until > @now::timestamptz);
+
 -- name: ListSuppressions :many
 -- A page of the list, newest first, entries in force at now; after_* is the last row of the
 -- previous page.
