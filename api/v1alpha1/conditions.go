@@ -55,6 +55,10 @@ const (
 	// ReasonEndpointNotAllowed: a Provider in a project's namespace sets baseURL, which only the
 	// installation's Providers may (unless the installation allows projects' endpoints).
 	ReasonEndpointNotAllowed = "EndpointNotAllowed"
+	// ReasonModelUnresolved: an Agent's model (or a fallback's) has no account to call it
+	// with: its API key Secret, its model Provider, or the installation's model is missing or
+	// not Ready.
+	ReasonModelUnresolved = "ModelUnresolved"
 )
 
 // SecretLabel marks the Secrets Switchboard reads: webhook signing secrets and provider

@@ -55,6 +55,11 @@ func (t ProviderType) CredentialKeys() (required, optional []string) {
 		return []string{ProviderKeyAccessToken}, []string{ProviderKeyAppSecret, ProviderKeyVerifyToken}
 	case ProviderSMTP:
 		return []string{ProviderKeyUsername, ProviderKeyPassword}, []string{ProviderKeyCACert}
+	case ProviderOpenAI:
+		// A local OpenAI-compatible server (Ollama, vLLM) may take no key.
+		return nil, []string{ProviderKeyAPIKey}
+	case ProviderAnthropic, ProviderGoogle, ProviderMistral:
+		return []string{ProviderKeyAPIKey}, nil
 	default:
 		return nil, nil
 	}

@@ -22,7 +22,7 @@ import (
 
 // ProviderType names the upstream a Provider is an account at; it decides the channels the
 // Provider serves and the credentials its Secret holds.
-// +kubebuilder:validation:Enum=twilio;telegram;meta;smtp
+// +kubebuilder:validation:Enum=twilio;telegram;meta;smtp;openai;anthropic;google;mistral
 type ProviderType string
 
 const (
@@ -34,7 +34,19 @@ const (
 	ProviderMeta ProviderType = "meta"
 	// ProviderSMTP serves email.
 	ProviderSMTP ProviderType = "smtp"
+	// The model providers serve agents (docs/agents.md): an account at a language model API.
+	// openai is also any server speaking OpenAI's API (Ollama, vLLM, LiteLLM: set baseURL).
+	// One in the installation's namespace serves the agents of provider zavu.
+	ProviderOpenAI    ProviderType = "openai"
+	ProviderAnthropic ProviderType = "anthropic"
+	ProviderGoogle    ProviderType = "google"
+	ProviderMistral   ProviderType = "mistral"
 )
+
+// IsModel reports whether t is a language model API (an agent's), not a messaging upstream.
+func (t ProviderType) IsModel() bool {
+	return t == ProviderOpenAI || t == ProviderAnthropic || t == ProviderGoogle || t == ProviderMistral
+}
 
 // The keys of a Provider's credentials Secret.
 const (
@@ -53,12 +65,14 @@ const (
 	ProviderKeyUsername = "username"
 	ProviderKeyPassword = "password"
 	ProviderKeyCACert   = "caCert"
+	// ProviderKeyAPIKey is a model provider's API key.
+	ProviderKeyAPIKey = "apiKey"
 )
 
 // ProviderSpec is the desired state of a Provider: an account at an upstream provider. A Provider
 // in a project's namespace serves that project; one in the installation's namespace is the
 // default of every project.
-// +kubebuilder:validation:XValidation:rule="self.type == 'telegram' || has(self.secretRef)",message="a twilio, meta or smtp Provider needs secretRef: the Secret holding its credentials"
+// +kubebuilder:validation:XValidation:rule="self.type == 'telegram' || has(self.secretRef) || (self.type == 'openai' && has(self.baseURL))",message="a Provider needs secretRef, the Secret holding its credentials (telegram excepted, and an openai Provider with baseURL: a local server that takes no key)"
 // +kubebuilder:validation:XValidation:rule="!has(self.baseURL) || !isURL(self.baseURL) || ((self.type == 'smtp') == (url(self.baseURL).getScheme() in ['smtp', 'smtps']))",message="baseURL of an smtp Provider is an smtp:// or smtps:// URL; of the other types an http:// or https:// URL"
 // +kubebuilder:validation:XValidation:rule="self.type == 'meta' || !has(self.meta)",message="meta settings are for a meta Provider"
 // +kubebuilder:validation:XValidation:rule="self.type != 'smtp' || has(self.baseURL)",message="an smtp Provider needs baseURL: the relay, as smtp://host:587 (STARTTLS) or smtps://host:465"
@@ -76,7 +90,8 @@ type ProviderSpec struct {
 
 	// SecretRef names the Secret, in the Provider's namespace, that holds the credentials. The
 	// Secret must carry the label messaging.switchboard.io/secret: "true". Keys by type: twilio
-	// accountSid and authToken; meta accessToken (and appSecret); smtp username and password.
+	// accountSid and authToken; meta accessToken (and appSecret); smtp username and password;
+	// openai, anthropic, google and mistral apiKey.
 	// A telegram Provider needs none: bot tokens belong to Senders.
 	// +optional
 	SecretRef *ProviderSecretRef `json:"secretRef,omitempty"`

@@ -86,6 +86,9 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 			return err
 		}
 	}
+	if err := (&AgentReconciler{Client: mgr.GetClient(), InstallationNamespace: opts.InstallationNamespace}).SetupWithManager(mgr); err != nil {
+		return err
+	}
 	return (&ProviderReconciler{Client: mgr.GetClient(), Checks: opts.ProviderChecks, InstallationNamespace: opts.InstallationNamespace,
 		AllowProjectEndpoints: opts.AllowProjectProviderEndpoints}).SetupWithManager(mgr)
 }
