@@ -31,6 +31,7 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/account"
 	"github.com/switchboard-io/switchboard/internal/admission"
+	"github.com/switchboard-io/switchboard/internal/agent"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/broadcast"
@@ -48,6 +49,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/index"
 	"github.com/switchboard-io/switchboard/internal/invitation"
 	"github.com/switchboard-io/switchboard/internal/kubewrite"
+	"github.com/switchboard-io/switchboard/internal/llm/models"
 	"github.com/switchboard-io/switchboard/internal/mailin"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/onboarding"
@@ -331,7 +333,7 @@ func Run(ctx context.Context, cfg Config) error {
 		// Start the informers the API and the workers read before reporting ready, not on the
 		// first request or job.
 		for _, obj := range []client.Object{&v1alpha1.Project{}, &v1alpha1.Sender{}, &v1alpha1.Provider{}, &v1alpha1.PhoneNumber{}, &v1alpha1.EmailDomain{},
-			&v1alpha1.Template{}, &v1alpha1.PriceList{}, &v1alpha1.RiskPolicy{}, &corev1.Secret{}} {
+			&v1alpha1.Template{}, &v1alpha1.PriceList{}, &v1alpha1.RiskPolicy{}, &v1alpha1.Agent{}, &corev1.Secret{}} {
 			if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 				return fmt.Errorf("watch %T: %w", obj, err)
 			}
@@ -348,7 +350,9 @@ func Run(ctx context.Context, cfg Config) error {
 		dispatchMany := &message.DispatchManyWorker{}
 		catchUp := &sandbox.CatchUpWorker{Pool: cfg.Pool, Sandbox: sbx}
 		broadcastReview := &broadcast.ReviewWorker{}
-		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Dispatch: dispatch, DispatchMany: dispatchMany, CatchUp: catchUp, BroadcastReview: broadcastReview},
+		agents := &agent.Worker{}
+		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Dispatch: dispatch, DispatchMany: dispatchMany, CatchUp: catchUp,
+			BroadcastReview: broadcastReview, Agents: agents},
 			worker.Options{Concurrency: cfg.WorkerConcurrency}, cfg.Role.runs(RoleWorker), log)
 		if err != nil {
 			return err
@@ -364,6 +368,10 @@ func Run(ctx context.Context, cfg Config) error {
 		messages.SetPrices(&billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace})
 		messages.SetRiskPolicies(&risk.Policies{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace})
 		messages.SetSupportURL(cfg.SupportURL)
+		messages.SetInboundHook(&agent.Trigger{Reader: mgr.GetClient(), Queue: queue})
+		agents.Runtime = &agent.Runtime{Pool: cfg.Pool, Reader: mgr.GetClient(), Replies: messages, Models: models.New,
+			InstallationNamespace: cfg.InstallationNamespace, AllowProjectEndpoints: cfg.AllowProjectEndpoints,
+			Tools: cfg.Delivery.Client.HTTPClient(agent.ToolTimeout), Log: log.WithName("agents")}
 		registrations := tendlc.NewService(cfg.Pool, mgr.GetClient(), transports, nil)
 		messages.SetTenDLC(registrations)
 		broadcasts := broadcast.NewService(cfg.Pool, mgr.GetClient(), queue, delivery.NewService(mgr.GetClient()),

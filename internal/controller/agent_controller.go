@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -69,7 +68,7 @@ func (r *AgentReconciler) senders(ctx context.Context, a *v1alpha1.Agent) (held,
 			exists[s.Name] = true
 		}
 	}
-	holders := SenderHolders(agents.Items)
+	holders := v1alpha1.SenderHolders(agents.Items)
 	for _, s := range a.Spec.Senders {
 		switch h := holders[s]; {
 		case !exists[s]:
@@ -80,33 +79,6 @@ func (r *AgentReconciler) senders(ctx context.Context, a *v1alpha1.Agent) (held,
 		}
 	}
 	return held, conflicts, nil
-}
-
-// SenderHolders maps each sender named by agents to the agent that answers on it: the oldest
-// agent naming it (by creation, then name), deleted agents aside.
-func SenderHolders(agents []v1alpha1.Agent) map[string]string {
-	live := make([]v1alpha1.Agent, 0, len(agents))
-	for _, a := range agents {
-		if a.DeletionTimestamp.IsZero() {
-			live = append(live, a)
-		}
-	}
-	sort.Slice(live, func(i, j int) bool {
-		ti, tj := live[i].CreationTimestamp, live[j].CreationTimestamp
-		if !ti.Equal(&tj) {
-			return ti.Before(&tj)
-		}
-		return live[i].Name < live[j].Name
-	})
-	holders := map[string]string{}
-	for _, a := range live {
-		for _, s := range a.Spec.Senders {
-			if _, taken := holders[s]; !taken {
-				holders[s] = a.Name
-			}
-		}
-	}
-	return holders
 }
 
 // readiness resolves the account of the agent's model and of each fallback.
@@ -156,9 +128,15 @@ func (r *AgentReconciler) resolve(ctx context.Context, namespace string, m v1alp
 	case m.ProviderRef != "":
 		return r.providerProblem(ctx, namespace, m.ProviderRef, m.Provider)
 	case m.Provider == v1alpha1.ModelZavu:
-		p, err := InstallationModel(ctx, r.Client, r.InstallationNamespace)
-		if err != nil || p == nil {
-			return "this installation has no model Provider for provider zavu (a default openai, anthropic, google or mistral Provider in its namespace)", err
+		var list v1alpha1.ProviderList
+		if r.InstallationNamespace != "" {
+			if err := r.List(ctx, &list, client.InNamespace(r.InstallationNamespace)); err != nil {
+				return "", fmt.Errorf("list providers of %s: %w", r.InstallationNamespace, err)
+			}
+		}
+		p := v1alpha1.InstallationModel(list.Items)
+		if p == nil {
+			return "this installation has no model Provider for provider zavu (a default openai, anthropic, google or mistral Provider in its namespace)", nil
 		}
 		if !p.IsReady() {
 			return fmt.Sprintf("the installation's model Provider %s is not Ready", p.Name), nil
@@ -178,58 +156,13 @@ func (r *AgentReconciler) providerProblem(ctx context.Context, namespace, name s
 	if err != nil {
 		return "", fmt.Errorf("read provider %s/%s: %w", namespace, name, err)
 	}
-	if !ServesModel(p.Spec.Type, want) {
+	if !v1alpha1.ServesModel(p.Spec.Type, want) {
 		return fmt.Sprintf("Provider %q is of type %s, not a %s model provider", name, p.Spec.Type, want), nil
 	}
 	if !p.IsReady() {
 		return fmt.Sprintf("Provider %q is not Ready", name), nil
 	}
 	return "", nil
-}
-
-// ServesModel says whether a Provider of type t can serve agents of provider m: its own type,
-// and any openai-compatible server for openai or mistral agents (Mistral's API is one).
-func ServesModel(t v1alpha1.ProviderType, m v1alpha1.ModelProvider) bool {
-	switch m {
-	case v1alpha1.ModelZavu:
-		return t.IsModel()
-	case v1alpha1.ModelMistral:
-		return t == v1alpha1.ProviderMistral || t == v1alpha1.ProviderOpenAI
-	default:
-		return string(t) == string(m)
-	}
-}
-
-// InstallationModel is the model Provider of the installation's namespace that serves agents
-// of provider zavu: the oldest default one, else the oldest; nil when there is none.
-func InstallationModel(ctx context.Context, c client.Reader, namespace string) (*v1alpha1.Provider, error) {
-	if namespace == "" {
-		return nil, nil
-	}
-	var list v1alpha1.ProviderList
-	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("list providers of %s: %w", namespace, err)
-	}
-	var models []v1alpha1.Provider
-	for _, p := range list.Items {
-		if p.Spec.Type.IsModel() && p.DeletionTimestamp.IsZero() {
-			models = append(models, p)
-		}
-	}
-	if len(models) == 0 {
-		return nil, nil
-	}
-	sort.Slice(models, func(i, j int) bool {
-		if models[i].Spec.Default != models[j].Spec.Default {
-			return models[i].Spec.Default
-		}
-		ti, tj := models[i].CreationTimestamp, models[j].CreationTimestamp
-		if !ti.Equal(&tj) {
-			return ti.Before(&tj)
-		}
-		return models[i].Name < models[j].Name
-	})
-	return &models[0], nil
 }
 
 // SetupWithManager registers the reconciler: an agent is looked at again when any agent of its

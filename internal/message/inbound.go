@@ -141,6 +141,11 @@ func (s *Service) receive(ctx context.Context, b beginner, in Inbound, files *sh
 		if err := s.inboundEvent(ctx, tx, msg, in); err != nil {
 			return err
 		}
+		if s.inboundHook != nil {
+			if err := s.inboundHook.Inbound(ctx, tx, msg); err != nil {
+				return err
+			}
+		}
 		// The Free plan's monthly allowance counts what contacts send on the conversational
 		// channels too; past it the message is refused whole (the transaction rolls back).
 		if meter, ok := quota.MeterOf(msg.Channel); ok && meter == quota.Conversational {

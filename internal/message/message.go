@@ -137,6 +137,8 @@ type Service struct {
 	// unsubscribe makes the one-click unsubscribe header fields of broadcast email; nil adds
 	// none.
 	unsubscribe UnsubscribeHeaders
+	// inboundHook is told of each inbound message in its transaction (agents); nil: none.
+	inboundHook InboundHook
 
 	// follower moves broadcast recipients with their messages; nil when nothing follows.
 	follower BulkFollower

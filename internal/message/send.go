@@ -2,7 +2,10 @@ package message
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/jackc/pgx/v5"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -192,3 +195,30 @@ func hasAddress(snd *v1alpha1.Sender, address string) bool {
 	}
 	return false
 }
+
+// Reply sends text in a conversation for the project itself (an agent's answer): every step a
+// send by a key of the project in that mode takes, from the conversation's sender to its
+// contact. A second reply with the same idempotency key returns the first.
+func (s *Service) Reply(ctx context.Context, project string, testMode bool, conversationID, text, idempotencyKey string,
+	metadata map[string]string) (db.Message, error) {
+	key := apikey.Key{Project: project, Environment: apikey.Live}
+	if testMode {
+		key.Environment = apikey.Test
+	}
+	msg, _, err := s.Send(ctx, key, Request{ConversationID: &conversationID, Text: &text, IdempotencyKey: &idempotencyKey,
+		Metadata: metadata})
+	var dup *ErrDuplicate
+	if errors.As(err, &dup) {
+		return s.Get(ctx, key, dup.Original.ID)
+	}
+	return msg, err
+}
+
+// InboundHook is told of each inbound message in the transaction that stores it (agents
+// enqueue their executions there, so a stored message is never left unanswered).
+type InboundHook interface {
+	Inbound(ctx context.Context, tx pgx.Tx, m db.Message) error
+}
+
+// SetInboundHook sets the hook of inbound messages.
+func (s *Service) SetInboundHook(h InboundHook) { s.inboundHook = h }

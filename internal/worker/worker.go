@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/switchboard-io/switchboard/internal/agent"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/broadcast"
 	"github.com/switchboard-io/switchboard/internal/message"
@@ -31,6 +32,8 @@ type Deps struct {
 	CatchUp *sandbox.CatchUpWorker
 	// BroadcastReview reviews broadcasts sent for review.
 	BroadcastReview *broadcast.ReviewWorker
+	// Agents run agent executions.
+	Agents *agent.Worker
 }
 
 // Options tune the queues.
@@ -43,7 +46,9 @@ type Options struct {
 // Jobs of a process that died (kill -9, a lost node) stay "running" until the queue rescues them:
 // after RescueStuckJobsAfter, checked every 30 s by River's rescuer, they are run again. Every
 // job kind's timeout (JobTimeout by default; dispatch 25 s) stays below it, so
-// a live job is never rescued, and a crash costs about a minute, not River's default hour.
+// a live job is never rescued, and a crash costs about a minute, not River's default hour. Agent
+// executions are the exception: a model may take minutes, so their runs lease the execution
+// and a rescued job waits for the lease (agent.Runtime.Execute).
 const (
 	JobTimeout           = 25 * time.Second
 	RescueStuckJobsAfter = 40 * time.Second
@@ -59,6 +64,9 @@ func workers(d Deps) *river.Workers {
 	}
 	if d.BroadcastReview != nil {
 		river.AddWorker(w, d.BroadcastReview)
+	}
+	if d.Agents != nil {
+		river.AddWorker(w, d.Agents)
 	}
 	return w
 }

@@ -21,6 +21,58 @@ type APIKey struct {
 	RevokedAt   *time.Time
 }
 
+type AgentExecution struct {
+	ID                string
+	Project           string
+	TestMode          bool
+	Agent             string
+	Sender            string
+	ConversationID    string
+	InboundMessageID  string
+	Status            string
+	Provider          *string
+	Model             *string
+	Steps             []byte
+	ToolCalls         int32
+	KnowledgeChunks   *int32
+	InputTokens       int64
+	OutputTokens      int64
+	CostMicros        int64
+	LatencyMs         int32
+	ResponseText      *string
+	ResponseMessageID *string
+	ErrorCode         *string
+	ErrorMessage      *string
+	CreatedAt         time.Time
+	StartedAt         *time.Time
+	LeaseUntil        *time.Time
+	FinishedAt        *time.Time
+}
+
+type AgentHandoff struct {
+	ConversationID string
+	Project        string
+	TestMode       bool
+	Agent          string
+	Reason         string
+	CreatedAt      time.Time
+}
+
+type AgentToolRun struct {
+	ID         string
+	Project    string
+	TestMode   bool
+	Agent      string
+	ToolID     string
+	Params     []byte
+	Success    bool
+	StatusCode *int32
+	Response   *string
+	Error      *string
+	DurationMs int32
+	CreatedAt  time.Time
+}
+
 type AttachmentContent struct {
 	ID        string
 	Content   []byte

@@ -1,0 +1,101 @@
+// Package agent runs a project's agents (docs/agents.md): an inbound message on a sender an
+// enabled agent answers enqueues an execution in the inbound's own transaction (Trigger); a
+// worker runs it (Runtime.Execute): it builds the context from the conversation, calls the
+// agent's model (the next one on a retryable failure), runs the tools the model asks for, and
+// sends the reply through the send path with the execution's id as idempotency key, so a
+// retried job never answers twice. The model APIs are internal/llm's adapters.
+package agent
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/llm"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+)
+
+// Defaults of an Agent's optional settings.
+const (
+	DefaultContextWindow = 10
+	DefaultTokenBudget   = 20000
+	// MaxSteps bounds the model calls of one execution: tools called in a loop stop here.
+	MaxSteps = 6
+)
+
+// Replier sends an agent's reply in a conversation (message.Service).
+type Replier interface {
+	Reply(ctx context.Context, project string, testMode bool, conversationID, text, idempotencyKey string,
+		metadata map[string]string) (db.Message, error)
+}
+
+// Factory makes the client of a model API for one account: kind is the Provider type (openai,
+// anthropic, google, mistral), apiKey may be empty (a local OpenAI-compatible server), baseURL
+// empty is the provider's public address.
+type Factory func(kind v1alpha1.ProviderType, apiKey, baseURL string) (llm.Model, error)
+
+// Runtime runs executions.
+type Runtime struct {
+	Pool *pgxpool.Pool
+	// Reader reads Agents, their Secrets and model Providers (the informer cache).
+	Reader  client.Reader
+	Replies Replier
+	// Models makes model clients; a kind it lacks cannot be called.
+	Models Factory
+	// InstallationNamespace holds the model Provider of zavu agents.
+	InstallationNamespace string
+	// AllowProjectEndpoints lets a project's model Provider set baseURL.
+	AllowProjectEndpoints bool
+	// Tools is the HTTP client of tool webhooks: the deliveries' address guard.
+	Tools ToolClient
+	Log   logr.Logger
+	now   func() time.Time
+}
+
+func (r *Runtime) clock() time.Time {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Now()
+}
+
+// ExecuteArgs is the job of one execution.
+type ExecuteArgs struct {
+	ExecutionID string `json:"executionId"`
+}
+
+// Kind names the job kind.
+func (ExecuteArgs) Kind() string { return "agent.execute" }
+
+// InsertOpts: an execution is a conversation waiting for its answer, so it goes before bulk
+// work; River retries it (its reply is idempotent) a few times.
+func (ExecuteArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Priority: 1, MaxAttempts: 5}
+}
+
+// Worker runs execution jobs.
+type Worker struct {
+	river.WorkerDefaults[ExecuteArgs]
+	Runtime *Runtime
+}
+
+// Lease is how long a run holds its execution, past the job's timeout: six model calls and
+// their tools take well under it.
+const (
+	JobTimeout = 3 * time.Minute
+	Lease      = JobTimeout + 30*time.Second
+)
+
+// Timeout bounds a job. It is longer than the queue's rescue of stuck jobs (40 s): a rescued
+// job finds the execution leased and waits (Execute).
+func (w *Worker) Timeout(*river.Job[ExecuteArgs]) time.Duration { return JobTimeout }
+
+// Work runs the execution.
+func (w *Worker) Work(ctx context.Context, job *river.Job[ExecuteArgs]) error {
+	return w.Runtime.Execute(ctx, job.Args.ExecutionID)
+}

@@ -1,0 +1,405 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/llm"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
+)
+
+// The statuses of a finished execution (the client's).
+const (
+	StatusSuccess             = "success"
+	StatusError               = "error"
+	StatusFiltered            = "filtered"
+	StatusRateLimited         = "rate_limited"
+	StatusBalanceInsufficient = "balance_insufficient"
+)
+
+// HandoffTool is the tool a handoff-enabled agent is offered.
+const HandoffTool = "handoff_to_human"
+
+// step is one model call of an execution, as recorded.
+type step struct {
+	Provider     string     `json:"provider"`
+	Model        string     `json:"model"`
+	InputTokens  int64      `json:"inputTokens"`
+	OutputTokens int64      `json:"outputTokens"`
+	Ms           int64      `json:"ms"`
+	Error        string     `json:"error,omitempty"`
+	ToolCalls    []toolStep `json:"toolCalls,omitempty"`
+}
+
+type toolStep struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	OK        bool            `json:"ok"`
+	Error     string          `json:"error,omitempty"`
+	Ms        int64           `json:"ms"`
+}
+
+// outcome is what an execution came to.
+type outcome struct {
+	status, code, message string
+	text                  string
+	provider, model       string
+	steps                 []step
+	toolCalls             int
+	usage                 llm.Usage
+	replyID               string
+}
+
+// Execute runs an execution to its end. An error is Switchboard's own (the database): the job
+// runs again, and the reply, keyed by the execution's id, is still sent once.
+func (r *Runtime) Execute(ctx context.Context, id string) error {
+	start := r.clock()
+	q := db.New(r.Pool)
+	ex, err := q.StartAgentExecution(ctx, db.StartAgentExecutionParams{ID: id, Now: start.UTC(), LeaseUntil: ptr(start.Add(Lease).UTC())})
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Finished already, or another run holds it: wait for its lease, then look again.
+		st, err := q.AgentExecutionState(ctx, id)
+		if errors.Is(err, pgx.ErrNoRows) || (err == nil && st.Status != "running") {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read execution %s: %w", id, err)
+		}
+		return river.JobSnooze(time.Until(*st.LeaseUntil) + time.Second)
+	}
+	if err != nil {
+		return fmt.Errorf("start execution %s: %w", id, err)
+	}
+	out, err := r.run(ctx, ex)
+	if err != nil {
+		return err
+	}
+	return r.finish(ctx, ex, out, r.clock().Sub(start))
+}
+
+func (r *Runtime) run(ctx context.Context, ex db.AgentExecution) (outcome, error) {
+	var a v1alpha1.Agent
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: ex.Project, Name: ex.Agent}, &a)
+	if client.IgnoreNotFound(err) != nil {
+		return outcome{}, fmt.Errorf("read agent %s/%s: %w", ex.Project, ex.Agent, err)
+	}
+	if err != nil || !a.Spec.Enabled {
+		return outcome{status: StatusFiltered, code: "agent_disabled", message: "The agent was deleted or disabled before it answered."}, nil
+	}
+	q := db.New(r.Pool)
+	window := DefaultContextWindow
+	if a.Spec.ContextWindowMessages != nil {
+		window = int(*a.Spec.ContextWindowMessages)
+	}
+	history, err := q.RecentConversationMessages(ctx, db.RecentConversationMessagesParams{ConversationID: &ex.ConversationID,
+		MaxRows: int32(window + 1)})
+	if err != nil {
+		return outcome{}, fmt.Errorf("read the conversation of execution %s: %w", ex.ID, err)
+	}
+	inbound := inboundText(history, ex.InboundMessageID)
+
+	if h := a.Spec.Handoff; h != nil && matchesKeyword(inbound, h.Keywords) {
+		return r.handOff(ctx, ex, &a, "keyword", "")
+	}
+	if handed, err := q.IsHandedOff(ctx, ex.ConversationID); err != nil || handed {
+		return outcome{status: StatusFiltered, code: "handed_off", message: "The conversation is with a human."}, err
+	}
+	if bh := a.Spec.BusinessHours; bh != nil {
+		open, err := IsOpen(bh, r.clock())
+		if err != nil {
+			return outcome{status: StatusError, code: "invalid_business_hours", message: err.Error()}, nil
+		}
+		if !open {
+			return r.closed(ctx, ex, bh)
+		}
+	}
+
+	req := llm.Request{System: a.Spec.SystemPrompt, Messages: context_(history, window), MaxTokens: llm.DefaultMaxTokens}
+	if a.Spec.MaxTokens != nil {
+		req.MaxTokens = int(*a.Spec.MaxTokens)
+	}
+	if a.Spec.Temperature != "" {
+		if t, err := strconv.ParseFloat(a.Spec.Temperature, 64); err == nil {
+			req.Temperature = &t
+		}
+	}
+	if a.Spec.IncludeContactMetadata {
+		req.System += contactContext(ctx, q, ex.ConversationID)
+	}
+	tools := map[string]v1alpha1.AgentTool{}
+	for _, t := range a.Spec.Tools {
+		if t.ToolEnabled() {
+			tools[t.Name] = t
+			req.Tools = append(req.Tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters.Raw})
+		}
+	}
+	if a.Spec.Handoff != nil && a.Spec.Handoff.Tool {
+		req.Tools = append(req.Tools, llm.Tool{Name: HandoffTool, Description: "Hand the conversation to a human when you cannot help or the contact asks for a person.",
+			Parameters: json.RawMessage(`{"type":"object","properties":{"reason":{"type":"string"}},"required":[]}`)})
+	}
+	cands, err := r.candidates(ctx, &a, ex.TestMode)
+	if err != nil {
+		return outcome{}, err
+	}
+	budget := int64(DefaultTokenBudget)
+	if a.Spec.TokenBudget != nil {
+		budget = int64(*a.Spec.TokenBudget)
+	}
+	return r.converse(ctx, ex, &a, req, cands, tools, budget)
+}
+
+// converse calls the models and the tools until the model answers, at most MaxSteps calls.
+func (r *Runtime) converse(ctx context.Context, ex db.AgentExecution, a *v1alpha1.Agent, req llm.Request, cands []candidate,
+	tools map[string]v1alpha1.AgentTool, budget int64) (outcome, error) {
+	var out outcome
+	for n := 0; n < MaxSteps; n++ {
+		resp, c, err := r.chat(ctx, cands, req, &out)
+		if err != nil {
+			var le *llm.Error
+			out.status, out.code, out.message = StatusError, "model_error", err.Error()
+			if errors.As(err, &le) {
+				out.code = "model_" + string(le.Kind)
+				if le.Kind == llm.KindRateLimited {
+					out.status = StatusRateLimited
+				}
+			}
+			return out, nil
+		}
+		out.provider, out.model = string(c.provider), c.model
+		if resp.Stop == llm.StopFiltered {
+			out.status, out.code, out.message = StatusFiltered, "content_filtered", "The model's provider filtered the answer."
+			return out, nil
+		}
+		if len(resp.ToolCalls) == 0 || out.usage.InputTokens+out.usage.OutputTokens >= budget {
+			if resp.Text == "" {
+				out.status, out.code, out.message = StatusError, "no_answer", "The model gave no answer"+budgetNote(out, budget)+"."
+				return out, nil
+			}
+			out.text = resp.Text
+			return r.reply(ctx, ex, a, out)
+		}
+		req.Messages = append(req.Messages, llm.Message{Role: llm.RoleAssistant, Text: resp.Text, ToolCalls: resp.ToolCalls})
+		last := &out.steps[len(out.steps)-1]
+		for _, call := range resp.ToolCalls {
+			out.toolCalls++
+			if call.Name == HandoffTool && a.Spec.Handoff != nil && a.Spec.Handoff.Tool {
+				last.ToolCalls = append(last.ToolCalls, toolStep{Name: call.Name, Arguments: call.Arguments, OK: true})
+				handed, err := r.handOff(ctx, ex, a, "tool", resp.Text)
+				handed.steps, handed.toolCalls, handed.usage, handed.provider, handed.model = out.steps, out.toolCalls, out.usage, out.provider, out.model
+				return handed, err
+			}
+			t, ok := tools[call.Name]
+			if !ok {
+				msg := fmt.Sprintf("There is no tool %q. The tools are: %s.", call.Name, strings.Join(toolNames(req.Tools), ", "))
+				last.ToolCalls = append(last.ToolCalls, toolStep{Name: call.Name, Arguments: call.Arguments, Error: "unknown tool"})
+				req.Messages = append(req.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, ToolName: call.Name, Text: msg, IsError: true})
+				continue
+			}
+			res := r.CallTool(ctx, a, t, call.Arguments, ex.ID, ex.ConversationID)
+			last.ToolCalls = append(last.ToolCalls, toolStep{Name: call.Name, Arguments: call.Arguments, OK: res.OK, Error: res.Error,
+				Ms: res.Duration.Milliseconds()})
+			text := res.Body
+			if !res.OK {
+				text = res.Error
+				if res.Body != "" {
+					text += ": " + res.Body
+				}
+			}
+			req.Messages = append(req.Messages, llm.Message{Role: llm.RoleTool, ToolCallID: call.ID, ToolName: call.Name, Text: text, IsError: !res.OK})
+		}
+	}
+	out.status, out.code, out.message = StatusError, "too_many_steps", fmt.Sprintf("The model still called tools after %d steps.", MaxSteps)
+	return out, nil
+}
+
+func budgetNote(out outcome, budget int64) string {
+	if out.usage.InputTokens+out.usage.OutputTokens >= budget {
+		return fmt.Sprintf(" within its token budget (%d)", budget)
+	}
+	return ""
+}
+
+// chat asks each candidate in turn until one answers; a retryable failure moves to the next,
+// any other ends the execution. Each call is a step of out.
+func (r *Runtime) chat(ctx context.Context, cands []candidate, req llm.Request, out *outcome) (*llm.Response, *candidate, error) {
+	var last error
+	for i := range cands {
+		c := &cands[i]
+		if c.problem != "" {
+			last = &llm.Error{Kind: llm.KindUnauthorized, Message: c.problem}
+			out.steps = append(out.steps, step{Provider: string(c.provider), Model: c.model, Error: c.problem})
+			continue
+		}
+		req.Model = c.model
+		start := r.clock()
+		resp, err := c.client.Chat(ctx, req)
+		s := step{Provider: string(c.provider), Model: c.model, Ms: r.clock().Sub(start).Milliseconds()}
+		if err != nil {
+			s.Error = err.Error()
+			out.steps = append(out.steps, s)
+			last = err
+			if llm.Retryable(err) || isProblem(err) {
+				continue
+			}
+			return nil, nil, err
+		}
+		s.InputTokens, s.OutputTokens = resp.Usage.InputTokens, resp.Usage.OutputTokens
+		out.usage.InputTokens += resp.Usage.InputTokens
+		out.usage.OutputTokens += resp.Usage.OutputTokens
+		out.steps = append(out.steps, s)
+		return resp, c, nil
+	}
+	return nil, nil, last
+}
+
+func isProblem(err error) bool {
+	var le *llm.Error
+	return errors.As(err, &le) && le.Status == 0 && le.Kind == llm.KindUnauthorized
+}
+
+// reply sends the answer, keyed by the execution.
+func (r *Runtime) reply(ctx context.Context, ex db.AgentExecution, a *v1alpha1.Agent, out outcome) (outcome, error) {
+	m, err := r.Replies.Reply(ctx, ex.Project, ex.TestMode, ex.ConversationID, out.text, ex.ID,
+		map[string]string{"agentId": a.Name, "agentExecutionId": ex.ID})
+	if err != nil {
+		out.status, out.code, out.message = StatusError, "reply_refused", err.Error()
+		if strings.Contains(err.Error(), "insufficient") {
+			out.status = StatusBalanceInsufficient
+		}
+		return out, nil
+	}
+	out.status, out.replyID = StatusSuccess, m.ID
+	return out, nil
+}
+
+// handOff gives the conversation to a human, and tells the contact when the agent has words
+// for it.
+func (r *Runtime) handOff(ctx context.Context, ex db.AgentExecution, a *v1alpha1.Agent, reason, modelText string) (outcome, error) {
+	if err := db.New(r.Pool).HandOff(ctx, db.HandOffParams{ConversationID: ex.ConversationID, Project: ex.Project,
+		TestMode: ex.TestMode, Agent: a.Name, Reason: reason, CreatedAt: r.clock().UTC()}); err != nil {
+		return outcome{}, fmt.Errorf("hand conversation %s off: %w", ex.ConversationID, err)
+	}
+	text := a.Spec.Handoff.Message
+	if text == "" {
+		text = modelText
+	}
+	if text == "" {
+		return outcome{status: StatusSuccess, code: "handed_off", message: "Handed to a human (" + reason + ")."}, nil
+	}
+	out, err := r.reply(ctx, ex, a, outcome{text: text})
+	out.code = "handed_off"
+	return out, err
+}
+
+// closed answers a message that came outside business hours: the agent's note, once a
+// conversation a day (its idempotency key is the conversation's and the day's).
+func (r *Runtime) closed(ctx context.Context, ex db.AgentExecution, bh *v1alpha1.BusinessHours) (outcome, error) {
+	out := outcome{status: StatusFiltered, code: "outside_business_hours", message: "The message came outside business hours."}
+	if bh.OutsideHoursMessage == "" {
+		return out, nil
+	}
+	day := r.clock().UTC().Format("2006-01-02")
+	m, err := r.Replies.Reply(ctx, ex.Project, ex.TestMode, ex.ConversationID, bh.OutsideHoursMessage,
+		"agent-closed-"+ex.ConversationID+"-"+day, map[string]string{"agentId": ex.Agent, "agentExecutionId": ex.ID})
+	if err == nil {
+		out.replyID, out.text = m.ID, bh.OutsideHoursMessage
+	}
+	return out, nil
+}
+
+// finish records the outcome.
+func (r *Runtime) finish(ctx context.Context, ex db.AgentExecution, out outcome, took time.Duration) error {
+	steps, err := json.Marshal(out.steps)
+	if err != nil {
+		return err
+	}
+	nilIf := func(s string) *string {
+		if s == "" {
+			return nil
+		}
+		return &s
+	}
+	_, err = db.New(r.Pool).FinishAgentExecution(ctx, db.FinishAgentExecutionParams{ID: ex.ID, Status: out.status,
+		Provider: nilIf(out.provider), Model: nilIf(out.model), Steps: steps, ToolCalls: int32(out.toolCalls),
+		InputTokens: out.usage.InputTokens, OutputTokens: out.usage.OutputTokens, LatencyMs: int32(took.Milliseconds()),
+		ResponseText: nilIf(out.text), ResponseMessageID: nilIf(out.replyID), ErrorCode: nilIf(out.code),
+		ErrorMessage: nilIf(out.message), Now: ptr(r.clock().UTC())})
+	if err != nil {
+		return fmt.Errorf("finish execution %s: %w", ex.ID, err)
+	}
+	return nil
+}
+
+// inboundText is the text of the execution's inbound message.
+func inboundText(history []db.RecentConversationMessagesRow, id string) string {
+	for _, m := range history {
+		if m.ID == id && m.Body != nil {
+			return *m.Body
+		}
+	}
+	return ""
+}
+
+// context_ is the conversation as the model sees it, oldest first: the contact's messages as
+// the user's, the project's as the assistant's; at most window of them.
+func context_(history []db.RecentConversationMessagesRow, window int) []llm.Message {
+	var out []llm.Message
+	for i := min(len(history), max(window, 1)) - 1; i >= 0; i-- {
+		m := history[i]
+		if m.Body == nil || *m.Body == "" {
+			continue
+		}
+		role := llm.RoleUser
+		if m.Direction == "outbound" {
+			role = llm.RoleAssistant
+		}
+		out = append(out, llm.Message{Role: role, Text: *m.Body})
+	}
+	return out
+}
+
+func contactContext(ctx context.Context, q *db.Queries, conversationID string) string {
+	c, err := q.ConversationContact(ctx, conversationID)
+	if err != nil {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n\nAbout the contact:")
+	if c.DisplayName != nil {
+		fmt.Fprintf(&b, "\nName: %s", *c.DisplayName)
+	} else if c.ProfileName != nil {
+		fmt.Fprintf(&b, "\nName: %s", *c.ProfileName)
+	}
+	if len(c.Metadata) > 2 {
+		fmt.Fprintf(&b, "\nMetadata: %s", c.Metadata)
+	}
+	return b.String()
+}
+
+func matchesKeyword(text string, keywords []string) bool {
+	t := strings.ToLower(strings.Join(strings.Fields(text), " "))
+	return t != "" && slices.ContainsFunc(keywords, func(k string) bool {
+		return strings.ToLower(strings.Join(strings.Fields(k), " ")) == t
+	})
+}
+
+func toolNames(tools []llm.Tool) []string {
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	return names
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,78 @@
+-- name: InsertAgentExecution :one
+-- Enqueues the execution of an inbound message by an agent; an inbound already enqueued for it
+-- (a provider posting the message again) enqueues nothing and returns no row.
+INSERT INTO agent_executions (id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, created_at)
+VALUES (@id, @project, @test_mode, @agent, @sender, @conversation_id, @inbound_message_id, 'pending', @created_at)
+ON CONFLICT (inbound_message_id, agent) DO NOTHING
+RETURNING id;
+
+-- name: StartAgentExecution :one
+-- Claims a pending execution, or a running one whose run's lease has ended (it died), for a run
+-- holding it until lease_until.
+UPDATE agent_executions SET status = 'running', started_at = COALESCE(started_at, @now::timestamptz), lease_until = @lease_until
+WHERE id = @id AND (status = 'pending' OR (status = 'running' AND lease_until < @now::timestamptz))
+RETURNING *;
+
+-- name: AgentExecutionState :one
+SELECT status, lease_until FROM agent_executions WHERE id = @id;
+
+-- name: FinishAgentExecution :execrows
+UPDATE agent_executions SET status = @status, provider = @provider, model = @model, steps = @steps, tool_calls = @tool_calls,
+    knowledge_chunks = @knowledge_chunks, input_tokens = @input_tokens, output_tokens = @output_tokens,
+    cost_micros = @cost_micros, latency_ms = @latency_ms, response_text = @response_text,
+    response_message_id = @response_message_id, error_code = @error_code, error_message = @error_message, finished_at = @now
+WHERE id = @id AND status IN ('pending', 'running');
+
+-- name: GetAgentExecution :one
+SELECT * FROM agent_executions WHERE id = @id AND project = @project AND test_mode = @test_mode AND agent = @agent;
+
+-- name: ListAgentExecutions :many
+-- Finished executions of an agent, newest first, after a cursor.
+SELECT * FROM agent_executions
+WHERE project = @project AND test_mode = @test_mode AND agent = @agent AND status NOT IN ('pending', 'running')
+  AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
+  AND (sqlc.narg(before_time)::timestamptz IS NULL OR (created_at, id) < (sqlc.narg(before_time), sqlc.narg(before_id)::text))
+ORDER BY created_at DESC, id DESC
+LIMIT @max_rows;
+
+-- name: AgentStats :one
+SELECT count(*)::bigint AS invocations,
+       count(*) FILTER (WHERE status = 'success')::bigint AS successes,
+       count(*) FILTER (WHERE status <> 'success')::bigint AS errors,
+       COALESCE(sum(input_tokens + output_tokens), 0)::bigint AS tokens,
+       COALESCE(sum(cost_micros), 0)::bigint AS cost_micros,
+       avg(latency_ms)::float8 AS avg_latency_ms
+FROM agent_executions
+WHERE project = @project AND test_mode = @test_mode AND agent = @agent AND status NOT IN ('pending', 'running')
+  AND created_at >= @since;
+
+-- name: HandOff :exec
+INSERT INTO agent_handoffs (conversation_id, project, test_mode, agent, reason, created_at)
+VALUES (@conversation_id, @project, @test_mode, @agent, @reason, @created_at)
+ON CONFLICT (conversation_id) DO NOTHING;
+
+-- name: HandBack :execrows
+DELETE FROM agent_handoffs WHERE conversation_id = @conversation_id AND project = @project AND test_mode = @test_mode;
+
+-- name: IsHandedOff :one
+SELECT EXISTS (SELECT 1 FROM agent_handoffs WHERE conversation_id = @conversation_id)::boolean;
+
+-- name: InsertToolRun :exec
+INSERT INTO agent_tool_runs (id, project, test_mode, agent, tool_id, params, success, status_code, response, error, duration_ms, created_at)
+VALUES (@id, @project, @test_mode, @agent, @tool_id, @params, @success, @status_code, @response, @error, @duration_ms, @created_at);
+
+-- name: ListToolRuns :many
+SELECT * FROM agent_tool_runs WHERE project = @project AND agent = @agent AND tool_id = @tool_id
+ORDER BY created_at DESC LIMIT @max_rows;
+
+-- name: RecentConversationMessages :many
+-- The last messages of a conversation, newest first: an agent's context.
+SELECT id, direction, message_type, body, created_at FROM messages
+WHERE conversation_id = @conversation_id
+ORDER BY created_at DESC, id DESC
+LIMIT @max_rows;
+
+-- name: ConversationContact :one
+-- The contact of a conversation, for an agent that is given the contact's name and metadata.
+SELECT c.display_name, c.metadata, v.profile_name FROM conversations v JOIN contacts c ON c.id = v.contact_id
+WHERE v.id = @conversation_id;
