@@ -19,7 +19,7 @@ run: build envtest-assets ## Run Switchboard locally (control plane, Postgres, m
 	$(BIN) dev
 
 .PHONY: test
-test: verify envtest-assets chart-lint browser ## Run every test: checks, unit, Postgres, envtest, chart and end-to-end.
+test: verify envtest-assets chart-lint browser node ## Run every test: checks, unit, Postgres, envtest, chart and end-to-end.
 	KUBEBUILDER_ASSETS="$$(hack/envtest-assets.sh --check)" go test -count=1 -timeout 20m ./...
 
 ##@ Building
@@ -37,6 +37,12 @@ browser: ## Provide Debian's Chromium for the connection page's browser test (ap
 	@command -v chromium >/dev/null || { echo "installing chromium (apt-get)"; \
 	  if [ "$$(id -u)" = 0 ]; then S=; else S=sudo; fi; \
 	  $$S apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$S apt-get install -y -qq chromium >/dev/null; }
+
+.PHONY: node
+node: ## Provide Node.js and npm for the published client's end-to-end tests (apt-get).
+	@{ command -v node && command -v npm; } >/dev/null || { echo "installing nodejs and npm (apt-get)"; \
+	  if [ "$$(id -u)" = 0 ]; then S=; else S=sudo; fi; \
+	  $$S apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$S apt-get install -y -qq nodejs npm >/dev/null; }
 
 ##@ Generated code
 

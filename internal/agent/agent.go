@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/llm"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
@@ -53,8 +54,11 @@ type Runtime struct {
 	AllowProjectEndpoints bool
 	// Tools is the HTTP client of tool webhooks: the deliveries' address guard.
 	Tools ToolClient
-	Log   logr.Logger
-	now   func() time.Time
+	// ToolAddresses are the options Tools was made with: the API refuses a tool URL naming an
+	// address Tools would never reach (zero: https only, no private address).
+	ToolAddresses delivery.ClientOptions
+	Log           logr.Logger
+	now           func() time.Time
 }
 
 func (r *Runtime) clock() time.Time {

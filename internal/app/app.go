@@ -369,9 +369,10 @@ func Run(ctx context.Context, cfg Config) error {
 		messages.SetRiskPolicies(&risk.Policies{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace})
 		messages.SetSupportURL(cfg.SupportURL)
 		messages.SetInboundHook(&agent.Trigger{Reader: mgr.GetClient(), Queue: queue})
-		agents.Runtime = &agent.Runtime{Pool: cfg.Pool, Reader: mgr.GetClient(), Replies: messages, Models: models.New,
+		agentRuntime := &agent.Runtime{Pool: cfg.Pool, Reader: mgr.GetClient(), Replies: messages, Models: models.New,
 			InstallationNamespace: cfg.InstallationNamespace, AllowProjectEndpoints: cfg.AllowProjectEndpoints,
-			Tools: cfg.Delivery.Client.HTTPClient(agent.ToolTimeout), Log: log.WithName("agents")}
+			Tools: cfg.Delivery.Client.HTTPClient(agent.ToolTimeout), ToolAddresses: cfg.Delivery.Client, Log: log.WithName("agents")}
+		agents.Runtime = agentRuntime
 		registrations := tendlc.NewService(cfg.Pool, mgr.GetClient(), transports, nil)
 		messages.SetTenDLC(registrations)
 		broadcasts := broadcast.NewService(cfg.Pool, mgr.GetClient(), queue, delivery.NewService(mgr.GetClient()),
@@ -417,7 +418,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.Role.runs(RoleAPI) {
 			domains := emaildomain.NewService(mgr.GetClient(), mgr.GetAPIReader(), verifier(kubewrite.FieldManager))
 			templates := template.NewService(mgr.GetClient(), mgr.GetAPIReader(), reviewer(kubewrite.FieldManager))
-			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, invitations(kubewrite.FieldManager), invitationKey, unsubscribes, emailChecks, resolver, checks, log); err != nil {
+			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, invitations(kubewrite.FieldManager), invitationKey, unsubscribes, emailChecks, agentRuntime, resolver, checks, log); err != nil {
 				return err
 			}
 		}
@@ -432,7 +433,7 @@ func Run(ctx context.Context, cfg Config) error {
 func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Service, queue *river.Client[pgx.Tx],
 	messages *message.Service, transports *registry.Registry, domains *emaildomain.Service, templates *template.Service,
 	registrations *tendlc.Service, broadcasts *broadcast.Service, invitations *invitation.Service, invitationKey []byte,
-	unsubscribes *unsubscribe.Service, emailChecks *emailcheck.Checker,
+	unsubscribes *unsubscribe.Service, emailChecks *emailcheck.Checker, agentRuntime *agent.Runtime,
 	resolver *dnsresolve.Resolver, checks map[string]healthz.Checker,
 	log logr.Logger) error {
 	auth := apikey.NewAuthenticator(keys, cfg.Pool, log.WithName("apikeys"))
@@ -475,6 +476,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Templates:       templates,
 		TenDLC:          registrations,
 		Broadcasts:      broadcasts,
+		Agents:          agent.NewService(mgr.GetClient(), mgr.GetAPIReader(), cfg.Pool, agentRuntime),
 		Invitations:     invitations,
 		EmailChecks:     emailChecks,
 		Disposable:      cfg.Disposable,

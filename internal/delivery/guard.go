@@ -106,6 +106,10 @@ func (o ClientOptions) allowed(ip netip.Addr) bool {
 	return true
 }
 
+// Allows tells whether deliveries (and every client of HTTPClient) may connect to ip, for an
+// API that refuses a URL naming an address its client would never reach.
+func (o ClientOptions) Allows(ip netip.Addr) bool { return o.allowed(ip) }
+
 // newHTTPClient returns the client of deliveries. The address check runs on the resolved address
 // at connect time, so no DNS answer and no redirect can lead a delivery somewhere forbidden.
 func newHTTPClient(o ClientOptions) *http.Client {

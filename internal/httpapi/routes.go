@@ -211,13 +211,22 @@ func (s *Server) routes() []route {
 	}
 }
 
+// allRoutes is the route table: the core's, then each area's own.
+func (s *Server) allRoutes() []route {
+	out := s.routes()
+	for _, area := range [][]route{s.agentRoutes(), s.agentToolRoutes(), s.agentExtraRoutes()} {
+		out = append(out, area...)
+	}
+	return out
+}
+
 // wrongMethodIsNotFound lists the v2 paths that answer a wrong method with 404, not 405 (spec: Errors).
 var wrongMethodIsNotFound = []string{"/v2/numbers", "/v2/functions"}
 
 // register mounts every route behind the checks its table row asks for, a 405 for a known path
 // with another method, and a 404 for any other path under /v1 and /v2.
 func (s *Server) register(mux *http.ServeMux) {
-	table := s.routes()
+	table := s.allRoutes()
 	for _, rt := range table {
 		rt.handle = s.refuseNUL(rt.handle)
 		mux.Handle(rt.method+" "+rt.path, s.guard(rt))

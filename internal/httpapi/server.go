@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	"github.com/switchboard-io/switchboard/internal/account"
+	"github.com/switchboard-io/switchboard/internal/agent"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/broadcast"
@@ -55,6 +56,7 @@ type Server struct {
 	tenDLC    *tendlc.Service
 	// broadcasts keeps the projects' broadcasts (v2: campaigns).
 	broadcasts *broadcast.Service
+	agents     *agent.Service
 	// emailChecks keeps the suppression list and inspects addresses; disposable is the list of
 	// throwaway domains introspection flags.
 	emailChecks *emailcheck.Checker
@@ -98,6 +100,8 @@ type Options struct {
 	TenDLC *tendlc.Service
 	// Broadcasts keeps the projects' broadcasts.
 	Broadcasts *broadcast.Service
+	// Agents keeps the projects' agents.
+	Agents *agent.Service
 	// EmailChecks keeps the suppression list and inspects addresses.
 	EmailChecks *emailcheck.Checker
 	// Disposable is the list of throwaway domains introspection flags; nil: the shipped list.
@@ -146,7 +150,7 @@ func New(o Options) (*Server, error) {
 	}
 	return &Server{
 		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
-		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
+		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks, pages: o.Pages,
 		unsubscribe: o.Unsubscribe,

@@ -87,3 +87,25 @@ func Error(err error, name string) error {
 	}
 	return fmt.Errorf("write %s: %w", name, err)
 }
+
+// WaitGone waits until c's reads (the informer cache) no longer show obj, or cacheWait: a
+// deleted resource is not found by the next request to this process.
+func WaitGone(ctx context.Context, c client.Reader, obj client.Object) {
+	ctx, cancel := context.WithTimeout(ctx, cacheWait)
+	defer cancel()
+	seen, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return
+	}
+	for {
+		err := c.Get(ctx, client.ObjectKeyFromObject(obj), seen)
+		if apierrors.IsNotFound(err) || (err == nil && seen.GetUID() != obj.GetUID()) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}

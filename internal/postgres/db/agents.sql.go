@@ -32,17 +32,15 @@ SELECT count(*)::bigint AS invocations,
        count(*) FILTER (WHERE status <> 'success')::bigint AS errors,
        COALESCE(sum(input_tokens + output_tokens), 0)::bigint AS tokens,
        COALESCE(sum(cost_micros), 0)::bigint AS cost_micros,
-       avg(latency_ms)::float8 AS avg_latency_ms
+       COALESCE(avg(latency_ms), 0)::float8 AS avg_latency_ms
 FROM agent_executions
 WHERE project = $1 AND test_mode = $2 AND agent = $3 AND status NOT IN ('pending', 'running')
-  AND created_at >= $4
 `
 
 type AgentStatsParams struct {
 	Project  string
 	TestMode bool
 	Agent    string
-	Since    time.Time
 }
 
 type AgentStatsRow struct {
@@ -55,12 +53,7 @@ type AgentStatsRow struct {
 }
 
 func (q *Queries) AgentStats(ctx context.Context, arg AgentStatsParams) (AgentStatsRow, error) {
-	row := q.db.QueryRow(ctx, agentStats,
-		arg.Project,
-		arg.TestMode,
-		arg.Agent,
-		arg.Since,
-	)
+	row := q.db.QueryRow(ctx, agentStats, arg.Project, arg.TestMode, arg.Agent)
 	var i AgentStatsRow
 	err := row.Scan(
 		&i.Invocations,
@@ -90,6 +83,22 @@ func (q *Queries) ConversationContact(ctx context.Context, conversationID string
 	var i ConversationContactRow
 	err := row.Scan(&i.DisplayName, &i.Metadata, &i.ProfileName)
 	return i, err
+}
+
+const deleteToolRuns = `-- name: DeleteToolRuns :exec
+DELETE FROM agent_tool_runs WHERE project = $1 AND agent = $2 AND tool_id = $3
+`
+
+type DeleteToolRunsParams struct {
+	Project string
+	Agent   string
+	ToolID  string
+}
+
+// The manual runs of a deleted tool.
+func (q *Queries) DeleteToolRuns(ctx context.Context, arg DeleteToolRunsParams) error {
+	_, err := q.db.Exec(ctx, deleteToolRuns, arg.Project, arg.Agent, arg.ToolID)
+	return err
 }
 
 const finishAgentExecution = `-- name: FinishAgentExecution :execrows

@@ -41,10 +41,9 @@ SELECT count(*)::bigint AS invocations,
        count(*) FILTER (WHERE status <> 'success')::bigint AS errors,
        COALESCE(sum(input_tokens + output_tokens), 0)::bigint AS tokens,
        COALESCE(sum(cost_micros), 0)::bigint AS cost_micros,
-       avg(latency_ms)::float8 AS avg_latency_ms
+       COALESCE(avg(latency_ms), 0)::float8 AS avg_latency_ms
 FROM agent_executions
-WHERE project = @project AND test_mode = @test_mode AND agent = @agent AND status NOT IN ('pending', 'running')
-  AND created_at >= @since;
+WHERE project = @project AND test_mode = @test_mode AND agent = @agent AND status NOT IN ('pending', 'running');
 
 -- name: HandOff :exec
 INSERT INTO agent_handoffs (conversation_id, project, test_mode, agent, reason, created_at)
@@ -76,3 +75,7 @@ LIMIT @max_rows;
 -- The contact of a conversation, for an agent that is given the contact's name and metadata.
 SELECT c.display_name, c.metadata, v.profile_name FROM conversations v JOIN contacts c ON c.id = v.contact_id
 WHERE v.id = @conversation_id;
+
+-- name: DeleteToolRuns :exec
+-- The manual runs of a deleted tool.
+DELETE FROM agent_tool_runs WHERE project = @project AND agent = @agent AND tool_id = @tool_id;

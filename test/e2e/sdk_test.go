@@ -1,0 +1,81 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// sdkVersion is the published client that proves the wire: an existing client of the API must
+// work against Switchboard unchanged.
+const sdkVersion = "0.57.0"
+
+// installSDK installs @zavudev/sdk from the npm registry once, in a cache outside the
+// repository, and returns the directory whose node_modules holds it.
+func installSDK(t *testing.T) string {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is not installed: the published client's tests need Node.js 20 and npm (apt-get install nodejs npm)", tool)
+		}
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(cache, "switchboard", "e2e-sdk", sdkVersion)
+	manifest := filepath.Join(dir, "node_modules", "@zavudev", "sdk", "package.json")
+	if b, err := os.ReadFile(manifest); err == nil {
+		var p struct{ Version string }
+		if json.Unmarshal(b, &p) == nil && p.Version == sdkVersion {
+			return dir
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "package.json"), []byte(`{"private":true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	install := exec.Command("npm", "install", "--no-audit", "--no-fund", "--save-exact", "@zavudev/sdk@"+sdkVersion)
+	install.Dir = dir
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("npm install @zavudev/sdk@%s: %v\n%s", sdkVersion, err, out)
+	}
+	return dir
+}
+
+// runSDK runs the script test/e2e/sdk/<name> with node against the API at url with key; the
+// script throws (and the test fails with its output) when the API answers other than the
+// client expects.
+func runSDK(t *testing.T, name, url, key string, env ...string) string {
+	t.Helper()
+	dir := installSDK(t)
+	script, err := filepath.Abs(filepath.Join("sdk", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", script)
+	cmd.Env = append(os.Environ(), append([]string{"SDK_DIR=" + dir, "API_URL=" + url, "API_KEY=" + key}, env...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("node %s: %v\n%s", name, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestAgentsThroughThePublishedClient drives every agent operation of @zavudev/sdk against the
+// built binary (`switchboard dev`, its seeded sender and test key), and an inbound message
+// answered by the agent through the sandbox model: `make run` shows an agent answering with no
+// provider account.
+func TestAgentsThroughThePublishedClient(t *testing.T) {
+	d := startDev(t)
+	out := runSDK(t, "agents.cjs", d.env["SWITCHBOARD_URL"], d.env["SWITCHBOARD_API_KEY"])
+	t.Log(out)
+	if !strings.Contains(out, "ok") {
+		t.Fatalf("the script ended without ok:\n%s", out)
+	}
+}
