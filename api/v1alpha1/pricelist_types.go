@@ -64,6 +64,27 @@ type PriceListSpec struct {
 	// +listMapKey=prefix
 	// +kubebuilder:validation:MaxItems=5000
 	Prices []Price `json:"prices"`
+
+	// ModelPrices price the installation's model: the tokens of agents of provider zavu, per
+	// million, by model ("*": every model not listed). Agents on their own keys cost nothing
+	// here. Without a price for its model, a zavu agent's tokens are not charged.
+	// +listType=map
+	// +listMapKey=model
+	// +kubebuilder:validation:MaxItems=200
+	// +optional
+	ModelPrices []ModelPrice `json:"modelPrices,omitempty"`
+}
+
+// ModelPrice is what a million tokens of one model cost a project.
+type ModelPrice struct {
+	// Model is the model id an agent names, or "*".
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=200
+	Model string `json:"model"`
+	// InputPerMillion and OutputPerMillion are the prices of a million input (prompt) and
+	// output (answer) tokens.
+	InputPerMillion  USDAmount `json:"inputPerMillion"`
+	OutputPerMillion USDAmount `json:"outputPerMillion"`
 }
 
 // PriceList holds an installation's (or one project's) prices.

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/llm"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
@@ -52,6 +53,9 @@ type Runtime struct {
 	InstallationNamespace string
 	// AllowProjectEndpoints lets a project's model Provider set baseURL.
 	AllowProjectEndpoints bool
+	// Prices prices the installation's model (PriceList ModelPrices) and reads balances; nil
+	// charges nothing.
+	Prices *billing.Prices
 	// Tools is the HTTP client of tool webhooks: the deliveries' address guard.
 	Tools ToolClient
 	// ToolAddresses are the options Tools was made with: the API refuses a tool URL naming an

@@ -177,7 +177,7 @@ func (r *Runtime) DryRun(ctx context.Context, a *v1alpha1.Agent, testMode bool, 
 	}
 	var out outcome
 	for n := 0; n < MaxSteps; n++ {
-		resp, _, err := r.chat(ctx, cands, req, &out)
+		resp, _, err := r.chat(ctx, "" /* a dry run is not charged */, cands, req, &out)
 		res.InputTokens, res.OutputTokens = out.usage.InputTokens, out.usage.OutputTokens
 		if err != nil {
 			return fail(err.Error())

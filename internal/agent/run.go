@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/llm"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
@@ -38,6 +39,7 @@ type step struct {
 	InputTokens  int64      `json:"inputTokens"`
 	OutputTokens int64      `json:"outputTokens"`
 	Ms           int64      `json:"ms"`
+	CostMicros   int64      `json:"costMicros,omitempty"`
 	Error        string     `json:"error,omitempty"`
 	ToolCalls    []toolStep `json:"toolCalls,omitempty"`
 }
@@ -59,6 +61,8 @@ type outcome struct {
 	toolCalls             int
 	usage                 llm.Usage
 	replyID               string
+	// cost is what the steps on the installation's model cost the project.
+	cost billing.Micros
 }
 
 // Execute runs an execution to its end. An error is Switchboard's own (the database): the job
@@ -84,6 +88,13 @@ func (r *Runtime) Execute(ctx context.Context, id string) error {
 	out, err := r.run(ctx, ex)
 	if err != nil {
 		return err
+	}
+	if out.status != StatusSuccess && out.status != StatusBalanceInsufficient && out.cost > 0 {
+		// Tokens the installation's model used for an answer that was not sent are paid too,
+		// as far as the balance can.
+		if _, err := r.charge(ctx, ex, out.cost); err != nil {
+			return err
+		}
 	}
 	return r.finish(ctx, ex, out, r.clock().Sub(start))
 }
@@ -152,6 +163,12 @@ func (r *Runtime) run(ctx context.Context, ex db.AgentExecution) (outcome, error
 	if err != nil {
 		return outcome{}, err
 	}
+	if len(cands) > 0 && cands[0].installation {
+		if ok, err := r.canPay(ctx, ex.Project); err != nil || !ok {
+			return outcome{status: StatusBalanceInsufficient, code: "insufficient_balance",
+				message: "The project's balance cannot pay for the installation's model."}, err
+		}
+	}
 	budget := int64(DefaultTokenBudget)
 	if a.Spec.TokenBudget != nil {
 		budget = int64(*a.Spec.TokenBudget)
@@ -164,7 +181,7 @@ func (r *Runtime) converse(ctx context.Context, ex db.AgentExecution, a *v1alpha
 	tools map[string]v1alpha1.AgentTool, budget int64) (outcome, error) {
 	var out outcome
 	for n := 0; n < MaxSteps; n++ {
-		resp, c, err := r.chat(ctx, cands, req, &out)
+		resp, c, err := r.chat(ctx, ex.Project, cands, req, &out)
 		if err != nil {
 			var le *llm.Error
 			out.status, out.code, out.message = StatusError, "model_error", err.Error()
@@ -232,7 +249,7 @@ func budgetNote(out outcome, budget int64) string {
 
 // chat asks each candidate in turn until one answers; a retryable failure moves to the next,
 // any other ends the execution. Each call is a step of out.
-func (r *Runtime) chat(ctx context.Context, cands []candidate, req llm.Request, out *outcome) (*llm.Response, *candidate, error) {
+func (r *Runtime) chat(ctx context.Context, project string, cands []candidate, req llm.Request, out *outcome) (*llm.Response, *candidate, error) {
 	var last error
 	for i := range cands {
 		c := &cands[i]
@@ -255,6 +272,11 @@ func (r *Runtime) chat(ctx context.Context, cands []candidate, req llm.Request, 
 			return nil, nil, err
 		}
 		s.InputTokens, s.OutputTokens = resp.Usage.InputTokens, resp.Usage.OutputTokens
+		cost, err := r.stepCost(ctx, project, c, resp.Usage.InputTokens, resp.Usage.OutputTokens)
+		if err != nil {
+			return nil, nil, err
+		}
+		s.CostMicros, out.cost = int64(cost), out.cost+cost
 		out.usage.InputTokens += resp.Usage.InputTokens
 		out.usage.OutputTokens += resp.Usage.OutputTokens
 		out.steps = append(out.steps, s)
@@ -268,8 +290,17 @@ func isProblem(err error) bool {
 	return errors.As(err, &le) && le.Status == 0 && le.Kind == llm.KindUnauthorized
 }
 
-// reply sends the answer, keyed by the execution.
+// reply sends the answer, keyed by the execution, once its tokens are paid for.
 func (r *Runtime) reply(ctx context.Context, ex db.AgentExecution, a *v1alpha1.Agent, out outcome) (outcome, error) {
+	paid, err := r.charge(ctx, ex, out.cost)
+	if err != nil {
+		return out, err
+	}
+	if !paid {
+		out.status, out.code, out.message = StatusBalanceInsufficient, "insufficient_balance",
+			"The project's balance cannot pay for the installation's model; no reply was sent."
+		return out, nil
+	}
 	m, err := r.Replies.Reply(ctx, ex.Project, ex.TestMode, ex.ConversationID, out.text, ex.ID,
 		map[string]string{"agentId": a.Name, "agentExecutionId": ex.ID})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/llm/anthropic/anthropictest"
 	"github.com/switchboard-io/switchboard/internal/llm/google/googletest"
+	"github.com/switchboard-io/switchboard/internal/llm/openai/openaitest"
 	"github.com/switchboard-io/switchboard/internal/transport/twilio/twiliotest"
 )
 
@@ -235,5 +237,74 @@ func TestAgentThroughModelPeers(t *testing.T) {
 	})
 	if len(gemini.Requests()) != 1 || len(sent()) != 2 {
 		t.Errorf("after a 401: gemini saw %d requests, %d replies sent", len(gemini.Requests()), len(sent()))
+	}
+}
+
+// TestAgentOnTheInstallationModelIsCharged: a zavu agent calls the installation's model (an
+// OpenAI-compatible Provider in the installation's namespace, here the peer). A project whose
+// balance cannot pay gets no reply and the model is not asked; once credited, the reply goes out
+// and its tokens are charged at the PriceList's model prices, once, to the execution.
+func TestAgentOnTheInstallationModelIsCharged(t *testing.T) {
+	const system = "agents-system"
+	twilio := twiliotest.NewServer(t)
+	rcv := newHookReceiver(t)
+	in := start(t, publicAtListener, installationIn(system), rcv.trusted())
+	ctx := context.Background()
+	acme, _ := twilioProject(t, in, twilio, rcv)
+	model := openaitest.New(openaitest.Options{})
+	t.Cleanup(model.Close)
+	in.createObjects(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: system}},
+		labelledSecret(system, "models", map[string]string{"apiKey": openaitest.DefaultAPIKey}),
+		&v1alpha1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: system, Name: "models"}, Spec: v1alpha1.ProviderSpec{
+			Type: v1alpha1.ProviderOpenAI, BaseURL: model.URL(), Default: true, SecretRef: &v1alpha1.ProviderSecretRef{Name: "models"}}},
+		&v1alpha1.PriceList{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "prices"}, Spec: v1alpha1.PriceListSpec{
+			FreeCredit: "0", Prices: []v1alpha1.Price{{Channel: "sms", Prefix: "+1", Price: "0.01"}},
+			ModelPrices: []v1alpha1.ModelPrice{{Model: "*", InputPerMillion: "1000", OutputPerMillion: "2000"}}}},
+		&v1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "support"}, Spec: v1alpha1.AgentSpec{
+			DisplayName: "Support", Enabled: true, Provider: v1alpha1.ModelZavu, Model: "llama3.2",
+			SystemPrompt: "Help.", Senders: []string{"main"}}})
+	waitFor(t, func() bool {
+		var a v1alpha1.Agent
+		_ = in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: "support"}, &a)
+		return len(a.Status.Senders) == 1 && a.IsReady()
+	})
+	webhook := in.url + "/callbacks/twilio/" + acme + "/twilio/inbound"
+	say := func(text string) {
+		t.Helper()
+		if status, body, err := twilio.SendInbound(ctx, webhook, "+15005550120", "+15005550006", text); err != nil || status != http.StatusOK {
+			t.Fatalf("inbound = %d %q %v", status, body, err)
+		}
+	}
+
+	// Nothing to pay with: no model call, no reply.
+	say("Is anyone there?")
+	waitFor(t, func() bool {
+		return in.count(`SELECT count(*) FROM agent_executions WHERE status = 'balance_insufficient'`) == 1
+	})
+	if n := len(model.Requests()); n != 0 || len(twilio.Messages()) != 0 {
+		t.Fatalf("an unpaid execution asked the model %d times and sent %d replies", n, len(twilio.Messages()))
+	}
+
+	// Credited: answered, and its tokens charged to the execution.
+	credit(t, in, acme, "1.00")
+	say("Hello again")
+	waitFor(t, func() bool { return len(twilio.Messages()) == 1 })
+	waitFor(t, func() bool { return in.count(`SELECT count(*) FROM agent_executions WHERE status = 'success'`) == 1 })
+	var id string
+	var input, output, cost int64
+	if err := in.db.QueryRow(ctx, `SELECT id, input_tokens, output_tokens, cost_micros FROM agent_executions WHERE status = 'success'`).
+		Scan(&id, &input, &output, &cost); err != nil {
+		t.Fatal(err)
+	}
+	if input == 0 || output == 0 || cost != input*1000+output*2000 {
+		var steps string
+		_ = in.db.QueryRow(ctx, `SELECT steps::text || ' ' || COALESCE(charged_at::text, 'uncharged') FROM agent_executions WHERE id = $1`, id).Scan(&steps)
+		t.Errorf("tokens %d in, %d out, cost %d micros; want %d (steps %s)", input, output, cost, input*1000+output*2000, steps)
+	}
+	if n := in.count(`SELECT count(*) FROM ledger_entries WHERE kind = 'charge' AND message_id = $1 AND amount_micros = $2`, id, cost); n != 1 {
+		t.Errorf("%d ledger charges for the execution", n)
+	}
+	if r := in.get("/v1/senders/main/agent/stats", newKey(t, in, acme, apikey.Live)); r.status != 200 || r.body["totalCost"] != float64(cost)/1e6 {
+		t.Errorf("stats = %d %v", r.status, r.body)
 	}
 }

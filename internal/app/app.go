@@ -371,7 +371,8 @@ func Run(ctx context.Context, cfg Config) error {
 		messages.SetInboundHook(&agent.Trigger{Reader: mgr.GetClient(), Queue: queue})
 		agentRuntime := &agent.Runtime{Pool: cfg.Pool, Reader: mgr.GetClient(), Replies: messages, Models: models.New,
 			InstallationNamespace: cfg.InstallationNamespace, AllowProjectEndpoints: cfg.AllowProjectEndpoints,
-			Tools: cfg.Delivery.Client.HTTPClient(agent.ToolTimeout), ToolAddresses: cfg.Delivery.Client, Log: log.WithName("agents")}
+			Tools: cfg.Delivery.Client.HTTPClient(agent.ToolTimeout), ToolAddresses: cfg.Delivery.Client, Log: log.WithName("agents"),
+			Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}}
 		agents.Runtime = agentRuntime
 		registrations := tendlc.NewService(cfg.Pool, mgr.GetClient(), transports, nil)
 		messages.SetTenDLC(registrations)

@@ -118,3 +118,33 @@ func FreeCredit(list *v1alpha1.PriceList) Micros {
 	}
 	return m
 }
+
+// TokensQuote is what tokens of the installation's model cost at list's ModelPrices (the
+// model's own price, else "*"), rounded up to the micro-dollar; ok is false when nothing prices
+// the model.
+func TokensQuote(list *v1alpha1.PriceList, model string, input, output int64) (price Micros, ok bool, err error) {
+	if list == nil {
+		return 0, false, nil
+	}
+	var match *v1alpha1.ModelPrice
+	for i := range list.Spec.ModelPrices {
+		p := &list.Spec.ModelPrices[i]
+		if p.Model == model || (p.Model == "*" && match == nil) {
+			match = p
+		}
+	}
+	if match == nil {
+		return 0, false, nil
+	}
+	in, err := ParseUSD(match.InputPerMillion)
+	if err != nil {
+		return 0, false, err
+	}
+	out, err := ParseUSD(match.OutputPerMillion)
+	if err != nil {
+		return 0, false, err
+	}
+	// Micros per million tokens × tokens / 1e6, rounded up: a call is never free by rounding.
+	total := int64(in)*input + int64(out)*output
+	return Micros((total + 999_999) / 1_000_000), true, nil
+}

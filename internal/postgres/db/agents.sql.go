@@ -104,9 +104,9 @@ func (q *Queries) DeleteToolRuns(ctx context.Context, arg DeleteToolRunsParams) 
 const finishAgentExecution = `-- name: FinishAgentExecution :execrows
 UPDATE agent_executions SET status = $1, provider = $2, model = $3, steps = $4, tool_calls = $5,
     knowledge_chunks = $6, input_tokens = $7, output_tokens = $8,
-    cost_micros = $9, latency_ms = $10, response_text = $11,
-    response_message_id = $12, error_code = $13, error_message = $14, finished_at = $15
-WHERE id = $16 AND status IN ('pending', 'running')
+    latency_ms = $9, response_text = $10,
+    response_message_id = $11, error_code = $12, error_message = $13, finished_at = $14
+WHERE id = $15 AND status IN ('pending', 'running')
 `
 
 type FinishAgentExecutionParams struct {
@@ -118,7 +118,6 @@ type FinishAgentExecutionParams struct {
 	KnowledgeChunks   *int32
 	InputTokens       int64
 	OutputTokens      int64
-	CostMicros        int64
 	LatencyMs         int32
 	ResponseText      *string
 	ResponseMessageID *string
@@ -128,6 +127,7 @@ type FinishAgentExecutionParams struct {
 	ID                string
 }
 
+// Records an execution's outcome; its cost is what MarkAgentExecutionCharged recorded.
 func (q *Queries) FinishAgentExecution(ctx context.Context, arg FinishAgentExecutionParams) (int64, error) {
 	result, err := q.db.Exec(ctx, finishAgentExecution,
 		arg.Status,
@@ -138,7 +138,6 @@ func (q *Queries) FinishAgentExecution(ctx context.Context, arg FinishAgentExecu
 		arg.KnowledgeChunks,
 		arg.InputTokens,
 		arg.OutputTokens,
-		arg.CostMicros,
 		arg.LatencyMs,
 		arg.ResponseText,
 		arg.ResponseMessageID,
@@ -154,7 +153,7 @@ func (q *Queries) FinishAgentExecution(ctx context.Context, arg FinishAgentExecu
 }
 
 const getAgentExecution = `-- name: GetAgentExecution :one
-SELECT id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at FROM agent_executions WHERE id = $1 AND project = $2 AND test_mode = $3 AND agent = $4
+SELECT id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at FROM agent_executions WHERE id = $1 AND project = $2 AND test_mode = $3 AND agent = $4
 `
 
 type GetAgentExecutionParams struct {
@@ -198,6 +197,7 @@ func (q *Queries) GetAgentExecution(ctx context.Context, arg GetAgentExecutionPa
 		&i.StartedAt,
 		&i.LeaseUntil,
 		&i.FinishedAt,
+		&i.ChargedAt,
 	)
 	return i, err
 }
@@ -333,7 +333,7 @@ func (q *Queries) IsHandedOff(ctx context.Context, conversationID string) (bool,
 }
 
 const listAgentExecutions = `-- name: ListAgentExecutions :many
-SELECT id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at FROM agent_executions
+SELECT id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at FROM agent_executions
 WHERE project = $1 AND test_mode = $2 AND agent = $3 AND status NOT IN ('pending', 'running')
   AND ($4::text IS NULL OR status = $4)
   AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::text))
@@ -395,6 +395,7 @@ func (q *Queries) ListAgentExecutions(ctx context.Context, arg ListAgentExecutio
 			&i.StartedAt,
 			&i.LeaseUntil,
 			&i.FinishedAt,
+			&i.ChargedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -456,6 +457,25 @@ func (q *Queries) ListToolRuns(ctx context.Context, arg ListToolRunsParams) ([]A
 	return items, nil
 }
 
+const markAgentExecutionCharged = `-- name: MarkAgentExecutionCharged :execrows
+UPDATE agent_executions SET cost_micros = $1, charged_at = $2 WHERE id = $3 AND charged_at IS NULL
+`
+
+type MarkAgentExecutionChargedParams struct {
+	CostMicros int64
+	Now        *time.Time
+	ID         string
+}
+
+// Records the charge of an execution's tokens, once: no row when they were charged already.
+func (q *Queries) MarkAgentExecutionCharged(ctx context.Context, arg MarkAgentExecutionChargedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, markAgentExecutionCharged, arg.CostMicros, arg.Now, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const recentConversationMessages = `-- name: RecentConversationMessages :many
 SELECT id, direction, message_type, body, created_at FROM messages
 WHERE conversation_id = $1
@@ -506,7 +526,7 @@ func (q *Queries) RecentConversationMessages(ctx context.Context, arg RecentConv
 const startAgentExecution = `-- name: StartAgentExecution :one
 UPDATE agent_executions SET status = 'running', started_at = COALESCE(started_at, $1::timestamptz), lease_until = $2
 WHERE id = $3 AND (status = 'pending' OR (status = 'running' AND lease_until < $1::timestamptz))
-RETURNING id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at
+RETURNING id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at
 `
 
 type StartAgentExecutionParams struct {
@@ -546,6 +566,7 @@ func (q *Queries) StartAgentExecution(ctx context.Context, arg StartAgentExecuti
 		&i.StartedAt,
 		&i.LeaseUntil,
 		&i.FinishedAt,
+		&i.ChargedAt,
 	)
 	return i, err
 }

@@ -47,6 +47,7 @@ type AgentExecution struct {
 	StartedAt         *time.Time
 	LeaseUntil        *time.Time
 	FinishedAt        *time.Time
+	ChargedAt         *time.Time
 }
 
 type AgentHandoff struct {

@@ -17,9 +17,10 @@ RETURNING *;
 SELECT status, lease_until FROM agent_executions WHERE id = @id;
 
 -- name: FinishAgentExecution :execrows
+-- Records an execution's outcome; its cost is what MarkAgentExecutionCharged recorded.
 UPDATE agent_executions SET status = @status, provider = @provider, model = @model, steps = @steps, tool_calls = @tool_calls,
     knowledge_chunks = @knowledge_chunks, input_tokens = @input_tokens, output_tokens = @output_tokens,
-    cost_micros = @cost_micros, latency_ms = @latency_ms, response_text = @response_text,
+    latency_ms = @latency_ms, response_text = @response_text,
     response_message_id = @response_message_id, error_code = @error_code, error_message = @error_message, finished_at = @now
 WHERE id = @id AND status IN ('pending', 'running');
 
@@ -79,3 +80,7 @@ WHERE v.id = @conversation_id;
 -- name: DeleteToolRuns :exec
 -- The manual runs of a deleted tool.
 DELETE FROM agent_tool_runs WHERE project = @project AND agent = @agent AND tool_id = @tool_id;
+
+-- name: MarkAgentExecutionCharged :execrows
+-- Records the charge of an execution's tokens, once: no row when they were charged already.
+UPDATE agent_executions SET cost_micros = @cost_micros, charged_at = @now WHERE id = @id AND charged_at IS NULL;
