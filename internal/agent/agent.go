@@ -92,11 +92,12 @@ type Worker struct {
 	Runtime *Runtime
 }
 
-// Lease is how long a run holds its execution, past the job's timeout: six model calls and
-// their tools take well under it.
+// A run holds its execution for Lease, renewed every LeaseRenewal while it runs; a run that died
+// (kill -9, a lost node) lets go within Lease, and its job, rescued by the queue, takes over.
 const (
-	JobTimeout = 3 * time.Minute
-	Lease      = JobTimeout + 30*time.Second
+	JobTimeout   = 3 * time.Minute
+	Lease        = 30 * time.Second
+	LeaseRenewal = 10 * time.Second
 )
 
 // Timeout bounds a job. It is longer than the queue's rescue of stuck jobs (40 s): a rescued

@@ -85,7 +85,9 @@ func (r *Runtime) Execute(ctx context.Context, id string) error {
 	if err != nil {
 		return fmt.Errorf("start execution %s: %w", id, err)
 	}
+	stop := r.holdLease(ctx, id)
 	out, err := r.run(ctx, ex)
+	stop()
 	if err != nil {
 		return err
 	}
@@ -238,6 +240,29 @@ func (r *Runtime) converse(ctx context.Context, ex db.AgentExecution, a *v1alpha
 	}
 	out.status, out.code, out.message = StatusError, "too_many_steps", fmt.Sprintf("The model still called tools after %d steps.", MaxSteps)
 	return out, nil
+}
+
+// holdLease renews the execution's lease until the returned stop is called.
+func (r *Runtime) holdLease(ctx context.Context, id string) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(LeaseRenewal)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				until := r.clock().Add(Lease).UTC()
+				if _, err := db.New(r.Pool).RenewAgentExecutionLease(ctx, db.RenewAgentExecutionLeaseParams{ID: id, LeaseUntil: &until}); err != nil && ctx.Err() == nil {
+					r.Log.Error(err, "renew the lease of an execution", "execution", id)
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 func budgetNote(out outcome, budget int64) string {

@@ -523,6 +523,24 @@ func (q *Queries) RecentConversationMessages(ctx context.Context, arg RecentConv
 	return items, nil
 }
 
+const renewAgentExecutionLease = `-- name: RenewAgentExecutionLease :execrows
+UPDATE agent_executions SET lease_until = $1 WHERE id = $2 AND status = 'running'
+`
+
+type RenewAgentExecutionLeaseParams struct {
+	LeaseUntil *time.Time
+	ID         string
+}
+
+// Extends a running execution's lease while its run is alive.
+func (q *Queries) RenewAgentExecutionLease(ctx context.Context, arg RenewAgentExecutionLeaseParams) (int64, error) {
+	result, err := q.db.Exec(ctx, renewAgentExecutionLease, arg.LeaseUntil, arg.ID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const startAgentExecution = `-- name: StartAgentExecution :one
 UPDATE agent_executions SET status = 'running', started_at = COALESCE(started_at, $1::timestamptz), lease_until = $2
 WHERE id = $3 AND (status = 'pending' OR (status = 'running' AND lease_until < $1::timestamptz))

@@ -84,3 +84,7 @@ DELETE FROM agent_tool_runs WHERE project = @project AND agent = @agent AND tool
 -- name: MarkAgentExecutionCharged :execrows
 -- Records the charge of an execution's tokens, once: no row when they were charged already.
 UPDATE agent_executions SET cost_micros = @cost_micros, charged_at = @now WHERE id = @id AND charged_at IS NULL;
+
+-- name: RenewAgentExecutionLease :execrows
+-- Extends a running execution's lease while its run is alive.
+UPDATE agent_executions SET lease_until = @lease_until WHERE id = @id AND status = 'running';
