@@ -273,7 +273,7 @@ func TestAgentsV2(t *testing.T) {
 	if r = in.post("/v2/channels", key, `{"type":"sms_oneway","address":"+15005550007","name":"Alerts"}`); r.status != 201 {
 		t.Fatalf("a one-way SMS channel = %d %v", r.status, r.body)
 	}
-	unchanged := agentOf(id).ResourceVersion
+	unchanged := agentOf(id).Generation
 	r = in.post("/v2/agents/"+id+"/channels", key, `{"address":"+15005550007","type":"sms_oneway"}`)
 	if r.status != 409 || r.body["code"] != "channel_cannot_receive" || r.header.Get("X-Should-Retry") != "false" {
 		t.Errorf("one-way SMS = %d %v", r.status, r.body)
@@ -293,7 +293,7 @@ func TestAgentsV2(t *testing.T) {
 		}
 	}
 	// Another agent cannot take the sender: 400 naming the one that answers on it.
-	sales0 := agentOf(salesID).ResourceVersion
+	sales0 := agentOf(salesID).Generation
 	r = in.post("/v2/agents/"+salesID+"/channels", key, `{"address":"hello@acme.example","type":"email"}`)
 	if details, _ := r.body["details"].(map[string]any); r.status != 400 || details["agentId"] != id || len(fieldErrors(r)) == 0 {
 		t.Errorf("a sender another agent answers on = %d %v", r.status, r.body)
@@ -301,7 +301,7 @@ func TestAgentsV2(t *testing.T) {
 	if r = in.get("/v2/agents/"+id+"/channels", key); r.status != 405 || r.header.Get("Allow") != "POST" {
 		t.Errorf("GET channels = %d (Allow %q)", r.status, r.header.Get("Allow"))
 	}
-	if agentOf(id).ResourceVersion != unchanged || agentOf(salesID).ResourceVersion != sales0 {
+	if agentOf(id).Generation != unchanged || agentOf(salesID).Generation != sales0 {
 		t.Error("a refused connect changed an agent")
 	}
 
@@ -335,11 +335,11 @@ func TestAgentsV2(t *testing.T) {
 	}
 
 	// A refused PATCH changes nothing.
-	unchanged = agentOf(salesID).ResourceVersion
+	unchanged = agentOf(salesID).Generation
 	if r = patch("/v2/agents/"+salesID, `{"name":"","temperature":3}`); r.status != 400 || !slices.Equal(fieldPaths(r), []string{"name", "temperature"}) {
 		t.Errorf("invalid PATCH = %d %v", r.status, r.body)
 	}
-	if agentOf(salesID).ResourceVersion != unchanged {
+	if agentOf(salesID).Generation != unchanged {
 		t.Error("a refused PATCH changed the agent")
 	}
 

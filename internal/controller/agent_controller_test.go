@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/llm/openai/openaitest"
 )
 
 // agentSample reads the Agent sample: its Secret, then the Agent.
@@ -95,6 +96,13 @@ var _ = Describe("Agent", func() {
 		var p v1alpha1.Provider
 		Expect(yaml.UnmarshalStrict(b, &p)).To(Succeed())
 		Expect(p.Namespace).To(Equal(installationNamespace))
+		// A local peer stands in for the sample's Ollama, whose models list checks the account.
+		peer := openaitest.New(openaitest.Options{})
+		DeferCleanup(peer.Close)
+		p.Spec.BaseURL = peer.URL()
+		Expect(k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: installationNamespace, Name: "models-key",
+			Labels: map[string]string{v1alpha1.SecretLabel: "true"}}, StringData: map[string]string{v1alpha1.ProviderKeyAPIKey: openaitest.DefaultAPIKey}})).To(Succeed())
+		p.Spec.SecretRef = &v1alpha1.ProviderSecretRef{Name: "models-key"}
 		Expect(k8s.Create(ctx, &p)).To(Succeed())
 		DeferCleanup(func() { _ = k8s.Delete(ctx, &p) })
 		Eventually(providerReady(ctx, &p), "10s").Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))

@@ -9,6 +9,8 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/controller"
+	"github.com/switchboard-io/switchboard/internal/llm"
+	"github.com/switchboard-io/switchboard/internal/llm/models"
 	"github.com/switchboard-io/switchboard/internal/transport/meta"
 	"github.com/switchboard-io/switchboard/internal/transport/registry"
 	"github.com/switchboard-io/switchboard/internal/transport/smtp"
@@ -17,11 +19,61 @@ import (
 
 // Checks are the credential checks by Provider type. A telegram Provider has no credentials of
 // its own (each bot's token is checked with getMe when it is attached); meta and smtp are checked
-// with their transports.
+// with their transports, the model types with their llm adapters.
 func Checks() map[v1alpha1.ProviderType]controller.CredentialCheck {
 	return map[v1alpha1.ProviderType]controller.CredentialCheck{v1alpha1.ProviderTwilio: Twilio, v1alpha1.ProviderSMTP: SMTP,
-		v1alpha1.ProviderMeta: Meta}
+		v1alpha1.ProviderMeta: Meta, v1alpha1.ProviderOpenAI: Model, v1alpha1.ProviderMistral: Model,
+		v1alpha1.ProviderAnthropic: Model, v1alpha1.ProviderGoogle: Model}
 }
+
+// modelChecker is an llm adapter that can check its account.
+type modelChecker interface {
+	Check(ctx context.Context) (string, error)
+}
+
+// Model lists the account's models with the Provider type's llm adapter (GET /models for
+// openai and mistral, GET /v1/models for anthropic, models.list for google), with the apiKey
+// of the Secret (an openai Provider of a local server may have none). A key the provider
+// refuses (401, 403, Google's 400 API_KEY_INVALID) wraps controller.ErrCredentialsRejected;
+// any other failure is returned as unreachable. The errors carry the provider's answer, which
+// the adapters redact, never the key.
+func Model(ctx context.Context, p *v1alpha1.Provider, creds map[string][]byte) (string, error) {
+	m, err := models.New(p.Spec.Type, string(creds[v1alpha1.ProviderKeyAPIKey]), p.Spec.BaseURL)
+	if err != nil {
+		// A configuration no call can succeed with (no key, a base URL that is not one): it
+		// is not retried, only checked again when the Provider or its Secret changes.
+		return "", fmt.Errorf("%w: %w", controller.ErrCredentialsRejected, err)
+	}
+	checker, ok := m.(modelChecker)
+	if !ok {
+		return "", fmt.Errorf("check %s credentials: the adapter cannot list models", p.Spec.Type)
+	}
+	account, err := checker.Check(ctx)
+	var le *llm.Error
+	switch {
+	case err == nil:
+		return account, nil
+	case !errors.As(err, &le):
+		return "", fmt.Errorf("list models: %w", err)
+	case le.Kind == llm.KindUnauthorized:
+		return "", fmt.Errorf("%w: %w", controller.ErrCredentialsRejected, modelAnswer{le})
+	default:
+		return "", fmt.Errorf("list models: %w", modelAnswer{le})
+	}
+}
+
+// modelAnswer is an adapter's error as the Ready condition shows it: the provider's status and
+// message, or why there was no answer.
+type modelAnswer struct{ err *llm.Error }
+
+func (a modelAnswer) Error() string {
+	if a.err.Status != 0 {
+		return fmt.Sprintf("HTTP %d: %s", a.err.Status, a.err.Message)
+	}
+	return a.err.Message
+}
+
+func (a modelAnswer) Unwrap() error { return a.err }
 
 // Meta asks the Graph API who the system-user token is (GET /me): an expired or revoked token
 // wraps controller.ErrCredentialsRejected, with Meta's reason.

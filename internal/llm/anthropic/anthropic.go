@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -43,6 +44,8 @@ type Config struct {
 type Client struct {
 	sdk anthropic.Client
 	key string
+	// account is how Check names the account: Anthropic, or the host of another base URL.
+	account string
 }
 
 var _ llm.Model = (*Client)(nil)
@@ -56,7 +59,8 @@ func New(cfg Config) (*Client, error) {
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, errors.New("anthropic: the base URL must be an absolute http or https URL")
 	}
 	hc := cfg.HTTPClient
@@ -76,7 +80,11 @@ func New(cfg Config) (*Client, error) {
 		// Spans never carry prompts or answers, whatever the environment says.
 		option.WithOpenTelemetryTracesContentMode(option.OpenTelemetryContentModeMetadataOnly),
 	)
-	return &Client{sdk: sdk, key: cfg.APIKey}, nil
+	account := u.Host
+	if strings.EqualFold(u.Hostname(), "api.anthropic.com") {
+		account = "Anthropic"
+	}
+	return &Client{sdk: sdk, key: cfg.APIKey, account: account}, nil
 }
 
 func defaultHTTPClient() *http.Client {

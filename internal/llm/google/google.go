@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"google.golang.org/genai"
@@ -47,6 +48,8 @@ type Config struct {
 type Client struct {
 	models *genai.Models
 	key    string
+	// account is how Check names the account: the Gemini API, or the host of another base URL.
+	account string
 }
 
 var (
@@ -89,7 +92,11 @@ func New(cfg Config) (*Client, error) {
 		// The SDK prints its whole configuration, key included, into some of its errors.
 		return nil, fmt.Errorf("create google client: %s", redact(err.Error(), cfg.APIKey))
 	}
-	return &Client{models: gc.Models, key: cfg.APIKey}, nil
+	account := u.Host
+	if strings.EqualFold(u.Hostname(), "generativelanguage.googleapis.com") {
+		account = "Gemini API"
+	}
+	return &Client{models: gc.Models, key: cfg.APIKey, account: account}, nil
 }
 
 // Chat sends req to generateContent, or to streamGenerateContent (server-sent events) when

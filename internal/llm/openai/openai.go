@@ -75,8 +75,11 @@ type Client struct {
 	completionTokens bool
 	// streamUsage asks for usage in streams (stream_options.include_usage).
 	streamUsage bool
-	chat        oai.ChatCompletionService
-	embeddings  oai.EmbeddingService
+	// account is how Check names the account: the provider, or the host of a compatible server.
+	account    string
+	chat       oai.ChatCompletionService
+	embeddings oai.EmbeddingService
+	models     oai.ModelService
 }
 
 var (
@@ -125,10 +128,12 @@ func New(cfg Config) (*Client, error) {
 		key:              cfg.APIKey,
 		completionTokens: flavor == FlavorOpenAI && strings.EqualFold(u.Hostname(), "api.openai.com"),
 		streamUsage:      flavor == FlavorOpenAI,
+		account:          accountName(flavor, u),
 		// The services are made directly, not through oai.NewClient, which would add options
 		// read from the environment.
 		chat:       oai.NewChatCompletionService(opts...),
 		embeddings: oai.NewEmbeddingService(opts...),
+		models:     oai.NewModelService(opts...),
 	}, nil
 }
 

@@ -1,7 +1,8 @@
-// Package anthropictest runs a local Anthropic Messages API for tests: POST /v1/messages as
-// Anthropic's API reference documents it (the anthropic-version header, the key in x-api-key
-// or, as the v2 SDKs send it, Authorization: Bearer; JSON answers; server-sent events when the
-// request asks for a stream; Anthropic's error bodies, statuses and rate-limit headers).
+// Package anthropictest runs a local Anthropic Messages API for tests: POST /v1/messages and
+// GET /v1/models as Anthropic's API reference documents them (the anthropic-version header,
+// the key in x-api-key or, as the v2 SDKs send it, Authorization: Bearer; JSON answers;
+// server-sent events when the request asks for a stream; Anthropic's error bodies, statuses and
+// rate-limit headers).
 //
 // By default it answers each request with a deterministic reply made from the last user
 // message. Tests queue their own answers (Enqueue), force errors (Fail), make requests hang
@@ -16,6 +17,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,7 +44,13 @@ const DefaultRetryAfter = 7 * time.Second
 type Options struct {
 	// APIKey is the only key the peer accepts; empty: DefaultAPIKey.
 	APIKey string
+	// Models are the models GET /v1/models lists, newest first as Anthropic lists them; empty:
+	// DefaultModels. Messages may name any model all the same.
+	Models []string
 }
+
+// DefaultModels are the models GET /v1/models lists when Options.Models is empty.
+var DefaultModels = []string{"claude-sonnet-5", "claude-sonnet-4-5", "claude-haiku-4-5"}
 
 // ToolUse is a tool call in a scripted reply, as Anthropic's tool_use block carries it.
 type ToolUse struct {
@@ -106,15 +114,18 @@ type Failure struct {
 	MidStream bool
 }
 
-// Request is a request the peer received (authenticated, to POST /v1/messages).
+// Request is a request the peer received (authenticated, with a valid anthropic-version, to
+// POST /v1/messages, or to GET /v1/models for ListRequests).
 type Request struct {
+	// Path is the request's path: /v1/messages, or /v1/models.
+	Path string
 	// Version is its anthropic-version header.
 	Version string
 	// Auth says how the key came: "x-api-key" or "bearer".
 	Auth string
 	// Header is its header without the key.
 	Header http.Header
-	// Raw is the body as sent.
+	// Raw is the body as sent (empty for GET /v1/models).
 	Raw json.RawMessage
 	// Body is the body decoded (zero when it was not JSON).
 	Body MessagesRequest
@@ -124,9 +135,10 @@ type Request struct {
 
 // Server is a running peer.
 type Server struct {
-	key  string
-	srv  *httptest.Server
-	done chan struct{}
+	key    string
+	models []string
+	srv    *httptest.Server
+	done   chan struct{}
 
 	mu       sync.Mutex
 	closed   bool
@@ -134,14 +146,18 @@ type Server struct {
 	failures []Failure
 	hangs    int
 	requests []Request
+	lists    []Request
 	seq      int
 }
 
 // New starts a peer on loopback. Close stops it.
 func New(opts Options) *Server {
-	s := &Server{key: opts.APIKey, done: make(chan struct{})}
+	s := &Server{key: opts.APIKey, models: append([]string(nil), opts.Models...), done: make(chan struct{})}
 	if s.key == "" {
 		s.key = DefaultAPIKey
+	}
+	if len(s.models) == 0 {
+		s.models = append([]string(nil), DefaultModels...)
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
@@ -175,16 +191,19 @@ func (s *Server) Close() {
 	s.srv.Close()
 }
 
-// Enqueue queues answers: each valid request that is not failed or hung takes the next one;
-// once they run out, requests get the default reply.
+// Models are the models GET /v1/models lists.
+func (s *Server) Models() []string { return append([]string(nil), s.models...) }
+
+// Enqueue queues answers: each valid message request that is not failed or hung takes the next
+// one; once they run out, message requests get the default reply.
 func (s *Server) Enqueue(replies ...Reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.replies = append(s.replies, replies...)
 }
 
-// Fail makes the next valid requests (f.Times of them) answer f; failures queued one after the
-// other answer in order. Failures come before queued replies.
+// Fail makes the next valid requests (f.Times of them, messages or the list of models) answer
+// f; failures queued one after the other answer in order. Failures come before queued replies.
 func (s *Server) Fail(f Failure) {
 	if f.Times <= 0 {
 		f.Times = 1
@@ -194,19 +213,28 @@ func (s *Server) Fail(f Failure) {
 	s.failures = append(s.failures, f)
 }
 
-// Hang makes the next n valid requests hang until their context ends (the client gives up) or
-// the peer closes, without answering. Hangs come before failures and replies.
+// Hang makes the next n valid requests (messages or the list of models) hang until their
+// context ends (the client gives up) or the peer closes, without answering. Hangs come before
+// failures and replies.
 func (s *Server) Hang(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.hangs += n
 }
 
-// Requests are the requests received so far, oldest first.
+// Requests are the message requests received so far, oldest first.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.requests...)
+}
+
+// ListRequests are the GET /v1/models requests received so far, oldest first: a credential
+// check is not a model call, so Requests leaves them out.
+func (s *Server) ListRequests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.lists...)
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
@@ -230,6 +258,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, reqID, Failure{Status: http.StatusBadRequest, Message: fmt.Sprintf("anthropic-version: %q is not a valid version", version)})
 		return
 	}
+	if r.URL.Path == "/v1/models" {
+		s.listModels(w, r, reqID, Request{Path: r.URL.Path, Version: version, Auth: auth, Header: keyless(r.Header)})
+		return
+	}
 	if r.URL.Path != "/v1/messages" {
 		writeError(w, reqID, Failure{Status: http.StatusNotFound, Message: "Not Found"})
 		return
@@ -243,9 +275,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return // the client went away
 	}
-	rec := Request{Version: version, Auth: auth, Header: r.Header.Clone(), Raw: json.RawMessage(raw)}
-	rec.Header.Del("x-api-key")
-	rec.Header.Del("Authorization")
+	rec := Request{Path: r.URL.Path, Version: version, Auth: auth, Header: keyless(r.Header), Raw: json.RawMessage(raw)}
 	decodeErr := json.Unmarshal(raw, &rec.Body)
 	rec.Stream = rec.Body.Stream != nil && *rec.Body.Stream
 	s.mu.Lock()
@@ -262,19 +292,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 
 	s.mu.Lock()
-	hang := s.hangs > 0
-	var fail *Failure
+	hang, fail := s.takeFaultLocked()
 	var reply *Reply
-	switch {
-	case hang:
-		s.hangs--
-	case len(s.failures) > 0:
-		f := s.failures[0]
-		fail = &f
-		if s.failures[0].Times--; s.failures[0].Times <= 0 {
-			s.failures = s.failures[1:]
-		}
-	case len(s.replies) > 0:
+	if !hang && fail == nil && len(s.replies) > 0 {
 		reply = &s.replies[0]
 		s.replies = s.replies[1:]
 	}
@@ -306,6 +326,100 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		writeJSON(w, http.StatusOK, msg.wire())
 	}
+}
+
+// takeFaultLocked takes the next hang or failure, if any; s.mu is held.
+func (s *Server) takeFaultLocked() (hang bool, fail *Failure) {
+	switch {
+	case s.hangs > 0:
+		s.hangs--
+		return true, nil
+	case len(s.failures) > 0:
+		f := s.failures[0]
+		if s.failures[0].Times--; s.failures[0].Times <= 0 {
+			s.failures = s.failures[1:]
+		}
+		return false, &f
+	}
+	return false, nil
+}
+
+// keyless is h without the key.
+func keyless(h http.Header) http.Header {
+	h = h.Clone()
+	h.Del("x-api-key")
+	h.Del("Authorization")
+	return h
+}
+
+// listModels answers GET /v1/models as Anthropic does: a page of at most limit models (1 to
+// 1000, 20 by default), after after_id when it is set, with has_more, first_id and last_id.
+// before_id is not served.
+func (s *Server) listModels(w http.ResponseWriter, r *http.Request, reqID string, rec Request) {
+	if r.Method != http.MethodGet {
+		writeError(w, reqID, Failure{Status: http.StatusMethodNotAllowed, Type: "invalid_request_error", Message: "Method Not Allowed"})
+		return
+	}
+	s.mu.Lock()
+	s.lists = append(s.lists, rec)
+	hang, fail := s.takeFaultLocked()
+	s.mu.Unlock()
+	switch {
+	case hang:
+		s.stall(r)
+		return
+	case fail != nil:
+		writeError(w, reqID, *fail)
+		return
+	}
+	q := r.URL.Query()
+	limit := 20
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			writeError(w, reqID, Failure{Status: http.StatusBadRequest, Message: "limit: Input should be greater than or equal to 1 and less than or equal to 1000"})
+			return
+		}
+		limit = n
+	}
+	start, end := 0, len(s.models)
+	if after := q.Get("after_id"); after != "" {
+		start = slices.Index(s.models, after) + 1
+		if start == 0 {
+			start = end
+		}
+	}
+	page := s.models[start:min(start+limit, end)]
+	data := make([]map[string]any, len(page))
+	for i, id := range page {
+		data[i] = map[string]any{"type": "model", "id": id, "display_name": displayName(id),
+			"created_at": time.Date(2026, 9, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, -30*(start+i)).Format(time.RFC3339)}
+	}
+	var first, last any
+	if len(page) > 0 {
+		first, last = page[0], page[len(page)-1]
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"data": data, "has_more": start+len(page) < end, "first_id": first, "last_id": last})
+}
+
+// displayName is a model's display name as Anthropic writes them: claude-sonnet-4-5 is
+// "Claude Sonnet 4.5".
+func displayName(id string) string {
+	parts := strings.Split(id, "-")
+	var words, version []string
+	for _, p := range parts {
+		switch {
+		case p == "":
+		case p[0] >= '0' && p[0] <= '9':
+			version = append(version, p)
+		default:
+			words = append(words, strings.ToUpper(p[:1])+p[1:])
+		}
+	}
+	if len(version) > 0 {
+		words = append(words, strings.Join(version, "."))
+	}
+	return strings.Join(words, " ")
 }
 
 // authenticate checks the key: x-api-key, or Authorization: Bearer as the v2 SDKs send it.

@@ -1,8 +1,9 @@
 // Package googletest runs a local Gemini API for tests: the generateContent,
-// streamGenerateContent (server-sent events with alt=sse, a JSON array without), embedContent
-// and batchEmbedContents methods of generativelanguage.googleapis.com/v1beta as Google's API
-// reference documents them, behind an API key checked as Google checks it (x-goog-api-key or
-// key=), answering with Google's error bodies ({error: {code, message, status, details}}).
+// streamGenerateContent (server-sent events with alt=sse, a JSON array without), embedContent,
+// batchEmbedContents and models.list methods of generativelanguage.googleapis.com/v1beta as
+// Google's API reference documents them, behind an API key checked as Google checks it
+// (x-goog-api-key or key=), answering with Google's error bodies ({error: {code, message,
+// status, details}}).
 //
 // By default every request gets a deterministic answer derived from its last user turn; tests
 // queue answers (text, function calls, usage), force errors, make requests hang until their
@@ -30,12 +31,15 @@ const DefaultDimensions = 8
 // MaxBatch is the most requests one batchEmbedContents call may carry.
 const MaxBatch = 100
 
+// DefaultModels are the models models.list lists when Options.Models is empty.
+var DefaultModels = []string{"gemini-2.5-flash", "gemini-2.5-pro", "gemini-embedding-001"}
+
 // Options configure a Server.
 type Options struct {
 	// APIKey is the key the server accepts; empty: Key.
 	APIKey string
 	// Models are the models that exist (as "gemini-2.5-flash", without "models/"); others are
-	// answered 404 NOT_FOUND. Empty: every model exists.
+	// answered 404 NOT_FOUND. Empty: every model exists, and models.list lists DefaultModels.
 	Models []string
 	// Dimensions is the length of embedding vectors; 0: DefaultDimensions.
 	Dimensions int
@@ -102,8 +106,8 @@ type Failure struct {
 
 // Request is a request the server received.
 type Request struct {
-	// Method is the API method: generateContent, streamGenerateContent, embedContent or
-	// batchEmbedContents.
+	// Method is the API method: generateContent, streamGenerateContent, embedContent,
+	// batchEmbedContents, or list (models.list, GET /v1beta/models: in ListRequests only).
 	Method string
 	// Model is the model of the path, without "models/".
 	Model string
@@ -137,6 +141,7 @@ type Server struct {
 	failures   []Failure
 	hangs      int
 	requests   []Request
+	lists      []Request
 	signatures map[string]bool
 	nextSig    int
 }
@@ -180,8 +185,8 @@ func (s *Server) Enqueue(replies ...Reply) {
 	s.replies = append(s.replies, replies...)
 }
 
-// Fail queues an error answer for the next f.Times requests of any method (after the key is
-// checked, before the body is).
+// Fail queues an error answer for the next f.Times requests of any method, models.list
+// included (after the key is checked, before the body is).
 func (s *Server) Fail(f Failure) {
 	if f.Times <= 0 {
 		f.Times = 1
@@ -202,11 +207,25 @@ func (s *Server) Hang(n int) {
 	s.hangs += n
 }
 
-// Requests are the requests received so far, in order.
+// Requests are the requests received so far, in order, but for models.list (ListRequests): a
+// credential check is not a model call.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.requests...)
+}
+
+// ListRequests are the models.list requests received so far, in order.
+func (s *Server) ListRequests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.lists...)
+}
+
+func (s *Server) recordList(r Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lists = append(s.lists, r)
 }
 
 // Pending is the number of queued answers not used yet.
@@ -260,8 +279,12 @@ func (s *Server) nextReply() (Reply, bool) {
 
 const maxBody = 20 << 20
 
-// serve routes POST /v1beta/models/{model}:{method}.
+// serve routes POST /v1beta/models/{model}:{method} and GET /v1beta/models.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/v1beta/models" {
+		s.listModels(w, r)
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.Path, "/v1beta/")
 	if !ok {
 		writeError(w, notFound("The requested URL "+r.URL.Path+" was not found on this server."))

@@ -1,7 +1,7 @@
 // Package openaitest runs a local OpenAI Chat Completions API for tests, or Mistral's (the same
 // API with its own differences): POST /v1/chat/completions, streamed as server-sent events when
-// the request asks, and POST /v1/embeddings, with the provider's bearer auth, its request checks
-// and its error bodies and rate-limit headers.
+// the request asks, POST /v1/embeddings and GET /v1/models, with the provider's bearer auth, its
+// request checks and its error bodies and rate-limit headers.
 //
 // Answers are scripted: by default a reply derived from the last user message (DefaultReply);
 // tests queue replies (text, tool calls, usage), force error statuses, make requests hang until
@@ -52,6 +52,17 @@ type Options struct {
 	// request does not choose one; 0 is the provider's usual: 1536 (text-embedding-3-small) or
 	// 1024 (mistral-embed).
 	EmbeddingDimensions int
+	// Models are the models GET /v1/models lists; empty: DefaultModels of the flavor. Chat and
+	// embeddings requests may name any model all the same.
+	Models []string
+}
+
+// DefaultModels are the models GET /v1/models lists when Options.Models is empty.
+func DefaultModels(f Flavor) []string {
+	if f == Mistral {
+		return []string{"mistral-small-latest", "mistral-large-latest", "mistral-embed"}
+	}
+	return []string{"gpt-4o-mini", "gpt-4o", "text-embedding-3-small"}
 }
 
 // Reply is a scripted chat answer.
@@ -136,6 +147,7 @@ type Server struct {
 	flavor  Flavor
 	key     string
 	dims    int
+	models  []string
 	srv     *httptest.Server
 	done    chan struct{}
 	closing sync.Once
@@ -145,6 +157,7 @@ type Server struct {
 	replies  []Reply
 	faults   []fault
 	requests []Request
+	lists    []Request
 }
 
 // New starts a server on loopback; Close stops it.
@@ -161,6 +174,10 @@ func New(opts Options) *Server {
 		if s.flavor == Mistral {
 			s.dims = 1024
 		}
+	}
+	s.models = append([]string(nil), opts.Models...)
+	if len(s.models) == 0 {
+		s.models = DefaultModels(s.flavor)
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
@@ -184,6 +201,9 @@ func (s *Server) APIKey() string { return s.key }
 // EmbeddingDimensions is the length of the vectors the server answers with by default.
 func (s *Server) EmbeddingDimensions() int { return s.dims }
 
+// Models are the models GET /v1/models lists.
+func (s *Server) Models() []string { return append([]string(nil), s.models...) }
+
 // Reply queues answers for the next chat requests, in order; when the queue is empty, requests
 // get DefaultReply.
 func (s *Server) Reply(replies ...Reply) {
@@ -192,7 +212,7 @@ func (s *Server) Reply(replies ...Reply) {
 	s.replies = append(s.replies, replies...)
 }
 
-// Fail makes the next times requests (chat or embeddings) answer status with the provider's error
+// Fail makes the next times requests (chat, embeddings or the list of models) answer status with the provider's error
 // body and headers. Failures and hangs are used up in the order they were queued, before any reply.
 func (s *Server) Fail(status, times int) { s.FailWith(Failure{Status: status}, times) }
 
@@ -216,11 +236,19 @@ func (s *Server) Hang(times int) {
 	}
 }
 
-// Requests are the requests received so far, in order, refused ones included.
+// Requests are the requests received so far, in order, refused ones included, but for the
+// lists of models (ListRequests): a credential check is not a model call.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.requests...)
+}
+
+// ListRequests are the GET /v1/models requests received so far, in order, refused ones included.
+func (s *Server) ListRequests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.lists...)
 }
 
 // ChatRequests are the decoded bodies of the chat requests received so far, in order.
@@ -251,7 +279,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body}
 	_ = json.Unmarshal(body, &rec.Fields)
-	idx := s.record(rec)
 
 	route := ""
 	switch {
@@ -259,6 +286,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		route = "chat"
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/embeddings":
 		route = "embeddings"
+	case r.Method == http.MethodGet && r.URL.Path == "/v1/models":
+		route = "models"
+	}
+	idx := -1
+	if route == "models" {
+		s.mu.Lock()
+		s.lists = append(s.lists, rec)
+		s.mu.Unlock()
+	} else {
+		idx = s.record(rec)
 	}
 	if route == "" {
 		s.notFound(w, r)
@@ -283,7 +320,29 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.chat(w, r, idx, body)
 	case "embeddings":
 		s.embeddings(w, idx, body)
+	case "models":
+		s.listModels(w)
 	}
+}
+
+// listModels answers GET /v1/models as the provider does: {"object": "list", "data": [...]},
+// every model at once (the endpoint has no pages).
+func (s *Server) listModels(w http.ResponseWriter) {
+	data := make([]map[string]any, len(s.models))
+	for i, m := range s.models {
+		model := map[string]any{"id": m, "object": "model", "created": 1715367049, "owned_by": "system"}
+		if s.flavor == Mistral {
+			model["owned_by"] = "mistralai"
+			model["name"] = m
+			model["capabilities"] = map[string]any{"completion_chat": true, "function_calling": true, "vision": false}
+			model["max_context_length"] = 32768
+			model["aliases"] = []string{}
+			model["deprecation"] = nil
+			model["type"] = "base"
+		}
+		data[i] = model
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 }
 
 func (s *Server) record(r Request) int {
