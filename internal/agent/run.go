@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -111,10 +110,7 @@ func (r *Runtime) run(ctx context.Context, ex db.AgentExecution) (outcome, error
 		return outcome{status: StatusFiltered, code: "agent_disabled", message: "The agent was deleted or disabled before it answered."}, nil
 	}
 	q := db.New(r.Pool)
-	window := DefaultContextWindow
-	if a.Spec.ContextWindowMessages != nil {
-		window = int(*a.Spec.ContextWindowMessages)
-	}
+	window := contextWindow(&a)
 	history, err := q.RecentConversationMessages(ctx, db.RecentConversationMessagesParams{ConversationID: &ex.ConversationID,
 		MaxRows: int32(window + 1)})
 	if err != nil {
@@ -138,28 +134,10 @@ func (r *Runtime) run(ctx context.Context, ex db.AgentExecution) (outcome, error
 		}
 	}
 
-	req := llm.Request{System: a.Spec.SystemPrompt, Messages: context_(history, window), MaxTokens: llm.DefaultMaxTokens}
-	if a.Spec.MaxTokens != nil {
-		req.MaxTokens = int(*a.Spec.MaxTokens)
-	}
-	if a.Spec.Temperature != "" {
-		if t, err := strconv.ParseFloat(a.Spec.Temperature, 64); err == nil {
-			req.Temperature = &t
-		}
-	}
+	req, tools := ModelRequest(&a)
+	req.Messages = context_(history, window)
 	if a.Spec.IncludeContactMetadata {
 		req.System += contactContext(ctx, q, ex.ConversationID)
-	}
-	tools := map[string]v1alpha1.AgentTool{}
-	for _, t := range a.Spec.Tools {
-		if t.ToolEnabled() {
-			tools[t.Name] = t
-			req.Tools = append(req.Tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters.Raw})
-		}
-	}
-	if a.Spec.Handoff != nil && a.Spec.Handoff.Tool {
-		req.Tools = append(req.Tools, llm.Tool{Name: HandoffTool, Description: "Hand the conversation to a human when you cannot help or the contact asks for a person.",
-			Parameters: json.RawMessage(`{"type":"object","properties":{"reason":{"type":"string"}},"required":[]}`)})
 	}
 	cands, err := r.candidates(ctx, &a, ex.TestMode)
 	if err != nil {
