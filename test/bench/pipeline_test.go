@@ -136,6 +136,7 @@ type results struct {
 	lifecycleTries []string
 	deliveryRate   float64
 	broadcast      broadcastFigures
+	agents         agentFigures
 	peakRSS        map[string]int64  // by role
 	profiles       map[string]string // CPU profile file by role
 	binary         string            // what the profiles are of
@@ -159,6 +160,14 @@ func runLayout(b *testing.B, c *cluster.Cluster, rcv *receiver, l layout, ceilin
 		}
 	}
 	tag := strings.ReplaceAll(strings.ReplaceAll(l.name, " + ", "-"), " ", "")
+	if os.Getenv("SWITCHBOARD_BENCH_ONLY") == "agents" { // the agent row alone
+		r.agents = runAgents(b, c, api.URL, "agents-"+tag)
+		notePeaks()
+		for _, p := range procs {
+			p.Stop()
+		}
+		return r
+	}
 	if os.Getenv("SWITCHBOARD_BENCH_ONLY") == "broadcast" { // the broadcast row alone, for a quicker pair
 		r.broadcast = runBroadcast(b, c, api.URL, "broadcast-"+tag)
 		notePeaks()
@@ -247,7 +256,11 @@ search:
 	r.deliveryRate = float64(want) / time.Since(began).Seconds()
 	notePeaks()
 
-	// 4. A broadcast of 100,000 recipients, from send (review included) to every recipient
+	// 4. Agent turns: conversations with a sandbox-model agent, each waiting for its answer.
+	r.agents = runAgents(b, c, api.URL, "agents-"+tag)
+	notePeaks()
+
+	// 5. A broadcast of 100,000 recipients, from send (review included) to every recipient
 	// accepted and to every message final in the sandbox.
 	if os.Getenv("SWITCHBOARD_BENCH_ONLY") != "pipeline" {
 		r.broadcast = runBroadcast(b, c, api.URL, "broadcast-"+tag)
@@ -276,6 +289,10 @@ func (r *results) table(ceiling float64) string {
 		lifecycleSends, r.lifecycleRate, r.lifecycleP99.Round(10*time.Millisecond), ratio(r.lifecycleRate), met(r.lifecycleRate >= 0.15*ceiling))
 	fmt.Fprintf(&s, "| webhook deliveries/s to a loopback HTTPS receiver (backlog of %d) | %.0f/s | %s | ≥ 0.80 | %s |\n",
 		backlogSends*eventsPerSend, r.deliveryRate, ratio(r.deliveryRate), met(r.deliveryRate >= 0.8*ceiling))
+	if ag := r.agents; ag.rate != 0 {
+		fmt.Fprintf(&s, "| agent turns/s, inbound → reply accepted, sandbox model (%d conversations × %d turns) | %.0f/s, p99 %v added | %s | ≥ 0.10, p99 ≤ 50 ms | %s |\n",
+			agentConversations, agentTurns, ag.rate, ag.p99.Round(time.Millisecond), ratio(ag.rate), met(ag.rate >= 0.1*ceiling && ag.p99 <= 50*time.Millisecond))
+	}
 	if bc := r.broadcast; bc.final != 0 { // not run with SWITCHBOARD_BENCH_ONLY=pipeline
 		fmt.Fprintf(&s, "| broadcast of %d recipients: send → all accepted | %.1f s (%.0f/s) | %s | ≤ 20 s | %s |\n", broadcastRecipients,
 			bc.accepted.Seconds(), broadcastRecipients/bc.accepted.Seconds(), ratio(broadcastRecipients/bc.accepted.Seconds()), met(bc.accepted <= 20*time.Second))
