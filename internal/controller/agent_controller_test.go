@@ -51,8 +51,14 @@ var _ = Describe("Agent", func() {
 		secret, agent := agentSample()
 		ensure(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agent.Namespace}})
 		ensure(project(agent.Namespace, agent.Namespace))
-		ensure(&v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: agent.Namespace, Name: "support"},
-			Spec: v1alpha1.SenderSpec{DisplayName: "Acme Support", Transport: v1alpha1.TransportSandbox}})
+		// The sample sender it answers on (the samples share the namespace acme: another spec may
+		// have applied it already).
+		b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_sender.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var sender v1alpha1.Sender
+		Expect(yaml.UnmarshalStrict(b, &sender)).To(Succeed())
+		Expect(sender.Name).To(Equal("support"))
+		ensure(&sender)
 		Expect(k8s.Create(ctx, &secret)).To(Succeed())
 		Expect(k8s.Create(ctx, &agent)).To(Succeed())
 		Eventually(readyCondition(ctx, &agent), "10s").Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))
