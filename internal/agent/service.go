@@ -95,9 +95,7 @@ func (s *Service) Create(ctx context.Context, project, sender string, in Input, 
 		if holder, err := AnsweringAgent(ctx, s.client, project, sender); err != nil {
 			return nil, err
 		} else if holder != nil {
-			e := apperror.New(apperror.Invalid, "invalid_request", fmt.Sprintf("Sender %s already has an agent (%s); a sender has at most one.", sender, holder.Name))
-			e.Details = map[string]any{"agentId": holder.Name}
-			return nil, e
+			return nil, senderTaken(sender, holder.Name)
 		}
 	}
 	name, err := randid.Name("agt-", 12)
@@ -183,9 +181,7 @@ func (s *Service) Connect(ctx context.Context, a *v1alpha1.Agent, sender string)
 		return nil, err
 	}
 	if holder != nil && holder.Name != a.Name {
-		e := apperror.New(apperror.Invalid, "invalid_request", fmt.Sprintf("Sender %s already has an agent (%s); a sender has at most one.", sender, holder.Name))
-		e.Details = map[string]any{"agentId": holder.Name}
-		return nil, e
+		return nil, senderTaken(sender, holder.Name)
 	}
 	return s.Change(ctx, a, func(a *v1alpha1.Agent) error {
 		for _, x := range a.Spec.Senders {
@@ -262,6 +258,14 @@ func (s *Service) SetSecrets(ctx context.Context, a *v1alpha1.Agent, data map[st
 // HasOwnAPIKey says whether the agent reads its key from its own Secret (the API's).
 func HasOwnAPIKey(a *v1alpha1.Agent) bool {
 	return a.Spec.APIKeyRef != nil && a.Spec.APIKeyRef.Name == a.OwnSecretName()
+}
+
+// senderTaken is the 400 for a sender another agent answers on: a sender has one agent, and
+// details.agentId names it.
+func senderTaken(sender, holder string) error {
+	e := apperror.New(apperror.Invalid, "invalid_request", fmt.Sprintf("Sender %s already has an agent (%s); a sender has at most one.", sender, holder))
+	e.Details = map[string]any{"agentId": holder}
+	return e
 }
 
 func sortFields(errs []apperror.FieldError) []apperror.FieldError {
