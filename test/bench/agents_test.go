@@ -21,19 +21,26 @@ import (
 // answer, before the next).
 const (
 	agentConversations = 100
-	agentTurns         = 5
+	agentTurns         = 20
 )
 
-// agentFigures are the agent row: turns answered per second, and the p99 of what the agent adds
-// to the model's own time (the sandbox model answers at once): from the inbound message stored
-// to its reply accepted, both as Postgres recorded them.
+// agentFigures are the agent row. rate: turns answered per second with every contact writing
+// again as soon as its answer is accepted (the most the installation answers). p99: what the
+// agent adds to the model's own time (the sandbox model answers at once), from the inbound
+// message stored to its reply accepted, both as Postgres recorded them, in that saturated run;
+// pacedP99 the same with the turns offered at half of rate (the agent's own time, without the
+// queue a saturated machine builds).
 type agentFigures struct {
-	rate float64
-	p99  time.Duration
+	rate, pacedRate float64
+	p99, pacedP99   time.Duration
+	// The p50 and p99 of the saturated run's added time in two parts: waiting for a worker
+	// (inbound stored → execution started) and the run (started → reply accepted).
+	waitP50, waitP99, runP50, runP99 time.Duration
 }
 
-// runAgents has agentConversations contacts talk to a sandbox-model agent at once, each waiting
-// for the answer before writing again.
+// runAgents has agentConversations contacts talk to a sandbox-model agent at once: first each
+// writing again as soon as it has its answer, then with the turns paced at half the rate that
+// reached.
 func runAgents(b *testing.B, c *cluster.Cluster, url, project string) agentFigures {
 	ctx := context.Background()
 	key := c.Project(project, "")
@@ -53,7 +60,56 @@ func runAgents(b *testing.B, c *cluster.Cluster, url, project string) agentFigur
 		time.Sleep(100 * time.Millisecond)
 	}
 	time.Sleep(time.Second) // the api and worker caches see it too
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: agentConversations}}
+	answers := watchAnswers(ctx, c, project)
+	defer answers.stop()
+	t := &agentTalk{url: url, key: key, answers: answers,
+		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: agentConversations}}}
+
+	began := time.Now()
+	rate := t.run(b, "+1500556", 0)
+	f := agentFigures{rate: rate}
+	var wait, run []time.Duration
+	f.p99, wait, run = agentLatencies(b, c, project, began)
+	f.waitP50, f.waitP99, f.runP50, f.runP99 = quantile(wait, 0.5), quantile(wait, 0.99), quantile(run, 0.5), quantile(run, 0.99)
+
+	began = time.Now()
+	f.pacedRate = t.run(b, "+1500557", rate/2)
+	f.pacedP99, _, _ = agentLatencies(b, c, project, began)
+	return f
+}
+
+// agentTalk is the contacts' side of the conversations.
+type agentTalk struct {
+	url, key string
+	hc       *http.Client
+	answers  *answerWatch
+}
+
+// run has agentConversations contacts (numbers from prefix) write agentTurns turns each, each
+// waiting for its answer before the next; pace > 0 offers the turns at that many a second
+// across them. It returns the turns answered per second.
+func (t *agentTalk) run(b *testing.B, prefix string, pace float64) float64 {
+	var tokens chan struct{}
+	stop := make(chan struct{})
+	if pace > 0 {
+		tokens = make(chan struct{})
+		go func() {
+			tick := time.NewTicker(time.Duration(float64(time.Second) / pace))
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+				select {
+				case tokens <- struct{}{}:
+				case <-stop:
+					return
+				}
+			}
+		}()
+	}
 	var wg sync.WaitGroup
 	began := time.Now()
 	errs := make(chan error, agentConversations)
@@ -61,64 +117,157 @@ func runAgents(b *testing.B, c *cluster.Cluster, url, project string) agentFigur
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			from := fmt.Sprintf("+1500556%04d", i)
+			from := fmt.Sprintf("%s%04d", prefix, i)
 			for turn := range agentTurns {
-				body := fmt.Sprintf(`{"from":"%s","text":"turn %d"}`, from, turn)
-				req, _ := http.NewRequest(http.MethodPost, url+"/v1/sandbox/inbound", strings.NewReader(body))
-				req.Header.Set("Authorization", "Bearer "+key)
-				req.Header.Set("Content-Type", "application/json")
-				resp, err := hc.Do(req)
-				if err != nil {
+				if tokens != nil {
+					<-tokens
+				}
+				if err := t.write(from, turn); err != nil {
 					errs <- err
 					return
 				}
-				resp.Body.Close()
-				if resp.StatusCode != 200 {
-					errs <- fmt.Errorf("inbound = %d", resp.StatusCode)
+				if err := t.answers.await(from, turn+1, time.Minute); err != nil {
+					errs <- err
 					return
-				}
-				// The answer: as many replies as turns so far.
-				for deadline := time.Now().Add(time.Minute); ; {
-					var n int
-					if err := c.Pool.QueryRow(ctx, `SELECT count(*) FROM messages WHERE project = $1 AND direction = 'outbound' AND recipient = $2`,
-						project, from).Scan(&n); err != nil {
-						errs <- err
-						return
-					}
-					if n > turn {
-						break
-					}
-					if time.Now().After(deadline) {
-						errs <- fmt.Errorf("no answer to %s's turn %d within a minute", from, turn)
-						return
-					}
-					time.Sleep(25 * time.Millisecond) // the poll itself loads Postgres: not faster
 				}
 			}
 		}()
 	}
 	wg.Wait()
 	took := time.Since(began)
+	close(stop)
 	close(errs)
 	for err := range errs {
 		b.Fatal(err)
 	}
-	rows, err := c.Pool.Query(ctx, `SELECT extract(epoch FROM r.created_at - i.created_at) FROM agent_executions e
-		JOIN messages i ON i.id = e.inbound_message_id JOIN messages r ON r.id = e.response_message_id WHERE e.project = $1`, project)
+	return float64(agentConversations*agentTurns) / took.Seconds()
+}
+
+// write is a contact's turn, through the sandbox's inbound endpoint.
+func (t *agentTalk) write(from string, turn int) error {
+	body := fmt.Sprintf(`{"from":"%s","text":"turn %d"}`, from, turn)
+	req, _ := http.NewRequest(http.MethodPost, t.url+"/v1/sandbox/inbound", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+t.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := t.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return fmt.Errorf("inbound = %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// agentLatencies reads, for the executions of the project since a time, the p99 of inbound
+// stored → reply accepted, and each one's wait for a worker and run.
+func agentLatencies(b *testing.B, c *cluster.Cluster, project string, since time.Time) (p99 time.Duration, wait, run []time.Duration) {
+	rows, err := c.Pool.Query(context.Background(), `SELECT extract(epoch FROM r.created_at - i.created_at),
+		extract(epoch FROM e.started_at - i.created_at), extract(epoch FROM r.created_at - e.started_at) FROM agent_executions e
+		JOIN messages i ON i.id = e.inbound_message_id JOIN messages r ON r.id = e.response_message_id
+		WHERE e.project = $1 AND e.created_at >= $2`, project, since)
 	if err != nil {
 		b.Fatal(err)
 	}
+	defer rows.Close()
 	var lat []time.Duration
 	for rows.Next() {
-		var s float64
-		if err := rows.Scan(&s); err != nil {
+		var l, w, r float64
+		if err := rows.Scan(&l, &w, &r); err != nil {
 			b.Fatal(err)
 		}
-		lat = append(lat, time.Duration(s*float64(time.Second)))
+		lat = append(lat, seconds(l))
+		wait = append(wait, seconds(w))
+		run = append(run, seconds(r))
 	}
 	if rows.Err() != nil || len(lat) != agentConversations*agentTurns {
 		b.Fatalf("%d answered executions of %d (%v)", len(lat), agentConversations*agentTurns, rows.Err())
 	}
-	slices.Sort(lat)
-	return agentFigures{rate: float64(agentConversations*agentTurns) / took.Seconds(), p99: lat[len(lat)*99/100]}
+	return quantile(lat, 0.99), wait, run
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// quantile sorts d and returns its q quantile.
+func quantile(d []time.Duration, q float64) time.Duration {
+	slices.Sort(d)
+	return d[int(float64(len(d)-1)*q)].Round(time.Millisecond)
+}
+
+// answerWatch counts the replies each contact has had, read by one poller for all of them: a
+// poll a conversation would load Postgres with thousands of reads a second that are not the
+// agent's work.
+type answerWatch struct {
+	mu     sync.Mutex
+	counts map[string]int
+	err    error
+	change *sync.Cond
+	stop   func()
+}
+
+func watchAnswers(ctx context.Context, c *cluster.Cluster, project string) *answerWatch {
+	w := &answerWatch{counts: map[string]int{}}
+	w.change = sync.NewCond(&w.mu)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	w.stop = func() { cancel(); <-done }
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				w.mu.Lock()
+				w.err = ctx.Err()
+				w.change.Broadcast()
+				w.mu.Unlock()
+				return
+			case <-tick.C:
+			}
+			rows, err := c.Pool.Query(ctx, `SELECT recipient, count(*) FROM messages WHERE project = $1 AND direction = 'outbound' GROUP BY recipient`, project)
+			counts := map[string]int{}
+			for err == nil && rows.Next() {
+				var to string
+				var n int
+				if err = rows.Scan(&to, &n); err == nil {
+					counts[to] = n
+				}
+			}
+			if err == nil {
+				err = rows.Err()
+			}
+			if rows != nil {
+				rows.Close()
+			}
+			w.mu.Lock()
+			if err != nil && ctx.Err() == nil {
+				w.err = err
+			}
+			if err == nil {
+				w.counts = counts
+			}
+			w.change.Broadcast()
+			w.mu.Unlock()
+		}
+	}()
+	return w
+}
+
+// await waits until to has had n replies.
+func (w *answerWatch) await(to string, n int, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for w.counts[to] < n {
+		if w.err != nil {
+			return w.err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("no answer to %s's turn %d within %v", to, n-1, within)
+		}
+		w.change.Wait()
+	}
+	return nil
 }
