@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -217,6 +218,50 @@ func (s *Service) Disconnect(ctx context.Context, a *v1alpha1.Agent, sender stri
 		a.Spec.Senders = out
 		return nil
 	})
+}
+
+// AnswersOn tells whether agent a answers channel typ of its senders: one-way SMS never
+// receives; otherwise every channel, or those of triggerOnChannels.
+func AnswersOn(a *v1alpha1.Agent, typ v1alpha1.Channel) bool {
+	return typ != v1alpha1.ChannelSMSOneway &&
+		(len(a.Spec.TriggerOnChannels) == 0 || slices.Contains(a.Spec.TriggerOnChannels, typ))
+}
+
+// ConnectChannel makes the agent answer channel typ of sender (v2's channel links: the
+// resource keeps sender links, so the agent answers that sender's other channels too, as its
+// triggerOnChannels admit). An agent whose triggerOnChannels lack typ gets it added, so the
+// channel asked for is answered. One-way SMS cannot receive: 409.
+func (s *Service) ConnectChannel(ctx context.Context, a *v1alpha1.Agent, sender, address string, typ v1alpha1.Channel) (*v1alpha1.Agent, error) {
+	if typ == v1alpha1.ChannelSMSOneway {
+		e := apperror.New(apperror.Conflict, "channel_cannot_receive",
+			"One-way SMS cannot receive messages, so no agent can answer on it: connect the address's sms channel instead.")
+		e.Details = map[string]any{"address": address, "type": string(v1alpha1.ChannelSMSOneway)}
+		return nil, e
+	}
+	a, err := s.Connect(ctx, a, sender)
+	if err != nil || AnswersOn(a, typ) {
+		return a, err
+	}
+	return s.Change(ctx, a, func(a *v1alpha1.Agent) error {
+		if !AnswersOn(a, typ) {
+			a.Spec.TriggerOnChannels = append(a.Spec.TriggerOnChannels, typ)
+		}
+		return nil
+	})
+}
+
+// DisconnectChannel stops the agent answering on sender, which holds channel typ at address,
+// and so on that sender's other channels. v2 has no primary sender: any of them can be
+// disconnected.
+func (s *Service) DisconnectChannel(ctx context.Context, a *v1alpha1.Agent, sender, address string, typ v1alpha1.Channel) error {
+	if !slices.Contains(a.Spec.Senders, sender) || !AnswersOn(a, typ) {
+		return apperror.NotFoundf("Agent %s does not answer on %s at %s.", a.Name, typ, address)
+	}
+	_, err := s.Change(ctx, a, func(a *v1alpha1.Agent) error {
+		a.Spec.Senders = slices.DeleteFunc(a.Spec.Senders, func(x string) bool { return x == sender })
+		return nil
+	})
+	return err
 }
 
 // SetSecrets writes keys of the agent's own Secret (created, owned by the agent, labelled for

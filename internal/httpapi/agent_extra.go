@@ -111,13 +111,6 @@ type agentChannelJSON struct {
 	V1SenderID string `json:"v1SenderId"`
 }
 
-// answersOn tells whether agent a answers channel typ of its senders: one-way SMS never
-// receives; otherwise every channel, or those of triggerOnChannels.
-func answersOn(a *v1alpha1.Agent, typ v1alpha1.Channel) bool {
-	return typ != v1alpha1.ChannelSMSOneway &&
-		(len(a.Spec.TriggerOnChannels) == 0 || slices.Contains(a.Spec.TriggerOnChannels, typ))
-}
-
 // agentViewV2 renders a with its channel links, found among the project's channel entries.
 func agentViewV2(a *v1alpha1.Agent, entries []sender.Address) agentV2JSON {
 	v := agentView(a, nil)
@@ -128,7 +121,7 @@ func agentViewV2(a *v1alpha1.Agent, entries []sender.Address) agentV2JSON {
 		CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt}
 	for _, name := range a.Spec.Senders {
 		for _, e := range entries {
-			if e.Sender.Name == name && answersOn(a, e.Type) {
+			if e.Sender.Name == name && agent.AnswersOn(a, e.Type) {
 				out.Channels = append(out.Channels, agentChannelJSON{Address: e.Address, Type: string(e.Type), Active: e.Active, V1SenderID: name})
 			}
 		}
@@ -211,18 +204,7 @@ func (s *Server) updateAgentV2(w http.ResponseWriter, r *http.Request) {
 	s.agentAnswerV2(r.Context(), w, r, http.StatusOK, a)
 }
 
-// channelCannotReceive is the 409 of connecting an agent to one-way SMS.
-func channelCannotReceive(address string) *apperror.Error {
-	e := apperror.New(apperror.Conflict, "channel_cannot_receive",
-		"One-way SMS cannot receive messages, so no agent can answer on it: connect the address's sms channel instead.")
-	e.Details = map[string]any{"address": address, "type": string(v1alpha1.ChannelSMSOneway)}
-	return e
-}
-
-// connectAgentChannel makes the agent answer on the sender holding the channel (sender links are
-// what the resource keeps: the agent answers that sender's other channels too, as its
-// triggerOnChannels admit). An agent with triggerOnChannels that lacks the type gets it added,
-// so the channel asked for is answered.
+// connectAgentChannel makes the agent answer on the sender holding the channel.
 func (s *Server) connectAgentChannel(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		Address *string `json:"address"`
@@ -255,21 +237,9 @@ func (s *Server) connectAgentChannel(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if typ == v1alpha1.ChannelSMSOneway {
-		s.writeError(w, r, channelCannotReceive(*in.Address))
-		return
-	}
 	snd, err := s.senders.SenderAt(ctx, project, *in.Address, typ)
 	if err == nil {
-		a, err = s.agents.Connect(ctx, a, snd)
-	}
-	if err == nil && !answersOn(a, typ) {
-		a, err = s.agents.Change(ctx, a, func(a *v1alpha1.Agent) error {
-			if !answersOn(a, typ) {
-				a.Spec.TriggerOnChannels = append(a.Spec.TriggerOnChannels, typ)
-			}
-			return nil
-		})
+		a, err = s.agents.ConnectChannel(ctx, a, snd, *in.Address, typ)
 	}
 	if err != nil {
 		s.writeError(w, r, err)
@@ -278,8 +248,7 @@ func (s *Server) connectAgentChannel(w http.ResponseWriter, r *http.Request) {
 	s.agentAnswerV2(ctx, w, r, http.StatusOK, a)
 }
 
-// disconnectAgentChannel stops the agent answering on the sender holding the channel, and so on
-// that sender's other channels. v2 has no primary sender: any of them can be disconnected.
+// disconnectAgentChannel stops the agent answering on the sender holding the channel.
 func (s *Server) disconnectAgentChannel(w http.ResponseWriter, r *http.Request) {
 	ctx, project := r.Context(), keyFrom(r.Context()).Project
 	address, typ := r.PathValue("address"), v1alpha1.Channel(r.PathValue("type"))
@@ -289,14 +258,8 @@ func (s *Server) disconnectAgentChannel(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	snd, err := s.senders.SenderAt(ctx, project, address, typ)
-	if err == nil && (!slices.Contains(a.Spec.Senders, snd) || !answersOn(a, typ)) {
-		err = apperror.NotFoundf("Agent %s does not answer on %s at %s.", a.Name, typ, address)
-	}
 	if err == nil {
-		_, err = s.agents.Change(ctx, a, func(a *v1alpha1.Agent) error {
-			a.Spec.Senders = slices.DeleteFunc(a.Spec.Senders, func(x string) bool { return x == snd })
-			return nil
-		})
+		err = s.agents.DisconnectChannel(ctx, a, snd, address, typ)
 	}
 	if err != nil {
 		s.writeError(w, r, err)
