@@ -154,6 +154,80 @@ type AgentSpec struct {
 	// Voice is how the agent holds phone calls (calls, docs/calls.md).
 	// +optional
 	Voice *AgentVoice `json:"voice,omitempty"`
+
+	// Flows are scripted conversations the agent runs step by step (docs/agents.md, "Flows").
+	// +kubebuilder:validation:MaxItems=50
+	// +listType=map
+	// +listMapKey=id
+	// +optional
+	Flows []AgentFlow `json:"flows,omitempty"`
+}
+
+// AgentFlow is a scripted conversation: what starts it, and its steps, run as written from the
+// first. The fields are the client's AgentFlow.
+type AgentFlow struct {
+	// ID is the flow's id on the REST API.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9_-]{0,62}$`
+	ID string `json:"id"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=200
+	Name string `json:"name"`
+	// +kubebuilder:validation:MaxLength=2000
+	// +optional
+	Description string `json:"description,omitempty"`
+	// Enabled lets the flow start; unset: on.
+	// +optional
+	Enabled *bool `json:"enabled,omitempty"`
+	// Priority decides between flows that would start on the same message: higher first.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	Priority int32       `json:"priority,omitempty"`
+	Trigger  FlowTrigger `json:"trigger"`
+	// Steps run from the first; a step without nextStepId ends the flow.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=100
+	// +listType=atomic
+	Steps []FlowStep `json:"steps"`
+	// TimeoutMinutes ends a conversation's run of the flow that waited that long for an answer;
+	// unset: 1440 (a day).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=43200
+	// +optional
+	TimeoutMinutes *int32 `json:"timeoutMinutes,omitempty"`
+}
+
+// FlowEnabled reports whether the flow may start.
+func (f *AgentFlow) FlowEnabled() bool { return f.Enabled == nil || *f.Enabled }
+
+// FlowTrigger is what starts a flow: keyword (the message is one of keywords), always (a
+// conversation's first message), intent (the model starts it when the contact wants intent) or
+// manual (never by itself).
+type FlowTrigger struct {
+	// +kubebuilder:validation:Enum=keyword;intent;always;manual
+	Type string `json:"type"`
+	// +kubebuilder:validation:MaxLength=500
+	// +optional
+	Intent string `json:"intent,omitempty"`
+	// +kubebuilder:validation:MaxItems=20
+	// +listType=atomic
+	// +optional
+	Keywords []string `json:"keywords,omitempty"`
+}
+
+// FlowStep is one step of a flow; config is the type's (docs/agents.md, "Flows").
+type FlowStep struct {
+	// +kubebuilder:validation:Pattern=`^[a-zA-Z0-9_-]{1,64}$`
+	ID string `json:"id"`
+	// +kubebuilder:validation:Enum=message;collect;condition;tool;llm;transfer
+	Type string `json:"type"`
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	Config apiextensionsv1.JSON `json:"config,omitempty"`
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	NextStepID string `json:"nextStepId,omitempty"`
 }
 
 // FallbackModel is a model an agent moves to when the one before cannot answer now.

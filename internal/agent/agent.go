@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/delivery"
+	"github.com/switchboard-io/switchboard/internal/knowledge"
 	"github.com/switchboard-io/switchboard/internal/llm"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
@@ -61,8 +62,10 @@ type Runtime struct {
 	// ToolAddresses are the options Tools was made with: the API refuses a tool URL naming an
 	// address Tools would never reach (zero: https only, no private address).
 	ToolAddresses delivery.ClientOptions
-	Log           logr.Logger
-	now           func() time.Time
+	// Knowledge retrieves from agents' knowledge bases; nil retrieves nothing.
+	Knowledge Retriever
+	Log       logr.Logger
+	now       func() time.Time
 }
 
 func (r *Runtime) clock() time.Time {
@@ -70,6 +73,11 @@ func (r *Runtime) clock() time.Time {
 		return r.now()
 	}
 	return time.Now()
+}
+
+// Retriever gives an execution the chunks of its agent's knowledge that answer a message.
+type Retriever interface {
+	Retrieve(ctx context.Context, a *v1alpha1.Agent, testMode bool, query string, k int) ([]knowledge.Passage, error)
 }
 
 // ExecuteArgs is the job of one execution.

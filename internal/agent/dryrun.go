@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/knowledge"
 	"github.com/switchboard-io/switchboard/internal/llm"
 )
 
@@ -24,7 +25,7 @@ type TestInput struct {
 	ExecuteTools *bool `json:"executeTools"`
 	// History is the conversation before Message, oldest first.
 	History []TestTurn `json:"history"`
-	// UseKnowledgeBase asks for retrieval (default on); knowledge bases are not built yet.
+	// UseKnowledgeBase asks for retrieval from the agent's knowledge bases (default on).
 	UseKnowledgeBase *bool `json:"useKnowledgeBase"`
 }
 
@@ -78,7 +79,7 @@ type TestResult struct {
 	InputTokens  int64 `json:"inputTokens"`
 	OutputTokens int64 `json:"outputTokens"`
 	LatencyMs    int64 `json:"latencyMs"`
-	// KnowledgeChunksUsed is 0: no knowledge base is retrieved from yet.
+	// KnowledgeChunksUsed counts the chunks retrieval gave the model.
 	KnowledgeChunksUsed int `json:"knowledgeChunksUsed"`
 	// Warnings are what is true of the agent that a dry run cannot prove.
 	Warnings []string `json:"warnings"`
@@ -141,9 +142,6 @@ func (r *Runtime) DryRun(ctx context.Context, a *v1alpha1.Agent, testMode bool, 
 	if a.Spec.IncludeContactMetadata {
 		warn("includeContactMetadata is on, but a dry run has no contact: in a real conversation the contact's name and metadata are added to the system prompt.")
 	}
-	if in.UseKnowledgeBase != nil && *in.UseKnowledgeBase {
-		warn("Knowledge bases are not available yet: nothing was retrieved for this answer (knowledgeChunksUsed 0).")
-	}
 	if bh := a.Spec.BusinessHours; bh != nil {
 		if open, err := IsOpen(bh, r.clock()); err == nil && !open {
 			what := "no answer"
@@ -164,6 +162,14 @@ func (r *Runtime) DryRun(ctx context.Context, a *v1alpha1.Agent, testMode bool, 
 
 	req, tools := ModelRequest(a)
 	req.Messages = testContext(in.History, contextWindow(a), message)
+	if r.Knowledge != nil && (in.UseKnowledgeBase == nil || *in.UseKnowledgeBase) {
+		passages, err := r.Knowledge.Retrieve(ctx, a, testMode, message, knowledge.DefaultChunk)
+		if err != nil {
+			return TestResult{}, err
+		}
+		req.System += KnowledgeContext(passages)
+		res.KnowledgeChunksUsed = len(passages)
+	}
 	if names := enabledToolNames(a); len(names) > 0 && !executeTools {
 		warn("The agent's tools (%s) are offered to the model but a dry run does not execute them: set executeTools to run them.", strings.Join(names, ", "))
 	}
@@ -210,6 +216,13 @@ func (r *Runtime) DryRun(ctx context.Context, a *v1alpha1.Agent, testMode bool, 
 				res.Success, res.Text = true, nil
 				if text != "" {
 					res.Text = &text
+				}
+				return done()
+			case call.Name == StartFlowTool && len(intentFlows(a)) > 0:
+				warn("The model started the flow %s: a real conversation would run it step by step (a dry run runs no flow).", compactArgs(call.Arguments))
+				res.Success, res.Text = true, nil
+				if resp.Text != "" {
+					res.Text = &resp.Text
 				}
 				return done()
 			case !known:
@@ -264,6 +277,9 @@ func ModelRequest(a *v1alpha1.Agent) (llm.Request, map[string]v1alpha1.AgentTool
 			tools[t.Name] = t
 			req.Tools = append(req.Tools, llm.Tool{Name: t.Name, Description: t.Description, Parameters: t.Parameters.Raw})
 		}
+	}
+	if flows := intentFlows(a); len(flows) > 0 {
+		req.Tools = append(req.Tools, startFlowTool(flows))
 	}
 	if a.Spec.Handoff != nil && a.Spec.Handoff.Tool {
 		req.Tools = append(req.Tools, llm.Tool{Name: HandoffTool, Description: "Hand the conversation to a human when you cannot help or the contact asks for a person.",

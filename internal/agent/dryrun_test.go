@@ -245,7 +245,7 @@ func TestDryRunWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"disabled", "triggers on (whatsapp)", "contact", "Knowledge bases"} {
+	for _, want := range []string{"disabled", "triggers on (whatsapp)", "contact"} {
 		if !hasWarning(res, want) {
 			t.Errorf("no warning about %q: %v", want, res.Warnings)
 		}

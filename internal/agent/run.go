@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/billing"
+	"github.com/switchboard-io/switchboard/internal/knowledge"
 	"github.com/switchboard-io/switchboard/internal/llm"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
@@ -60,6 +61,8 @@ type outcome struct {
 	toolCalls             int
 	usage                 llm.Usage
 	replyID               string
+	// knowledge is what retrieval gave the model.
+	knowledge []knowledge.Passage
 	// cost is what the steps on the installation's model cost the project.
 	cost billing.Micros
 }
@@ -134,6 +137,11 @@ func (r *Runtime) run(ctx context.Context, ex db.AgentExecution) (outcome, error
 		}
 	}
 
+	if len(a.Spec.Flows) > 0 {
+		if out, handled, err := r.flowTurn(ctx, ex, &a, history, inbound); handled || err != nil {
+			return out, err
+		}
+	}
 	req, tools := ModelRequest(&a)
 	req.Messages = context_(history, window)
 	if a.Spec.IncludeContactMetadata {
@@ -153,7 +161,30 @@ func (r *Runtime) run(ctx context.Context, ex db.AgentExecution) (outcome, error
 	if a.Spec.TokenBudget != nil {
 		budget = int64(*a.Spec.TokenBudget)
 	}
-	return r.converse(ctx, ex, &a, req, cands, tools, budget)
+	var passages []knowledge.Passage
+	if r.Knowledge != nil {
+		if passages, err = r.Knowledge.Retrieve(ctx, &a, ex.TestMode, inbound, knowledge.DefaultChunk); err != nil {
+			return outcome{}, fmt.Errorf("retrieve for execution %s: %w", ex.ID, err)
+		}
+		req.System += KnowledgeContext(passages)
+	}
+	out, err := r.converse(ctx, ex, &a, req, cands, tools, budget)
+	out.knowledge = passages
+	return out, err
+}
+
+// KnowledgeContext is the part of the system prompt that gives the model the retrieved chunks,
+// numbered, with their documents' titles; none: nothing.
+func KnowledgeContext(passages []knowledge.Passage) string {
+	if len(passages) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n\n" + llm.KnowledgeHeading)
+	for i, p := range passages {
+		fmt.Fprintf(&b, "\n\n[%d] %s\n%s", i+1, p.Title, p.Text)
+	}
+	return b.String()
 }
 
 // converse calls the models and the tools until the model answers, at most MaxSteps calls.
@@ -190,6 +221,20 @@ func (r *Runtime) converse(ctx context.Context, ex db.AgentExecution, a *v1alpha
 		last := &out.steps[len(out.steps)-1]
 		for _, call := range resp.ToolCalls {
 			out.toolCalls++
+			if call.Name == StartFlowTool && len(a.Spec.Flows) > 0 {
+				last.ToolCalls = append(last.ToolCalls, toolStep{Name: call.Name, Arguments: call.Arguments, OK: true})
+				started, ok, err := r.startFlow(ctx, ex, a, call.Arguments)
+				if ok || err != nil {
+					started.steps = append(out.steps, started.steps...)
+					started.toolCalls += out.toolCalls
+					started.usage.InputTokens += out.usage.InputTokens
+					started.usage.OutputTokens += out.usage.OutputTokens
+					if started.provider == "" {
+						started.provider, started.model = out.provider, out.model
+					}
+					return started, err
+				}
+			}
 			if call.Name == HandoffTool && a.Spec.Handoff != nil && a.Spec.Handoff.Tool {
 				last.ToolCalls = append(last.ToolCalls, toolStep{Name: call.Name, Arguments: call.Arguments, OK: true})
 				handed, err := r.handOff(ctx, ex, a, "tool", resp.Text)
@@ -324,9 +369,10 @@ func (r *Runtime) handOff(ctx context.Context, ex db.AgentExecution, a *v1alpha1
 		TestMode: ex.TestMode, Agent: a.Name, Reason: reason, CreatedAt: r.clock().UTC()}); err != nil {
 		return outcome{}, fmt.Errorf("hand conversation %s off: %w", ex.ConversationID, err)
 	}
-	text := a.Spec.Handoff.Message
-	if text == "" {
-		text = modelText
+	// A flow's transfer says its own words; otherwise the agent's handoff message, else the model's.
+	text := modelText
+	if reason != "flow" && a.Spec.Handoff != nil && a.Spec.Handoff.Message != "" {
+		text = a.Spec.Handoff.Message
 	}
 	if text == "" {
 		return outcome{status: StatusSuccess, code: "handed_off", message: "Handed to a human (" + reason + ")."}, nil
@@ -358,6 +404,25 @@ func (r *Runtime) finish(ctx context.Context, ex db.AgentExecution, out outcome,
 	if err != nil {
 		return err
 	}
+	var chunks *int32
+	var used []byte
+	if out.knowledge != nil || r.Knowledge != nil {
+		n := int32(len(out.knowledge))
+		chunks = &n
+		type usedChunk struct {
+			ChunkID         string  `json:"chunkId"`
+			DocumentID      string  `json:"documentId"`
+			KnowledgeBaseID string  `json:"knowledgeBaseId"`
+			Score           float64 `json:"score"`
+		}
+		list := make([]usedChunk, len(out.knowledge))
+		for i, p := range out.knowledge {
+			list[i] = usedChunk{ChunkID: p.ChunkID, DocumentID: p.DocumentID, KnowledgeBaseID: p.KnowledgeBaseID, Score: p.Score}
+		}
+		if used, err = json.Marshal(list); err != nil {
+			return err
+		}
+	}
 	nilIf := func(s string) *string {
 		if s == "" {
 			return nil
@@ -366,6 +431,7 @@ func (r *Runtime) finish(ctx context.Context, ex db.AgentExecution, out outcome,
 	}
 	_, err = db.New(r.Pool).FinishAgentExecution(ctx, db.FinishAgentExecutionParams{ID: ex.ID, Status: out.status,
 		Provider: nilIf(out.provider), Model: nilIf(out.model), Steps: steps, ToolCalls: int32(out.toolCalls),
+		KnowledgeChunks: chunks, Knowledge: used,
 		InputTokens: out.usage.InputTokens, OutputTokens: out.usage.OutputTokens, LatencyMs: int32(took.Milliseconds()),
 		ResponseText: nilIf(out.text), ResponseMessageID: nilIf(out.replyID), ErrorCode: nilIf(out.code),
 		ErrorMessage: nilIf(out.message), Now: ptr(r.clock().UTC())})

@@ -31,6 +31,14 @@ type Service struct {
 	scheme *runtime.Scheme
 	// Runtime runs tools for tests and dry runs.
 	Runtime *Runtime
+	// Knowledge, when set, forgets a deleted agent's knowledge bases at once (else the
+	// knowledge sweeper does, within minutes).
+	Knowledge Forgetter
+}
+
+// Forgetter deletes what an agent knew.
+type Forgetter interface {
+	Forget(ctx context.Context, project, agent string) error
 }
 
 // NewService returns the agents of the REST API.
@@ -169,6 +177,11 @@ func (s *Service) Delete(ctx context.Context, a *v1alpha1.Agent) error {
 		return fmt.Errorf("delete the secret of agent %s: %w", a.Name, err)
 	}
 	kubewrite.WaitGone(ctx, s.client, a)
+	if s.Knowledge != nil {
+		if err := s.Knowledge.Forget(ctx, a.Namespace, a.Name); err != nil {
+			return fmt.Errorf("delete the knowledge bases of agent %s: %w", a.Name, err)
+		}
+	}
 	return nil
 }
 

@@ -105,8 +105,10 @@ type Execution struct {
 	ResponseText              *string
 	ErrorCode, ErrorMessage   *string
 	KnowledgeChunks           *int32
-	ToolCalls                 int32
-	Steps                     json.RawMessage
+	// Knowledge lists the chunks retrieval gave the model: [{chunkId, documentId, knowledgeBaseId, score}].
+	Knowledge json.RawMessage
+	ToolCalls int32
+	Steps     json.RawMessage
 }
 
 // Tools returns the agent's tools, newest first (then by id); only the enabled or disabled ones
@@ -566,24 +568,25 @@ func secretElsewhere() error {
 
 func newToolSecret() (string, error) { return randid.Prefixed("whsec_", 32) }
 
-// toolTime is when the REST API created and last changed a tool.
-type toolTime struct {
+// itemTime is when the REST API created and last changed a tool or a flow of an agent.
+type itemTime struct {
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
-func toolTimes(a *v1alpha1.Agent) map[string]toolTime {
-	times := map[string]toolTime{}
-	if v := a.Annotations[ToolTimesAnnotation]; v != "" {
+// itemTimes reads an annotation of itemTimes by id.
+func itemTimes(a *v1alpha1.Agent, annotation string) map[string]itemTime {
+	times := map[string]itemTime{}
+	if v := a.Annotations[annotation]; v != "" {
 		_ = json.Unmarshal([]byte(v), &times) // an annotation edited by hand: the agent's times
 	}
 	return times
 }
 
-// setToolTimes records that tool id ("" for none) was changed at updated (and created at
-// created, when given), and forgets the tools a no longer has.
-func setToolTimes(a *v1alpha1.Agent, id string, created *time.Time, updated time.Time) {
-	times := toolTimes(a)
+// setItemTimes records in annotation that item id ("" for none) was changed at updated (and
+// created at created, when given), and forgets the items a no longer has.
+func setItemTimes(a *v1alpha1.Agent, annotation, id string, created *time.Time, updated time.Time, has func(id string) bool) {
+	times := itemTimes(a, annotation)
 	if id != "" {
 		tt, ok := times[id]
 		if created != nil {
@@ -595,7 +598,7 @@ func setToolTimes(a *v1alpha1.Agent, id string, created *time.Time, updated time
 		times[id] = tt
 	}
 	for k := range times {
-		if _, ok := findTool(a, k); !ok {
+		if !has(k) {
 			delete(times, k)
 		}
 	}
@@ -603,11 +606,17 @@ func setToolTimes(a *v1alpha1.Agent, id string, created *time.Time, updated time
 		a.Annotations = map[string]string{}
 	}
 	if len(times) == 0 {
-		delete(a.Annotations, ToolTimesAnnotation)
+		delete(a.Annotations, annotation)
 		return
 	}
 	b, _ := json.Marshal(times)
-	a.Annotations[ToolTimesAnnotation] = string(b)
+	a.Annotations[annotation] = string(b)
+}
+
+func toolTimes(a *v1alpha1.Agent) map[string]itemTime { return itemTimes(a, ToolTimesAnnotation) }
+
+func setToolTimes(a *v1alpha1.Agent, id string, created *time.Time, updated time.Time) {
+	setItemTimes(a, ToolTimesAnnotation, id, created, updated, func(k string) bool { _, ok := findTool(a, k); return ok })
 }
 
 func toolOf(a *v1alpha1.Agent, t v1alpha1.AgentTool) Tool {
@@ -627,7 +636,7 @@ func executionOf(r db.AgentExecution) Execution {
 	return Execution{ID: r.ID, AgentID: r.Agent, Status: r.Status, InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
 		LatencyMs: r.LatencyMs, CostUSD: billing.Micros(r.CostMicros).USD(), CreatedAt: r.CreatedAt.UTC(),
 		InboundMessageID: r.InboundMessageID, ResponseMessageID: r.ResponseMessageID, ResponseText: r.ResponseText,
-		ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, KnowledgeChunks: r.KnowledgeChunks, ToolCalls: r.ToolCalls,
+		ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage, KnowledgeChunks: r.KnowledgeChunks, Knowledge: r.Knowledge, ToolCalls: r.ToolCalls,
 		Steps: r.Steps}
 }
 

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -48,6 +49,8 @@ import (
 	"github.com/switchboard-io/switchboard/internal/httpapi"
 	"github.com/switchboard-io/switchboard/internal/index"
 	"github.com/switchboard-io/switchboard/internal/invitation"
+	"github.com/switchboard-io/switchboard/internal/knowledge"
+	"github.com/switchboard-io/switchboard/internal/knowledge/vectorindex"
 	"github.com/switchboard-io/switchboard/internal/kubewrite"
 	"github.com/switchboard-io/switchboard/internal/llm/models"
 	"github.com/switchboard-io/switchboard/internal/mailin"
@@ -105,6 +108,8 @@ type Config struct {
 	LeaderElection          bool
 	LeaderElectionNamespace string
 	WorkerConcurrency       int
+	// KnowledgeMemory bounds the knowledge vectors held in the process (bytes; 0: 256 MiB).
+	KnowledgeMemory int64
 	// Delivery configures webhook deliveries: the address allow-list, plain http to loopback (dev).
 	Delivery delivery.WorkerOptions
 	// Sandbox sets the sandbox transport's simulated delays.
@@ -351,8 +356,9 @@ func Run(ctx context.Context, cfg Config) error {
 		catchUp := &sandbox.CatchUpWorker{Pool: cfg.Pool, Sandbox: sbx}
 		broadcastReview := &broadcast.ReviewWorker{}
 		agents := &agent.Worker{}
+		knowledgeWorker := &knowledge.Worker{}
 		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Dispatch: dispatch, DispatchMany: dispatchMany, CatchUp: catchUp,
-			BroadcastReview: broadcastReview, Agents: agents},
+			BroadcastReview: broadcastReview, Agents: agents, Knowledge: knowledgeWorker},
 			worker.Options{Concurrency: cfg.WorkerConcurrency}, cfg.Role.runs(RoleWorker), log)
 		if err != nil {
 			return err
@@ -374,6 +380,20 @@ func Run(ctx context.Context, cfg Config) error {
 			Tools: cfg.Delivery.Client.HTTPClient(agent.ToolTimeout), ToolAddresses: cfg.Delivery.Client, Log: log.WithName("agents"),
 			Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}}
 		agents.Runtime = agentRuntime
+		know := &knowledge.Service{Pool: cfg.Pool, Agents: mgr.GetClient(), Queue: queue, Routes: agentRuntime,
+			Fetch: knowledge.NewFetcher(cfg.Delivery.Client.HTTPClient(knowledge.FetchTimeout)), Log: log.WithName("knowledge")}
+		know.Index = vectorindex.New(know.LoadVectors, vectorindex.Options{MemoryBudget: cfg.KnowledgeMemory, Metrics: ctrlmetrics.Registry})
+		agentRuntime.Knowledge, knowledgeWorker.Service = know, know
+		if cfg.Role.runs(RoleWorker) || cfg.Role.runs(RoleAPI) {
+			if err := mgr.Add(&knowledge.IndexListener{Service: know}); err != nil {
+				return fmt.Errorf("add knowledge index listener: %w", err)
+			}
+		}
+		if cfg.Role.runs(RoleWorker) {
+			if err := mgr.Add(&knowledge.Sweeper{Service: know, Live: mgr.GetAPIReader()}); err != nil {
+				return fmt.Errorf("add knowledge sweeper: %w", err)
+			}
+		}
 		registrations := tendlc.NewService(cfg.Pool, mgr.GetClient(), transports, nil)
 		messages.SetTenDLC(registrations)
 		broadcasts := broadcast.NewService(cfg.Pool, mgr.GetClient(), queue, delivery.NewService(mgr.GetClient()),
@@ -419,7 +439,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.Role.runs(RoleAPI) {
 			domains := emaildomain.NewService(mgr.GetClient(), mgr.GetAPIReader(), verifier(kubewrite.FieldManager))
 			templates := template.NewService(mgr.GetClient(), mgr.GetAPIReader(), reviewer(kubewrite.FieldManager))
-			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, invitations(kubewrite.FieldManager), invitationKey, unsubscribes, emailChecks, agentRuntime, resolver, checks, log); err != nil {
+			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, invitations(kubewrite.FieldManager), invitationKey, unsubscribes, emailChecks, agentRuntime, know, resolver, checks, log); err != nil {
 				return err
 			}
 		}
@@ -434,7 +454,7 @@ func Run(ctx context.Context, cfg Config) error {
 func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Service, queue *river.Client[pgx.Tx],
 	messages *message.Service, transports *registry.Registry, domains *emaildomain.Service, templates *template.Service,
 	registrations *tendlc.Service, broadcasts *broadcast.Service, invitations *invitation.Service, invitationKey []byte,
-	unsubscribes *unsubscribe.Service, emailChecks *emailcheck.Checker, agentRuntime *agent.Runtime,
+	unsubscribes *unsubscribe.Service, emailChecks *emailcheck.Checker, agentRuntime *agent.Runtime, know *knowledge.Service,
 	resolver *dnsresolve.Resolver, checks map[string]healthz.Checker,
 	log logr.Logger) error {
 	auth := apikey.NewAuthenticator(keys, cfg.Pool, log.WithName("apikeys"))
@@ -464,6 +484,8 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	}
 	balances := &billing.Service{Pool: cfg.Pool, Reader: mgr.GetClient(),
 		Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}}
+	agentsAPI := agent.NewService(mgr.GetClient(), mgr.GetAPIReader(), cfg.Pool, agentRuntime)
+	agentsAPI.Knowledge = know
 	server, err := httpapi.New(httpapi.Options{
 		Auth:            auth,
 		Accounts:        account.NewService(mgr.GetClient(), mgr.GetAPIReader(), keys, balances, postgres.Locks{Pool: cfg.Pool}, cfg.MaxSubAccounts),
@@ -477,7 +499,8 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Templates:       templates,
 		TenDLC:          registrations,
 		Broadcasts:      broadcasts,
-		Agents:          agent.NewService(mgr.GetClient(), mgr.GetAPIReader(), cfg.Pool, agentRuntime),
+		Agents:          agentsAPI,
+		Knowledge:       know,
 		Invitations:     invitations,
 		EmailChecks:     emailChecks,
 		Disposable:      cfg.Disposable,

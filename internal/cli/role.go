@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -41,6 +42,7 @@ type roleFlags struct {
 	leaderElect       bool
 	leaderElectionNS  string
 	workerConcurrency int
+	knowledgeMemory   string
 	broadcastChunk    int
 	maxRecipients     int
 	webhookAllow      []string
@@ -151,6 +153,10 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 		fl.DurationVar(&f.whatsAppStatus, "whatsapp-status-interval", time.Hour,
 			"how often each WhatsApp sender's number, quality rating and payment status are read from the Graph API into its status (Sender.whatsapp.paymentStatus)")
 	}
+	if r != app.RoleManager {
+		fl.StringVar(&f.knowledgeMemory, "knowledge-memory", "256Mi",
+			"memory for agents' knowledge vectors held in this process (a Kubernetes quantity, e.g. 512Mi); past it the least recently used agents' indexes are dropped and loaded again from Postgres when next asked")
+	}
 	if r == app.RoleWorker || r == app.RoleAll {
 		fl.IntVar(&f.workerConcurrency, "worker-concurrency", 50, "jobs one worker process works at once")
 		fl.IntVar(&f.broadcastChunk, "broadcast-chunk", 500,
@@ -181,6 +187,14 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 	}
 	if f.templateSync < 0 || f.whatsAppStatus < 0 || f.tenDLCSync < 0 || f.abandonAfter < 0 {
 		return &UsageError{Err: errors.New("--template-sync-interval, --ten-dlc-sync-interval, --whatsapp-status-interval and --invitation-abandon-after must be positive")}
+	}
+	var knowledgeMemory int64
+	if f.knowledgeMemory != "" {
+		q, err := resource.ParseQuantity(f.knowledgeMemory)
+		if err != nil || q.Sign() <= 0 {
+			return &UsageError{Err: fmt.Errorf("--knowledge-memory %q is not a positive quantity such as 256Mi", f.knowledgeMemory)}
+		}
+		knowledgeMemory = q.Value()
 	}
 	if f.workerConcurrency < 0 {
 		return &UsageError{Err: errors.New("--worker-concurrency must be positive")}
@@ -278,6 +292,7 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		LeaderElection:          f.leaderElect,
 		LeaderElectionNamespace: f.leaderElectionNS,
 		WorkerConcurrency:       f.workerConcurrency,
+		KnowledgeMemory:         knowledgeMemory,
 		BroadcastChunk:          f.broadcastChunk,
 		BroadcastMaxRecipients:  f.maxRecipients,
 		Delivery:                delivery.WorkerOptions{Client: delivery.ClientOptions{Allow: allow}},

@@ -105,6 +105,7 @@ type executionJSON struct {
 	ErrorMessage        *string         `json:"errorMessage"`
 	ErrorCode           *string         `json:"errorCode"`
 	KnowledgeChunksUsed *int32          `json:"knowledgeChunksUsed"`
+	KnowledgeChunks     json.RawMessage `json:"knowledgeChunks,omitempty"`
 	ToolCalls           int32           `json:"toolCalls"`
 	Steps               json.RawMessage `json:"steps"`
 }
@@ -117,7 +118,7 @@ func executionView(e agent.Execution) executionJSON {
 	return executionJSON{ID: e.ID, AgentID: e.AgentID, Status: e.Status, InputTokens: e.InputTokens, OutputTokens: e.OutputTokens,
 		LatencyMs: e.LatencyMs, Cost: e.CostUSD, CreatedAt: e.CreatedAt, InboundMessageID: e.InboundMessageID,
 		ResponseMessageID: e.ResponseMessageID, ResponseText: e.ResponseText, ErrorMessage: e.ErrorMessage, ErrorCode: e.ErrorCode,
-		KnowledgeChunksUsed: e.KnowledgeChunks, ToolCalls: e.ToolCalls, Steps: steps}
+		KnowledgeChunksUsed: e.KnowledgeChunks, KnowledgeChunks: e.Knowledge, ToolCalls: e.ToolCalls, Steps: steps}
 }
 
 func (s *Server) createAgentTool(w http.ResponseWriter, r *http.Request) {
@@ -148,35 +149,46 @@ func (s *Server) listAgentTools(w http.ResponseWriter, r *http.Request) {
 	key := keyFrom(r.Context())
 	list := "agent-tools:" + a.Name
 	limit, after, err := s.pageRequest(r, key.Project, list)
-	var enabled *bool
-	switch v := r.URL.Query().Get("enabled"); v {
-	case "":
-	case "true", "false":
-		b := v == "true"
-		enabled = &b
-	default:
-		err = joinFields(err, apperror.FieldError{Path: "enabled", Message: "must be true or false"})
-	}
+	enabled, err := enabledQuery(r, err)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	tools := s.agents.Tools(a, enabled)
-	rows := tools
+	at := func(t agent.Tool) (time.Time, string) { return t.CreatedAt, t.ID }
+	rows := pageInMemory(s.agents.Tools(a, enabled), after, limit, at)
+	writeJSON(w, http.StatusOK, pageOf(s.cursors, key.Project, list, rows, limit, at, toolView))
+}
+
+// enabledQuery reads the enabled filter of a list (nil: absent); a bad value joins err.
+func enabledQuery(r *http.Request, err error) (*bool, error) {
+	switch v := r.URL.Query().Get("enabled"); v {
+	case "":
+		return nil, err
+	case "true", "false":
+		b := v == "true"
+		return &b, err
+	default:
+		return nil, joinFields(err, apperror.FieldError{Path: "enabled", Message: "must be true or false"})
+	}
+}
+
+// pageInMemory is the part of items (newest first) after the cursor's position, at most
+// limit+1 of them, for lists kept in an object rather than a table.
+func pageInMemory[T any](items []T, after *position, limit int, at func(T) (time.Time, string)) []T {
+	rows := items
 	if t, id := after.seek(); t != nil {
 		rows = rows[:0:0]
-		for _, tool := range tools {
-			at := tool.CreatedAt.UnixMicro()
-			if at < t.UnixMicro() || (at == t.UnixMicro() && tool.ID < *id) {
-				rows = append(rows, tool)
+		for _, it := range items {
+			ct, cid := at(it)
+			if ct.UnixMicro() < t.UnixMicro() || (ct.UnixMicro() == t.UnixMicro() && cid < *id) {
+				rows = append(rows, it)
 			}
 		}
 	}
 	if len(rows) > limit+1 {
 		rows = rows[:limit+1]
 	}
-	at := func(t agent.Tool) (time.Time, string) { return t.CreatedAt, t.ID }
-	writeJSON(w, http.StatusOK, pageOf(s.cursors, key.Project, list, rows, limit, at, toolView))
+	return rows
 }
 
 // joinFields adds a field error to err, an invalid_request of pageRequest or nil.

@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/emailcheck"
 	"github.com/switchboard-io/switchboard/internal/emaildomain"
 	"github.com/switchboard-io/switchboard/internal/invitation"
+	"github.com/switchboard-io/switchboard/internal/knowledge"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/phonecheck"
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
@@ -57,6 +58,8 @@ type Server struct {
 	// broadcasts keeps the projects' broadcasts (v2: campaigns).
 	broadcasts *broadcast.Service
 	agents     *agent.Service
+	// knowledge keeps agents' knowledge bases.
+	knowledge *knowledge.Service
 	// emailChecks keeps the suppression list and inspects addresses; disposable is the list of
 	// throwaway domains introspection flags.
 	emailChecks *emailcheck.Checker
@@ -102,6 +105,8 @@ type Options struct {
 	Broadcasts *broadcast.Service
 	// Agents keeps the projects' agents.
 	Agents *agent.Service
+	// Knowledge keeps agents' knowledge bases.
+	Knowledge *knowledge.Service
 	// EmailChecks keeps the suppression list and inspects addresses.
 	EmailChecks *emailcheck.Checker
 	// Disposable is the list of throwaway domains introspection flags; nil: the shipped list.
@@ -150,7 +155,7 @@ func New(o Options) (*Server, error) {
 	}
 	return &Server{
 		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
-		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
+		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, knowledge: o.Knowledge, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks, pages: o.Pages,
 		unsubscribe: o.Unsubscribe,

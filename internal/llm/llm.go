@@ -26,7 +26,21 @@ type Model interface {
 // Embedder turns texts into vectors (knowledge bases). Not every provider has one.
 type Embedder interface {
 	// Embed returns one vector per input, in order. Errors are *Error.
-	Embed(ctx context.Context, model string, inputs []string) (*Embeddings, error)
+	Embed(ctx context.Context, req EmbedRequest) (*Embeddings, error)
+}
+
+// KnowledgeHeading opens the part of a system prompt that gives the model the chunks of its
+// knowledge bases, each "[n] <document title>" on a line and its text below, separated by blank
+// lines (the sandbox model answers from them).
+const KnowledgeHeading = "Knowledge (from the documents you were given; answer from it when it applies, and say so when it does not cover the question):"
+
+// EmbedRequest is what to embed, with which model.
+type EmbedRequest struct {
+	Model  string
+	Inputs []string
+	// Dimensions asks for shorter vectors where the API can make them (OpenAI's dimensions,
+	// Gemini's outputDimensionality); 0 is the model's own length.
+	Dimensions int
 }
 
 // Role is who a message of the conversation is from.

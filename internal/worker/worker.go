@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/agent"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/broadcast"
+	"github.com/switchboard-io/switchboard/internal/knowledge"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/transport/sandbox"
 )
@@ -34,6 +35,8 @@ type Deps struct {
 	BroadcastReview *broadcast.ReviewWorker
 	// Agents run agent executions.
 	Agents *agent.Worker
+	// Knowledge processes agents' knowledge documents.
+	Knowledge *knowledge.Worker
 }
 
 // Options tune the queues.
@@ -67,6 +70,9 @@ func workers(d Deps) *river.Workers {
 	}
 	if d.Agents != nil {
 		river.AddWorker(w, d.Agents)
+	}
+	if d.Knowledge != nil {
+		river.AddWorker(w, d.Knowledge)
 	}
 	return w
 }

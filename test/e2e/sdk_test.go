@@ -79,3 +79,15 @@ func TestAgentsThroughThePublishedClient(t *testing.T) {
 		t.Fatalf("the script ended without ok:\n%s", out)
 	}
 }
+
+// TestKnowledgeAndFlowsThroughThePublishedClient drives every knowledge-base, document and flow
+// operation of @zavudev/sdk against the built binary: an agent answers from a document and runs
+// a flow over several messages, through the sandbox.
+func TestKnowledgeAndFlowsThroughThePublishedClient(t *testing.T) {
+	d := startDev(t)
+	out := runSDK(t, "knowledge.cjs", d.env["SWITCHBOARD_URL"], d.env["SWITCHBOARD_API_KEY"])
+	t.Log(out)
+	if !strings.Contains(out, "ok") {
+		t.Fatalf("the script ended without ok:\n%s", out)
+	}
+}

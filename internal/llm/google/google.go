@@ -134,7 +134,14 @@ const maxBatch = 100
 // Embed embeds inputs with model (text-embedding-004, gemini-embedding-001…) through
 // batchEmbedContents, 100 inputs a request. The Gemini API reports no token usage for
 // embeddings: Usage stays zero.
-func (c *Client) Embed(ctx context.Context, model string, inputs []string) (*llm.Embeddings, error) {
+// Dimensions is sent as outputDimensionality.
+func (c *Client) Embed(ctx context.Context, req llm.EmbedRequest) (*llm.Embeddings, error) {
+	model, inputs := req.Model, req.Inputs
+	var cfg *genai.EmbedContentConfig
+	if req.Dimensions > 0 {
+		d := int32(req.Dimensions)
+		cfg = &genai.EmbedContentConfig{OutputDimensionality: &d}
+	}
 	if err := checkModel(model); err != nil {
 		return nil, err
 	}
@@ -151,7 +158,7 @@ func (c *Client) Embed(ctx context.Context, model string, inputs []string) (*llm
 			contents[i] = &genai.Content{Parts: []*genai.Part{{Text: in}}}
 		}
 		rctx, rec := withRecord(ctx)
-		resp, err := c.models.EmbedContent(rctx, model, contents, nil)
+		resp, err := c.models.EmbedContent(rctx, model, contents, cfg)
 		if err != nil {
 			return nil, c.classify(rctx, err, rec)
 		}

@@ -635,7 +635,7 @@ func TestEmbed(t *testing.T) {
 			for i := range inputs {
 				inputs[i] = fmt.Sprintf("text number %d", i)
 			}
-			got, err := c.Embed(context.Background(), embedModel, inputs)
+			got, err := c.Embed(context.Background(), llm.EmbedRequest{Model: embedModel, Inputs: inputs})
 			if err != nil {
 				t.Fatalf("Embed: %v", err)
 			}
@@ -672,11 +672,11 @@ func TestEmbedErrors(t *testing.T) {
 	t.Parallel()
 	s, c := start(t, googletest.Options{})
 	s.Fail(googletest.Failure{Status: 429, RetryDelay: 2 * time.Second})
-	_, err := c.Embed(context.Background(), "gemini-embedding-001", []string{"a"})
+	_, err := c.Embed(context.Background(), llm.EmbedRequest{Model: "gemini-embedding-001", Inputs: []string{"a"}})
 	if e := asLLMError(t, err); e.Kind != llm.KindRateLimited || e.Status != 429 || e.RetryAfter != 2*time.Second {
 		t.Errorf("error = %+v, want rate limited, 429, retry after 2s", e)
 	}
-	_, err = c.Embed(context.Background(), "gemini-embedding-001", []string{"a", ""})
+	_, err = c.Embed(context.Background(), llm.EmbedRequest{Model: "gemini-embedding-001", Inputs: []string{"a", ""}})
 	if e := asLLMError(t, err); e.Kind != llm.KindInvalid {
 		t.Errorf("empty input: error = %+v, want invalid", e)
 	}

@@ -180,7 +180,7 @@ func TestMistralDefaultBaseURL(t *testing.T) {
 	if _, err := c.Chat(context.Background(), llm.Request{Model: "mistral-large-latest", Messages: []llm.Message{{Role: llm.RoleUser, Text: "hi"}}}); err != nil {
 		t.Fatalf("chat: %v", err)
 	}
-	if _, err := c.Embed(context.Background(), "mistral-embed", []string{"hi"}); err != nil {
+	if _, err := c.Embed(context.Background(), llm.EmbedRequest{Model: "mistral-embed", Inputs: []string{"hi"}}); err != nil {
 		t.Fatalf("embed: %v", err)
 	}
 	want := []string{"https://api.mistral.ai/v1/chat/completions", "https://api.mistral.ai/v1/embeddings"}

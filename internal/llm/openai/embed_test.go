@@ -25,7 +25,7 @@ func TestEmbed(t *testing.T) {
 			t.Parallel()
 			srv, c := peer(t, f)
 			inputs := []string{"alpha", "beta gamma", "delta epsilon zeta"}
-			got, err := c.Embed(context.Background(), embedModel(f), inputs)
+			got, err := c.Embed(context.Background(), llm.EmbedRequest{Model: embedModel(f), Inputs: inputs})
 			if err != nil {
 				t.Fatalf("embed: %v", err)
 			}
@@ -62,7 +62,7 @@ func TestEmbedBatch(t *testing.T) {
 	for i := range 300 {
 		inputs = append(inputs, fmt.Sprintf("chunk %d of the knowledge base", i))
 	}
-	got, err := c.Embed(context.Background(), "text-embedding-3-large", inputs)
+	got, err := c.Embed(context.Background(), llm.EmbedRequest{Model: "text-embedding-3-large", Inputs: inputs})
 	if err != nil {
 		t.Fatalf("embed: %v", err)
 	}
@@ -79,10 +79,30 @@ func TestEmbedBatch(t *testing.T) {
 	}
 }
 
+// Shorter vectors are asked of OpenAI (dimensions), never of Mistral, whose mistral-embed has
+// one length.
+func TestEmbedDimensions(t *testing.T) {
+	t.Parallel()
+	for _, f := range []openaitest.Flavor{openaitest.OpenAI, openaitest.Mistral} {
+		srv, c := peer(t, f)
+		got, err := c.Embed(context.Background(), llm.EmbedRequest{Model: embedModel(f), Inputs: []string{"refunds"}, Dimensions: 32})
+		if err != nil {
+			t.Fatalf("%s: embed: %v", f, err)
+		}
+		sent := srv.Requests()[0].Fields["dimensions"]
+		switch {
+		case f == openaitest.OpenAI && (string(sent) != "32" || len(got.Vectors[0]) != 32):
+			t.Fatalf("openai: dimensions sent %s, vector of %d", sent, len(got.Vectors[0]))
+		case f == openaitest.Mistral && sent != nil:
+			t.Fatalf("mistral: dimensions %s sent", sent)
+		}
+	}
+}
+
 func TestEmbedNothing(t *testing.T) {
 	t.Parallel()
 	srv, c := peer(t, openaitest.OpenAI)
-	got, err := c.Embed(context.Background(), "text-embedding-3-small", nil)
+	got, err := c.Embed(context.Background(), llm.EmbedRequest{Model: "text-embedding-3-small", Inputs: nil})
 	if err != nil || len(got.Vectors) != 0 {
 		t.Fatalf("embed: %+v, %v", got, err)
 	}
@@ -98,7 +118,7 @@ func TestEmbedErrors(t *testing.T) {
 			t.Parallel()
 			srv, c := peer(t, f)
 			srv.Fail(429, 1)
-			_, err := c.Embed(context.Background(), embedModel(f), []string{"x"})
+			_, err := c.Embed(context.Background(), llm.EmbedRequest{Model: embedModel(f), Inputs: []string{"x"}})
 			want := &llm.Error{Kind: llm.KindRateLimited, Status: 429, RetryAfter: openaitest.RateLimitWait}
 			e := llmError(t, err)
 			if e.Kind != want.Kind || e.Status != want.Status || e.RetryAfter != want.RetryAfter || e.Message == "" {
@@ -109,7 +129,7 @@ func TestEmbedErrors(t *testing.T) {
 	}
 	// The provider refuses an empty input, with its message.
 	_, c := peer(t, openaitest.OpenAI)
-	_, err := c.Embed(context.Background(), "text-embedding-3-small", []string{"fine", ""})
+	_, err := c.Embed(context.Background(), llm.EmbedRequest{Model: "text-embedding-3-small", Inputs: []string{"fine", ""}})
 	want := &llm.Error{Kind: llm.KindInvalid, Status: 400, Message: "'$.input' is invalid. Please check the API reference: https://platform.openai.com/docs/api-reference."}
 	if e := llmError(t, err); !reflect.DeepEqual(e, want) {
 		t.Fatalf("error %+v, want %+v", e, want)

@@ -148,7 +148,7 @@ func TestAuthFailures(t *testing.T) {
 			if got := srv.LastRequest().Header.Get("Authorization"); tc.key == "" && got != "" {
 				t.Fatalf("Authorization %q sent without a key", got)
 			}
-			_, err = c.Embed(context.Background(), "text-embedding-3-small", []string{"x"})
+			_, err = c.Embed(context.Background(), llm.EmbedRequest{Model: "text-embedding-3-small", Inputs: []string{"x"}})
 			if e := llmError(t, err); e.Kind != llm.KindUnauthorized || e.Message != tc.message {
 				t.Fatalf("embed error %+v", e)
 			}
@@ -228,7 +228,7 @@ func TestNoAnswer(t *testing.T) {
 		if e := llmError(t, err); e.Kind != llm.KindUnavailable || e.Status != 0 {
 			t.Fatalf("error %+v", e)
 		}
-		_, err = c.Embed(context.Background(), "text-embedding-3-small", []string{"x"})
+		_, err = c.Embed(context.Background(), llm.EmbedRequest{Model: "text-embedding-3-small", Inputs: []string{"x"}})
 		if e := llmError(t, err); e.Kind != llm.KindUnavailable || e.Status != 0 {
 			t.Fatalf("embed error %+v", e)
 		}

@@ -167,13 +167,19 @@ func (c *Client) Chat(ctx context.Context, req llm.Request) (*llm.Response, erro
 }
 
 // Embed returns the embeddings of inputs, in one request.
-func (c *Client) Embed(ctx context.Context, model string, inputs []string) (*llm.Embeddings, error) {
+// Dimensions is sent as OpenAI's dimensions (text-embedding-3 models); Mistral's
+// mistral-embed has one length and is asked for none.
+func (c *Client) Embed(ctx context.Context, req llm.EmbedRequest) (*llm.Embeddings, error) {
+	model, inputs := req.Model, req.Inputs
 	if len(inputs) == 0 {
 		return &llm.Embeddings{Model: model}, nil
 	}
 	params := oai.EmbeddingNewParams{
 		Model: model,
 		Input: oai.EmbeddingNewParamsInputUnion{OfArrayOfStrings: inputs},
+	}
+	if req.Dimensions > 0 && c.flavor != FlavorMistral {
+		params.Dimensions = oai.Int(int64(req.Dimensions))
 	}
 	var raw *http.Response
 	res, err := c.embeddings.New(ctx, params, option.WithResponseInto(&raw))

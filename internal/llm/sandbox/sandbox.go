@@ -11,12 +11,21 @@ import (
 	"strings"
 
 	"github.com/switchboard-io/switchboard/internal/llm"
+	"github.com/switchboard-io/switchboard/internal/llm/embedtest"
 )
 
-// Model is the sandbox model.
+// Model is the sandbox model, and its embedder.
 type Model struct{}
 
-var _ llm.Model = Model{}
+var (
+	_ llm.Model    = Model{}
+	_ llm.Embedder = Model{}
+)
+
+// EmbeddingDimensions is the length of the sandbox's vectors: fixed, whatever the model name,
+// as a real embedding model's are; 256 tells texts apart well enough for a knowledge base's
+// tests and keeps stored vectors small.
+const EmbeddingDimensions = 256
 
 // callPhrase is how a message asks the sandbox model for a tool: "call <tool name>", optionally
 // followed by the JSON object of its arguments, e.g. call get_order_status {"orderNumber":"A-1"}.
@@ -45,6 +54,10 @@ func (Model) Chat(ctx context.Context, req llm.Request) (*llm.Response, error) {
 			resp.ToolCalls, resp.Stop = []llm.ToolCall{*call}, llm.StopToolCalls
 			break
 		}
+		if title, sentence := fromKnowledge(req.System, last.Text); sentence != "" {
+			resp.Text = fmt.Sprintf("[%s] From %s: %s", req.Model, title, sentence)
+			break
+		}
 		resp.Text = fmt.Sprintf("[%s] You said: %s", req.Model, last.Text)
 	default:
 		resp.Text = fmt.Sprintf("[%s] Hello! How can I help?", req.Model)
@@ -63,6 +76,61 @@ func (Model) Chat(ctx context.Context, req llm.Request) (*llm.Response, error) {
 		}
 	}
 	return resp, nil
+}
+
+// fromKnowledge is the sentence of the knowledge in system that shares most words with the
+// question (by embedtest's vectors), and its document's title; none near enough (a word's
+// hashed dimensions may meet another's by chance): "".
+func fromKnowledge(system, question string) (title, sentence string) {
+	_, knowledge, ok := strings.Cut(system, llm.KnowledgeHeading)
+	if !ok {
+		return "", ""
+	}
+	q := embedtest.Vector(question, EmbeddingDimensions)
+	best := float32(0.25)
+	for _, block := range strings.Split(knowledge, "\n\n[") {
+		head, text, _ := strings.Cut(strings.TrimSpace(block), "\n")
+		_, docTitle, _ := strings.Cut(head, "] ")
+		for _, s := range sentences.FindAllString(text, -1) {
+			s = strings.TrimSpace(s)
+			if score := dot(q, embedtest.Vector(s, EmbeddingDimensions)); score > best {
+				best, title, sentence = score, docTitle, s
+			}
+		}
+	}
+	return title, sentence
+}
+
+var sentences = regexp.MustCompile(`[^.!?\n]+[.!?]?`)
+
+func dot(a, b []float32) float32 {
+	var s float32
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// Embed answers embedtest vectors, in which texts that share words are near each other, so that
+// a knowledge base answers related questions with no provider account. Usage counts words as
+// tokens, as Chat does. An empty input is refused, as OpenAI's API refuses it.
+func (Model) Embed(ctx context.Context, req llm.EmbedRequest) (*llm.Embeddings, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, &llm.Error{Kind: llm.KindUnavailable, Message: err.Error(), Err: err}
+	}
+	dims := EmbeddingDimensions
+	if req.Dimensions > 0 {
+		dims = req.Dimensions
+	}
+	out := &llm.Embeddings{Vectors: make([][]float32, len(req.Inputs)), Model: req.Model}
+	for i, in := range req.Inputs {
+		if in == "" {
+			return nil, &llm.Error{Kind: llm.KindInvalid, Message: fmt.Sprintf("input %d is empty", i)}
+		}
+		out.Vectors[i] = embedtest.Vector(in, dims)
+		out.Usage.InputTokens += int64(len(strings.Fields(in)))
+	}
+	return out, nil
 }
 
 // toolCall is the call the text asks for; arguments that are not a JSON object are sent as {}.

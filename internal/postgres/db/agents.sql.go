@@ -10,6 +10,31 @@ import (
 	"time"
 )
 
+const activeFlowSessions = `-- name: ActiveFlowSessions :one
+SELECT count(*)::integer FROM agent_flow_sessions
+WHERE project = $1 AND agent = $2 AND flow_id = $3 AND expires_at > $4
+`
+
+type ActiveFlowSessionsParams struct {
+	Project string
+	Agent   string
+	FlowID  string
+	Now     time.Time
+}
+
+// Conversations in the middle of a flow that has not timed out.
+func (q *Queries) ActiveFlowSessions(ctx context.Context, arg ActiveFlowSessionsParams) (int32, error) {
+	row := q.db.QueryRow(ctx, activeFlowSessions,
+		arg.Project,
+		arg.Agent,
+		arg.FlowID,
+		arg.Now,
+	)
+	var column_1 int32
+	err := row.Scan(&column_1)
+	return column_1, err
+}
+
 const agentExecutionState = `-- name: AgentExecutionState :one
 SELECT status, lease_until FROM agent_executions WHERE id = $1
 `
@@ -101,12 +126,21 @@ func (q *Queries) DeleteToolRuns(ctx context.Context, arg DeleteToolRunsParams) 
 	return err
 }
 
+const endFlowSession = `-- name: EndFlowSession :exec
+DELETE FROM agent_flow_sessions WHERE conversation_id = $1
+`
+
+func (q *Queries) EndFlowSession(ctx context.Context, conversationID string) error {
+	_, err := q.db.Exec(ctx, endFlowSession, conversationID)
+	return err
+}
+
 const finishAgentExecution = `-- name: FinishAgentExecution :execrows
 UPDATE agent_executions SET status = $1, provider = $2, model = $3, steps = $4, tool_calls = $5,
-    knowledge_chunks = $6, input_tokens = $7, output_tokens = $8,
-    latency_ms = $9, response_text = $10,
-    response_message_id = $11, error_code = $12, error_message = $13, finished_at = $14
-WHERE id = $15 AND status IN ('pending', 'running')
+    knowledge_chunks = $6, knowledge = $7, input_tokens = $8, output_tokens = $9,
+    latency_ms = $10, response_text = $11,
+    response_message_id = $12, error_code = $13, error_message = $14, finished_at = $15
+WHERE id = $16 AND status IN ('pending', 'running')
 `
 
 type FinishAgentExecutionParams struct {
@@ -116,6 +150,7 @@ type FinishAgentExecutionParams struct {
 	Steps             []byte
 	ToolCalls         int32
 	KnowledgeChunks   *int32
+	Knowledge         []byte
 	InputTokens       int64
 	OutputTokens      int64
 	LatencyMs         int32
@@ -136,6 +171,7 @@ func (q *Queries) FinishAgentExecution(ctx context.Context, arg FinishAgentExecu
 		arg.Steps,
 		arg.ToolCalls,
 		arg.KnowledgeChunks,
+		arg.Knowledge,
 		arg.InputTokens,
 		arg.OutputTokens,
 		arg.LatencyMs,
@@ -153,7 +189,7 @@ func (q *Queries) FinishAgentExecution(ctx context.Context, arg FinishAgentExecu
 }
 
 const getAgentExecution = `-- name: GetAgentExecution :one
-SELECT id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at FROM agent_executions WHERE id = $1 AND project = $2 AND test_mode = $3 AND agent = $4
+SELECT id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at, knowledge FROM agent_executions WHERE id = $1 AND project = $2 AND test_mode = $3 AND agent = $4
 `
 
 type GetAgentExecutionParams struct {
@@ -198,6 +234,29 @@ func (q *Queries) GetAgentExecution(ctx context.Context, arg GetAgentExecutionPa
 		&i.LeaseUntil,
 		&i.FinishedAt,
 		&i.ChargedAt,
+		&i.Knowledge,
+	)
+	return i, err
+}
+
+const getFlowSession = `-- name: GetFlowSession :one
+SELECT conversation_id, project, test_mode, agent, flow_id, state, last_message_id, expires_at, created_at, updated_at FROM agent_flow_sessions WHERE conversation_id = $1
+`
+
+func (q *Queries) GetFlowSession(ctx context.Context, conversationID string) (AgentFlowSession, error) {
+	row := q.db.QueryRow(ctx, getFlowSession, conversationID)
+	var i AgentFlowSession
+	err := row.Scan(
+		&i.ConversationID,
+		&i.Project,
+		&i.TestMode,
+		&i.Agent,
+		&i.FlowID,
+		&i.State,
+		&i.LastMessageID,
+		&i.ExpiresAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
 	)
 	return i, err
 }
@@ -333,7 +392,7 @@ func (q *Queries) IsHandedOff(ctx context.Context, conversationID string) (bool,
 }
 
 const listAgentExecutions = `-- name: ListAgentExecutions :many
-SELECT id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at FROM agent_executions
+SELECT id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at, knowledge FROM agent_executions
 WHERE project = $1 AND test_mode = $2 AND agent = $3 AND status NOT IN ('pending', 'running')
   AND ($4::text IS NULL OR status = $4)
   AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::text))
@@ -396,6 +455,7 @@ func (q *Queries) ListAgentExecutions(ctx context.Context, arg ListAgentExecutio
 			&i.LeaseUntil,
 			&i.FinishedAt,
 			&i.ChargedAt,
+			&i.Knowledge,
 		); err != nil {
 			return nil, err
 		}
@@ -541,10 +601,68 @@ func (q *Queries) RenewAgentExecutionLease(ctx context.Context, arg RenewAgentEx
 	return result.RowsAffected(), nil
 }
 
+const saveFlowSession = `-- name: SaveFlowSession :exec
+INSERT INTO agent_flow_sessions (conversation_id, project, test_mode, agent, flow_id, state, last_message_id, expires_at, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+ON CONFLICT (conversation_id) DO UPDATE SET agent = excluded.agent, flow_id = excluded.flow_id, state = excluded.state,
+    last_message_id = excluded.last_message_id, expires_at = excluded.expires_at, updated_at = excluded.updated_at
+`
+
+type SaveFlowSessionParams struct {
+	ConversationID string
+	Project        string
+	TestMode       bool
+	Agent          string
+	FlowID         string
+	State          []byte
+	LastMessageID  string
+	ExpiresAt      time.Time
+	Now            time.Time
+}
+
+func (q *Queries) SaveFlowSession(ctx context.Context, arg SaveFlowSessionParams) error {
+	_, err := q.db.Exec(ctx, saveFlowSession,
+		arg.ConversationID,
+		arg.Project,
+		arg.TestMode,
+		arg.Agent,
+		arg.FlowID,
+		arg.State,
+		arg.LastMessageID,
+		arg.ExpiresAt,
+		arg.Now,
+	)
+	return err
+}
+
+const setContactField = `-- name: SetContactField :exec
+UPDATE contacts c SET metadata = c.metadata || jsonb_build_object($1::text, $2::text),
+    display_name = CASE WHEN $1::text = 'name' THEN $2::text ELSE c.display_name END, updated_at = $3
+FROM conversations v WHERE v.id = $4 AND c.id = v.contact_id
+`
+
+type SetContactFieldParams struct {
+	Field          string
+	Value          string
+	Now            time.Time
+	ConversationID string
+}
+
+// A flow's collected answer, in the contact's metadata (and, for "name", its display name).
+func (q *Queries) SetContactField(ctx context.Context, arg SetContactFieldParams) error {
+	_, err := q.db.Exec(ctx, setContactField,
+		arg.Field,
+		arg.Value,
+		arg.Now,
+		arg.ConversationID,
+	)
+	return err
+}
+
 const startAgentExecution = `-- name: StartAgentExecution :one
 UPDATE agent_executions SET status = 'running', started_at = COALESCE(started_at, $1::timestamptz), lease_until = $2
 WHERE id = $3 AND (status = 'pending' OR (status = 'running' AND lease_until < $1::timestamptz))
-RETURNING id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at
+RETURNING id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at, knowledge
 `
 
 type StartAgentExecutionParams struct {
@@ -585,6 +703,7 @@ func (q *Queries) StartAgentExecution(ctx context.Context, arg StartAgentExecuti
 		&i.LeaseUntil,
 		&i.FinishedAt,
 		&i.ChargedAt,
+		&i.Knowledge,
 	)
 	return i, err
 }

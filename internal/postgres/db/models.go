@@ -48,6 +48,20 @@ type AgentExecution struct {
 	LeaseUntil        *time.Time
 	FinishedAt        *time.Time
 	ChargedAt         *time.Time
+	Knowledge         []byte
+}
+
+type AgentFlowSession struct {
+	ConversationID string
+	Project        string
+	TestMode       bool
+	Agent          string
+	FlowID         string
+	State          []byte
+	LastMessageID  string
+	ExpiresAt      time.Time
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
 }
 
 type AgentHandoff struct {
@@ -267,6 +281,55 @@ type InvitationSignIn struct {
 	UsedAt     *time.Time
 	Pages      []byte
 	NonceHash  []byte
+}
+
+type KnowledgeBase struct {
+	ID          string
+	Project     string
+	Agent       string
+	Name        string
+	Description *string
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+type KnowledgeChunk struct {
+	ID              string
+	Project         string
+	Agent           string
+	KnowledgeBaseID string
+	DocumentID      string
+	Ordinal         int32
+	Body            string
+	Tokens          int32
+	Words           interface{}
+	EmbeddingModel  string
+	Embedding       []byte
+}
+
+type KnowledgeDocument struct {
+	ID              string
+	Project         string
+	Agent           string
+	KnowledgeBaseID string
+	Title           string
+	Source          string
+	SourceUrl       *string
+	Filename        *string
+	ContentType     *string
+	Original        []byte
+	Body            *string
+	ContentLength   int32
+	Status          string
+	FailureReason   *string
+	ChunkCount      int32
+	EmbeddingModel  *string
+	EmbeddingTokens int64
+	Version         int32
+	LeaseUntil      *time.Time
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	ProcessedAt     *time.Time
 }
 
 type LedgerEntry struct {

@@ -19,7 +19,7 @@ SELECT status, lease_until FROM agent_executions WHERE id = @id;
 -- name: FinishAgentExecution :execrows
 -- Records an execution's outcome; its cost is what MarkAgentExecutionCharged recorded.
 UPDATE agent_executions SET status = @status, provider = @provider, model = @model, steps = @steps, tool_calls = @tool_calls,
-    knowledge_chunks = @knowledge_chunks, input_tokens = @input_tokens, output_tokens = @output_tokens,
+    knowledge_chunks = @knowledge_chunks, knowledge = @knowledge, input_tokens = @input_tokens, output_tokens = @output_tokens,
     latency_ms = @latency_ms, response_text = @response_text,
     response_message_id = @response_message_id, error_code = @error_code, error_message = @error_message, finished_at = @now
 WHERE id = @id AND status IN ('pending', 'running');
@@ -88,3 +88,26 @@ UPDATE agent_executions SET cost_micros = @cost_micros, charged_at = @now WHERE 
 -- name: RenewAgentExecutionLease :execrows
 -- Extends a running execution's lease while its run is alive.
 UPDATE agent_executions SET lease_until = @lease_until WHERE id = @id AND status = 'running';
+
+-- name: ActiveFlowSessions :one
+-- Conversations in the middle of a flow that has not timed out.
+SELECT count(*)::integer FROM agent_flow_sessions
+WHERE project = @project AND agent = @agent AND flow_id = @flow_id AND expires_at > @now;
+
+-- name: GetFlowSession :one
+SELECT * FROM agent_flow_sessions WHERE conversation_id = @conversation_id;
+
+-- name: SaveFlowSession :exec
+INSERT INTO agent_flow_sessions (conversation_id, project, test_mode, agent, flow_id, state, last_message_id, expires_at, created_at, updated_at)
+VALUES (@conversation_id, @project, @test_mode, @agent, @flow_id, @state, @last_message_id, @expires_at, @now, @now)
+ON CONFLICT (conversation_id) DO UPDATE SET agent = excluded.agent, flow_id = excluded.flow_id, state = excluded.state,
+    last_message_id = excluded.last_message_id, expires_at = excluded.expires_at, updated_at = excluded.updated_at;
+
+-- name: SetContactField :exec
+-- A flow's collected answer, in the contact's metadata (and, for "name", its display name).
+UPDATE contacts c SET metadata = c.metadata || jsonb_build_object(@field::text, @value::text),
+    display_name = CASE WHEN @field::text = 'name' THEN @value::text ELSE c.display_name END, updated_at = @now
+FROM conversations v WHERE v.id = @conversation_id AND c.id = v.contact_id;
+
+-- name: EndFlowSession :exec
+DELETE FROM agent_flow_sessions WHERE conversation_id = @conversation_id;

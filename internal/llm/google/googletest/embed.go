@@ -1,24 +1,15 @@
 package googletest
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
-	"math"
 	"strings"
+
+	"github.com/switchboard-io/switchboard/internal/llm/embedtest"
 )
 
-// Vector is the embedding the server answers for text: dims numbers in [-1, 1] drawn from
-// the text's SHA-256, the same for the same text.
-func Vector(text string, dims int) []float32 {
-	out := make([]float32, dims)
-	for i := range out {
-		sum := sha256.Sum256([]byte(fmt.Sprintf("%d\x00%s", i, text)))
-		u := binary.BigEndian.Uint32(sum[:4])
-		out[i] = float32(float64(u)/math.MaxUint32*2 - 1)
-	}
-	return out
-}
+// Vector is the embedding the server answers for text: embedtest.Vector, in which texts
+// that share words are near each other, so that retrieval can be tested end to end.
+func Vector(text string, dims int) []float32 { return embedtest.Vector(text, dims) }
 
 func checkEmbed(model, at string, q *EmbedContentRequest) *apiError {
 	if q.Content == nil || len(q.Content.Parts) == 0 {

@@ -2,13 +2,14 @@ package openaitest
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"math"
 	"net/http"
 	"slices"
+
+	"github.com/switchboard-io/switchboard/internal/llm/embedtest"
 )
 
 // EmbeddingsRequest is the body of an embeddings request.
@@ -29,32 +30,9 @@ var mistralEmbeddingFields = map[string]bool{
 	"model": true, "input": true, "metadata": true, "output_dimension": true, "output_dtype": true, "encoding_format": true,
 }
 
-// Vector is the embedding the server answers for text: deterministic, of unit length, each
-// value a float32 (so it survives the JSON round trip exactly).
-func Vector(text string, dims int) []float32 {
-	seed := sha256.Sum256([]byte(text))
-	raw := make([]float64, dims)
-	var norm float64
-	var block [sha256.Size]byte
-	for i := range raw {
-		if i%8 == 0 {
-			var n [4]byte
-			binary.BigEndian.PutUint32(n[:], uint32(i/8))
-			block = sha256.Sum256(append(seed[:], n[:]...))
-		}
-		u := binary.BigEndian.Uint32(block[(i%8)*4:])
-		raw[i] = float64(u)/math.MaxUint32*2 - 1
-		norm += raw[i] * raw[i]
-	}
-	norm = math.Sqrt(norm)
-	out := make([]float32, dims)
-	for i, x := range raw {
-		if norm > 0 {
-			out[i] = float32(x / norm)
-		}
-	}
-	return out
-}
+// Vector is the embedding the server answers for text: embedtest.Vector, in which texts
+// that share words are near each other, so that retrieval can be tested end to end.
+func Vector(text string, dims int) []float32 { return embedtest.Vector(text, dims) }
 
 func (s *Server) embeddings(w http.ResponseWriter, idx int, body []byte) {
 	req, e := s.decodeEmbeddings(body)
