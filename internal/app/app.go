@@ -110,6 +110,9 @@ type Config struct {
 	WorkerConcurrency       int
 	// KnowledgeMemory bounds the knowledge vectors held in the process (bytes; 0: 256 MiB).
 	KnowledgeMemory int64
+	// KnowledgeSweepEvery is how often deleted agents' knowledge is deleted and stale vectors
+	// re-embedded (0: knowledge.SweepEvery; tests shorten it).
+	KnowledgeSweepEvery time.Duration
 	// Delivery configures webhook deliveries: the address allow-list, plain http to loopback (dev).
 	Delivery delivery.WorkerOptions
 	// Sandbox sets the sandbox transport's simulated delays.
@@ -390,7 +393,7 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}
 		if cfg.Role.runs(RoleWorker) {
-			if err := mgr.Add(&knowledge.Sweeper{Service: know, Live: mgr.GetAPIReader()}); err != nil {
+			if err := mgr.Add(&knowledge.Sweeper{Service: know, Live: mgr.GetAPIReader(), Every: cfg.KnowledgeSweepEvery}); err != nil {
 				return fmt.Errorf("add knowledge sweeper: %w", err)
 			}
 		}

@@ -10,12 +10,16 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/app"
+	"github.com/switchboard-io/switchboard/internal/llm/openai/openaitest"
 )
 
 // knowledgeAgent makes an enabled zavu agent "support" on project's sender main (no model
@@ -234,5 +238,70 @@ func TestKnowledgeBadInput(t *testing.T) {
 	}
 	if r := in.post("/v1/senders/nope/agent/knowledge-bases", key, `{"name":"x"}`); r.status != http.StatusNotFound {
 		t.Errorf("a knowledge base of a sender without an agent = %d", r.status)
+	}
+}
+
+func sweepingKnowledgeEvery(d time.Duration) option {
+	return func(c *app.Config) { c.KnowledgeSweepEvery = d }
+}
+
+// TestKnowledgeEmbedsAgainWhenTheModelChanges: an agent's documents are embedded locally while
+// the installation has no embedding Provider; once it has one (the OpenAI peer), they are
+// embedded again by it, 256 dimensions asked for. A test key's execution then retrieves by
+// words alone: the question is not sent to the provider.
+func TestKnowledgeEmbedsAgainWhenTheModelChanges(t *testing.T) {
+	const system = "knowledge-system"
+	in := start(t, fastSandbox, installationIn(system), sweepingKnowledgeEvery(200*time.Millisecond))
+	acme, key := sendingProject(t, in, nil, apikey.Test)
+	knowledgeAgent(t, in, acme)
+	base := "/v1/senders/main/agent/knowledge-bases"
+	kb := in.post(base, key, `{"name":"Help"}`).body["knowledgeBase"].(map[string]any)["id"].(string)
+	doc := in.post(base+"/"+kb+"/documents", key, `{"title":"Returns policy","content":"Items may be returned within 30 days for a full refund."}`).
+		body["document"].(map[string]any)["id"].(string)
+	if d := documentReady(t, in, key, kb, doc); d["embeddingModel"] != "switchboard/hashing@256" {
+		t.Fatalf("document = %v", d)
+	}
+
+	peer := openaitest.New(openaitest.Options{})
+	t.Cleanup(peer.Close)
+	in.createObjects(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: system}},
+		labelledSecret(system, "models", map[string]string{"apiKey": openaitest.DefaultAPIKey}),
+		&v1alpha1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: system, Name: "models"}, Spec: v1alpha1.ProviderSpec{
+			Type: v1alpha1.ProviderOpenAI, BaseURL: peer.URL(), SecretRef: &v1alpha1.ProviderSecretRef{Name: "models"}}})
+	embeddings := func() []openaitest.Request {
+		var out []openaitest.Request
+		for _, r := range peer.Requests() {
+			if r.Path == "/v1/embeddings" {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	waitFor(t, func() bool {
+		d := in.get(base+"/"+kb+"/documents/"+doc, key).body["document"].(map[string]any)
+		return d["embeddingModel"] == "openai/text-embedding-3-small@256" && d["status"] == "ready"
+	})
+	sent := embeddings()
+	if len(sent) != 1 || string(sent[0].Fields["dimensions"]) != "256" || string(sent[0].Fields["model"]) != `"text-embedding-3-small"` {
+		t.Fatalf("embedding requests = %v", sent)
+	}
+	if n := in.count(`SELECT count(*) FROM knowledge_chunks WHERE embedding_model = 'switchboard/hashing@256'`); n != 0 {
+		t.Errorf("%d chunks of the old model", n)
+	}
+
+	conv := receive(t, in, key, `{"from":"+15005550111","text":"Can I get a refund?"}`)["conversationId"].(string)
+	waitFor(t, func() bool {
+		for _, it := range in.get("/v1/conversations/"+conv+"/messages", key).body["items"].([]any) {
+			if m := it.(map[string]any); m["direction"] == "outbound" {
+				if m["text"] != "[sandbox] From Returns policy: Items may be returned within 30 days for a full refund." {
+					t.Fatalf("answer = %q", m["text"])
+				}
+				return true
+			}
+		}
+		return false
+	})
+	if n := len(embeddings()); n != 1 {
+		t.Errorf("a test key's question was embedded by the provider (%d requests)", n)
 	}
 }

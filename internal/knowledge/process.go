@@ -205,6 +205,38 @@ func (s *Service) text(ctx context.Context, doc db.KnowledgeDocument) (string, e
 	return "", err
 }
 
+// reembed processes again a's ready documents whose vectors another model made: retrieval by
+// meaning finds them again once they are done (by words, it finds them meanwhile).
+func (s *Service) reembed(ctx context.Context, a *v1alpha1.Agent) error {
+	route, err := s.Routes.EmbeddingRoute(ctx, a)
+	if err != nil || route.Problem != "" {
+		return err
+	}
+	stale, err := db.New(s.Pool).StaleKnowledgeDocuments(ctx, db.StaleKnowledgeDocumentsParams{Project: a.Namespace, Agent: a.Name,
+		EmbeddingModel: route.Label})
+	if err != nil {
+		return err
+	}
+	for _, d := range stale {
+		err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+			version, err := db.New(tx).RequeueKnowledgeDocument(ctx, db.RequeueKnowledgeDocumentParams{ID: d.ID, Version: d.Version, Now: s.clock().UTC()})
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil // changed meanwhile: its own job embeds it
+			}
+			if err != nil {
+				return err
+			}
+			_, err = s.Queue.InsertTx(ctx, tx, ProcessArgs{DocumentID: d.ID, Version: version}, nil)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("embed document %s again: %w", d.ID, err)
+		}
+		s.Log.Info("embedding a document again with the agent's model", "document", d.ID, "model", route.Label)
+	}
+	return nil
+}
+
 // embedAll embeds the chunks, EmbedBatch a request; tokens are what the model counted (or, where
 // it counts none, the chunks' estimate).
 func embedAll(ctx context.Context, route Route, chunks []chunk.Chunk) ([][]float32, int64, error) {

@@ -25,22 +25,31 @@ func (l *IndexListener) Start(ctx context.Context) error {
 // NeedLeaderElection: every replica holds indexes of its own.
 func (l *IndexListener) NeedLeaderElection() bool { return false }
 
-// SweepEvery is how often the knowledge of deleted agents is deleted.
-const SweepEvery = 10 * time.Minute
+// SweepEvery is how often the knowledge of deleted agents is deleted, and stale vectors
+// re-embedded.
+const SweepEvery = time.Minute
 
-// Sweeper deletes the knowledge bases of agents that are gone (deleted with kubectl, or by a
-// GitOps tool, as well as through the API). An agent deleted and made again between two sweeps
-// keeps its documents.
+// Sweeper keeps agents' knowledge in step with the agents: it deletes the knowledge bases of
+// agents that are gone (deleted with kubectl, or by a GitOps tool, as well as through the API;
+// an agent deleted and made again between two sweeps keeps its documents), and processes again
+// the documents whose vectors are not of the model the agent embeds with now (its provider or
+// the installation's embedding Provider changed).
 type Sweeper struct {
 	Service *Service
 	// Live reads Agents from the API server, not the cache: a cache still filling must not
 	// make every agent look deleted.
 	Live client.Reader
+	// Every is how often it sweeps; zero: SweepEvery.
+	Every time.Duration
 }
 
 // Start sweeps every SweepEvery until ctx ends.
 func (s *Sweeper) Start(ctx context.Context) error {
-	tick := time.NewTicker(SweepEvery)
+	every := s.Every
+	if every <= 0 {
+		every = SweepEvery
+	}
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		if err := s.sweep(ctx); err != nil && ctx.Err() == nil {
@@ -67,6 +76,9 @@ func (s *Sweeper) sweep(ctx context.Context) error {
 		err := s.Live.Get(ctx, client.ObjectKey{Namespace: o.Project, Name: o.Agent}, &a)
 		if !apierrors.IsNotFound(err) {
 			if err != nil {
+				return err
+			}
+			if err := s.Service.reembed(ctx, &a); err != nil {
 				return err
 			}
 			continue

@@ -137,6 +137,7 @@ type results struct {
 	deliveryRate   float64
 	broadcast      broadcastFigures
 	agents         agentFigures
+	knowledge      knowledgeFigures
 	peakRSS        map[string]int64  // by role
 	profiles       map[string]string // CPU profile file by role
 	profiled       string            // what the profiles are of: the load and how long
@@ -167,6 +168,14 @@ func runLayout(b *testing.B, c *cluster.Cluster, rcv *receiver, l layout, ceilin
 		r.profiled = fmt.Sprintf("%v of the agent row", agentProfileFor)
 		r.agents = runAgents(b, c, api.URL, "agents-"+tag)
 		profiled.Wait()
+		notePeaks()
+		for _, p := range procs {
+			p.Stop()
+		}
+		return r
+	}
+	if os.Getenv("SWITCHBOARD_BENCH_ONLY") == "knowledge" { // the retrieval row alone
+		r.knowledge = runKnowledge(b, c, api.URL, "knowledge-"+tag)
 		notePeaks()
 		for _, p := range procs {
 			p.Stop()
@@ -265,6 +274,10 @@ search:
 	// 4. Agent turns: conversations with a sandbox-model agent, each waiting for its answer.
 	r.agents = runAgents(b, c, api.URL, "agents-"+tag)
 	notePeaks()
+	if l.roles[0] == "all" { // once: the row measures the worker's ingest and retrieval in the bench itself
+		r.knowledge = runKnowledge(b, c, api.URL, "knowledge-"+tag)
+		notePeaks()
+	}
 
 	// 5. A broadcast of 100,000 recipients, from send (review included) to every recipient
 	// accepted and to every message final in the sandbox.
@@ -303,6 +316,13 @@ func (r *results) table(ceiling float64) string {
 			ag.pacedP99.Round(time.Millisecond), ag.pacedRate, met(ag.pacedP99 <= 50*time.Millisecond))
 		agentSplit = fmt.Sprintf("\nAgent time added at its highest rate, in two parts: waiting for a worker p50 %v, p99 %v; the run to its reply accepted p50 %v, p99 %v\n",
 			ag.waitP50, ag.waitP99, ag.runP50, ag.runP99)
+	}
+	if k := r.knowledge; k.p99 != 0 {
+		fmt.Fprintf(&s, "| knowledge ingest through the worker and the embedding peer (%d chunks) | %.0f chunks/s | | (measured) | |\n", ingestChunks, k.ingestRate)
+		fmt.Fprintf(&s, "| retrieval, %d chunks of one agent: the graph loaded cold | %.1f s, %.0f B a chunk | | (measured) | |\n",
+			knowledgeChunks, k.coldLoad.Seconds(), k.bytesPerChunk)
+		fmt.Fprintf(&s, "| retrieval, hybrid query once loaded (%d queries, %.1f chunks each) | p50 %v, p99 %v | | p99 ≤ 20 ms | %s |\n",
+			retrievalQueries, k.retrieved, k.p50, k.p99, met(k.p99 <= 20*time.Millisecond))
 	}
 	if bc := r.broadcast; bc.final != 0 { // not run with SWITCHBOARD_BENCH_ONLY=pipeline
 		fmt.Fprintf(&s, "| broadcast of %d recipients: send → all accepted | %.1f s (%.0f/s) | %s | ≤ 20 s | %s |\n", broadcastRecipients,

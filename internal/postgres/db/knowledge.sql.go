@@ -844,8 +844,7 @@ func (q *Queries) SaveKnowledgeDocumentSource(ctx context.Context, arg SaveKnowl
 
 const staleKnowledgeDocuments = `-- name: StaleKnowledgeDocuments :many
 SELECT id, version FROM knowledge_documents
-WHERE project = $1 AND agent = $2 AND status IN ('ready', 'failed')
-  AND embedding_model IS DISTINCT FROM $3::text
+WHERE project = $1 AND agent = $2 AND status = 'ready' AND embedding_model <> $3::text
 `
 
 type StaleKnowledgeDocumentsParams struct {
@@ -859,7 +858,7 @@ type StaleKnowledgeDocumentsRow struct {
 	Version int32
 }
 
-// An agent's documents whose vectors are not of the model it embeds with now.
+// An agent's ready documents whose vectors are not of the model it embeds with now.
 func (q *Queries) StaleKnowledgeDocuments(ctx context.Context, arg StaleKnowledgeDocumentsParams) ([]StaleKnowledgeDocumentsRow, error) {
 	rows, err := q.db.Query(ctx, staleKnowledgeDocuments, arg.Project, arg.Agent, arg.EmbeddingModel)
 	if err != nil {

@@ -103,10 +103,9 @@ WHERE id = @id AND version = @version;
 SELECT version FROM knowledge_documents WHERE id = @id FOR UPDATE;
 
 -- name: StaleKnowledgeDocuments :many
--- An agent's documents whose vectors are not of the model it embeds with now.
+-- An agent's ready documents whose vectors are not of the model it embeds with now.
 SELECT id, version FROM knowledge_documents
-WHERE project = @project AND agent = @agent AND status IN ('ready', 'failed')
-  AND embedding_model IS DISTINCT FROM @embedding_model::text;
+WHERE project = @project AND agent = @agent AND status = 'ready' AND embedding_model <> @embedding_model::text;
 
 -- name: RequeueKnowledgeDocument :one
 UPDATE knowledge_documents SET status = 'pending', version = version + 1, updated_at = @now
