@@ -9,6 +9,10 @@ import (
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
+// documentMaxBody bounds a document's body: a file of extract.MaxBytes in base64 (4/3 of it),
+// or text of knowledge.MaxTextContent characters of up to 4 bytes, escaped, with room to spare.
+const documentMaxBody = 28 << 20
+
 // agentKnowledgeRoutes are the routes of agents' knowledge bases and their documents, under the
 // sender's agent and the agent itself (docs/agents-wire.md §1.2, §1.7).
 func (s *Server) agentKnowledgeRoutes() []route {
@@ -22,10 +26,10 @@ func (s *Server) agentKnowledgeRoutes() []route {
 			route{method: "GET", path: kb, access: anyKey, handle: s.getKnowledgeBase},
 			route{method: "PATCH", path: kb, access: permission, permission: all, handle: s.updateKnowledgeBase},
 			route{method: "DELETE", path: kb, access: permission, permission: all, handle: s.deleteKnowledgeBase},
-			route{method: "POST", path: kb + "/documents", access: permission, permission: all, handle: s.createKnowledgeDocument},
+			route{method: "POST", path: kb + "/documents", access: permission, permission: all, maxBody: documentMaxBody, handle: s.createKnowledgeDocument},
 			route{method: "GET", path: kb + "/documents", access: anyKey, handle: s.listKnowledgeDocuments},
 			route{method: "GET", path: kb + "/documents/{docId}", access: anyKey, handle: s.getKnowledgeDocument},
-			route{method: "PATCH", path: kb + "/documents/{docId}", access: permission, permission: all, handle: s.updateKnowledgeDocument},
+			route{method: "PATCH", path: kb + "/documents/{docId}", access: permission, permission: all, maxBody: documentMaxBody, handle: s.updateKnowledgeDocument},
 			route{method: "DELETE", path: kb + "/documents/{docId}", access: permission, permission: all, handle: s.deleteKnowledgeDocument},
 		)
 	}

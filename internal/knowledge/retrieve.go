@@ -72,19 +72,16 @@ func (s *Service) Retrieve(ctx context.Context, a *v1alpha1.Agent, testMode bool
 			}
 		}
 	}
-	var byWords []db.KnowledgeKeywordSearchRow
-	if tsq := orQuery(query); tsq != "" {
-		if byWords, err = q.KnowledgeKeywordSearch(ctx, db.KnowledgeKeywordSearchParams{Project: a.Namespace, Agent: a.Name,
-			Query: tsq, MaxRows: candidates}); err != nil {
-			return nil, fmt.Errorf("search the words of %s/%s: %w", a.Namespace, a.Name, err)
-		}
+	byWords, err := s.searchWords(ctx, q, a, route, query)
+	if err != nil {
+		return nil, err
 	}
 	scores := map[string]float64{}
 	for i, h := range byMeaning {
 		scores[h.ID] += 1 / float64(rrfK+i+1)
 	}
-	for i, r := range byWords {
-		scores[r.ID] += 1 / float64(rrfK+i+1)
+	for i, id := range byWords {
+		scores[id] += 1 / float64(rrfK+i+1)
 	}
 	ids := make([]string, 0, len(scores))
 	for id := range scores {
@@ -123,6 +120,44 @@ func (s *Service) Retrieve(ctx context.Context, a *v1alpha1.Agent, testMode bool
 	return out, nil
 }
 
+// searchWords returns the ids of the chunks whose words match the query best: ranked by BM25
+// in the agent's in-process index (the query's words as to_tsvector makes them), or, where that
+// index holds nothing (no model embeds for the agent, or its documents are being embedded
+// again by a new one), by Postgres full-text search over the chunks' tsvectors.
+func (s *Service) searchWords(ctx context.Context, q *db.Queries, a *v1alpha1.Agent, route Route, query string) ([]string, error) {
+	if route.Problem == "" {
+		terms, err := q.QueryLexemes(ctx, query)
+		if err != nil {
+			return nil, err
+		}
+		hits, err := s.Index.SearchWords(ctx, IndexKey(a.Namespace, a.Name, route.Label), terms, candidates)
+		if err != nil {
+			return nil, fmt.Errorf("search the words of %s/%s: %w", a.Namespace, a.Name, err)
+		}
+		if len(hits) > 0 {
+			ids := make([]string, len(hits))
+			for i, h := range hits {
+				ids[i] = h.ID
+			}
+			return ids, nil
+		}
+	}
+	tsq := orQuery(query)
+	if tsq == "" {
+		return nil, nil
+	}
+	rows, err := q.KnowledgeKeywordSearch(ctx, db.KnowledgeKeywordSearchParams{Project: a.Namespace, Agent: a.Name,
+		Query: tsq, MaxRows: candidates})
+	if err != nil {
+		return nil, fmt.Errorf("search the words of %s/%s: %w", a.Namespace, a.Name, err)
+	}
+	ids := make([]string, len(rows))
+	for i, r := range rows {
+		ids[i] = r.ID
+	}
+	return ids, nil
+}
+
 // LoadVectors is the vector index's loader: an index key's vectors from Postgres.
 func (s *Service) LoadVectors(ctx context.Context, key string) ([]vectorindex.Item, error) {
 	project, rest, _ := strings.Cut(key, "/")
@@ -133,9 +168,49 @@ func (s *Service) LoadVectors(ctx context.Context, key string) ([]vectorindex.It
 	}
 	out := make([]vectorindex.Item, len(rows))
 	for i, r := range rows {
-		out[i] = vectorindex.Item{ID: r.ID, Vector: decodeVector(r.Embedding)}
+		out[i] = vectorindex.Item{ID: r.ID, Vector: decodeVector(r.Embedding), Words: parseTSVector(r.Words)}
 	}
 	return out, nil
+}
+
+// parseTSVector reads a tsvector's text form ('lexeme':1,4 'other':2) into its lexemes and how
+// often each occurs (a lexeme without positions once). A quote inside a lexeme is doubled.
+func parseTSVector(s string) vectorindex.Words {
+	out := vectorindex.Words{}
+	for i := 0; i < len(s); {
+		if s[i] != '\'' {
+			i++
+			continue
+		}
+		var lex strings.Builder
+		j := i + 1
+		for ; j < len(s); j++ {
+			if s[j] == '\'' {
+				if j+1 < len(s) && s[j+1] == '\'' {
+					lex.WriteByte('\'')
+					j++
+					continue
+				}
+				break
+			}
+			if s[j] == '\\' && j+1 < len(s) {
+				j++
+			}
+			lex.WriteByte(s[j])
+		}
+		n := int32(1)
+		if j+1 < len(s) && s[j+1] == ':' {
+			end := strings.IndexByte(s[j+1:], ' ')
+			if end < 0 {
+				end = len(s) - j - 1
+			}
+			n = int32(strings.Count(s[j+1:j+1+end], ",") + 1)
+			j += end
+		}
+		out[lex.String()] += n
+		i = j + 1
+	}
+	return out
 }
 
 // orQuery makes a tsquery that matches any word of text: words of letters and digits only, so

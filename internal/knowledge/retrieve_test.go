@@ -43,3 +43,16 @@ func TestIndexKeys(t *testing.T) {
 		t.Fatalf("prefix = %q", p)
 	}
 }
+
+func TestParseTSVector(t *testing.T) {
+	got := parseTSVector(`'a':3 'days':12,20 'it''s':5 'refund':1,7,9 'x'`)
+	want := map[string]int32{"a": 1, "days": 2, "it's": 1, "refund": 3, "x": 1}
+	if len(got) != len(want) {
+		t.Fatalf("parsed %v", got)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("parsed %v, want %v", got, want)
+		}
+	}
+}

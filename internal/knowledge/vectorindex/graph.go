@@ -38,6 +38,8 @@ type graph struct {
 	idText  string
 	idEnd   []uint32
 	bytes   int64
+	// words ranks the items by the words of a query (SearchWords).
+	words *wordIndex
 
 	// locks guard the neighbour lists while workers insert in parallel; nil once built.
 	locks   []sync.Mutex
@@ -142,6 +144,9 @@ func build(items []Item, o Options) (*graph, error) {
 	}
 	wg.Wait()
 	g.locks = nil
+	var wordBytes int64
+	g.words, wordBytes = buildWords(items)
+	g.bytes += wordBytes
 	return g, nil
 }
 

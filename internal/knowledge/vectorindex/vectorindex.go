@@ -38,6 +38,8 @@ import (
 type Item struct {
 	ID     string
 	Vector []float32
+	// Words, when given, are ranked by SearchWords.
+	Words Words
 }
 
 // Hit is a search result. Score is the cosine similarity to the query: higher is nearer.

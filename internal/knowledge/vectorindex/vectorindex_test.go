@@ -689,3 +689,28 @@ func TestInvalidatePrefix(t *testing.T) {
 		t.Fatalf("loads = %v", loads)
 	}
 }
+
+// SearchWords ranks by BM25: a rare word outweighs a common one, a repeated word counts more,
+// an item without the words is not found.
+func TestSearchWords(t *testing.T) {
+	items := []Item{
+		{ID: "common", Vector: []float32{1, 0}, Words: Words{"the": 3, "refund": 1}},
+		{ID: "rare", Vector: []float32{0, 1}, Words: Words{"the": 1, "warranty": 1}},
+		{ID: "twice", Vector: []float32{1, 1}, Words: Words{"warranty": 2, "the": 1}},
+		{ID: "none", Vector: []float32{1, 0.5}, Words: Words{"ships": 1}},
+	}
+	for range 20 { // "the" is everywhere, "warranty" is not
+		items = append(items, Item{ID: fmt.Sprintf("filler-%d", len(items)), Vector: []float32{0.5, 1}, Words: Words{"the": 1}})
+	}
+	x := New(func(context.Context, string) ([]Item, error) { return items, nil }, Options{})
+	hits, err := x.SearchWords(context.Background(), "k", []string{"the", "warranty", "warranty"}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 3 || hits[0].ID != "twice" || hits[1].ID != "rare" || hits[0].Score <= hits[1].Score {
+		t.Fatalf("hits = %v", hits)
+	}
+	if hits, _ := x.SearchWords(context.Background(), "k", []string{"absent"}, 3); len(hits) != 0 {
+		t.Fatalf("a word no item has: %v", hits)
+	}
+}

@@ -635,7 +635,8 @@ func (q *Queries) KnowledgeOwners(ctx context.Context) ([]KnowledgeOwnersRow, er
 }
 
 const knowledgeVectors = `-- name: KnowledgeVectors :many
-SELECT id, embedding FROM knowledge_chunks WHERE project = $1 AND agent = $2 AND embedding_model = $3
+SELECT id, embedding, words::text AS words FROM knowledge_chunks
+WHERE project = $1 AND agent = $2 AND embedding_model = $3
 `
 
 type KnowledgeVectorsParams struct {
@@ -647,9 +648,10 @@ type KnowledgeVectorsParams struct {
 type KnowledgeVectorsRow struct {
 	ID        string
 	Embedding []byte
+	Words     string
 }
 
-// The vectors an in-process index of an agent and model is built from.
+// The vectors and words an in-process index of an agent and model is built from.
 func (q *Queries) KnowledgeVectors(ctx context.Context, arg KnowledgeVectorsParams) ([]KnowledgeVectorsRow, error) {
 	rows, err := q.db.Query(ctx, knowledgeVectors, arg.Project, arg.Agent, arg.EmbeddingModel)
 	if err != nil {
@@ -659,7 +661,7 @@ func (q *Queries) KnowledgeVectors(ctx context.Context, arg KnowledgeVectorsPara
 	var items []KnowledgeVectorsRow
 	for rows.Next() {
 		var i KnowledgeVectorsRow
-		if err := rows.Scan(&i.ID, &i.Embedding); err != nil {
+		if err := rows.Scan(&i.ID, &i.Embedding, &i.Words); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -688,6 +690,18 @@ SELECT pg_notify('switchboard_knowledge', $1::text)
 func (q *Queries) NotifyKnowledge(ctx context.Context, key string) error {
 	_, err := q.db.Exec(ctx, notifyKnowledge, key)
 	return err
+}
+
+const queryLexemes = `-- name: QueryLexemes :one
+SELECT tsvector_to_array(to_tsvector('simple', $1::text))::text[]
+`
+
+// A query's words as the chunks' tsvectors hold them.
+func (q *Queries) QueryLexemes(ctx context.Context, query string) ([]string, error) {
+	row := q.db.QueryRow(ctx, queryLexemes, query)
+	var column_1 []string
+	err := row.Scan(&column_1)
+	return column_1, err
 }
 
 const renameKnowledgeDocument = `-- name: RenameKnowledgeDocument :one

@@ -113,8 +113,13 @@ WHERE id = @id AND version = @version
 RETURNING version;
 
 -- name: KnowledgeVectors :many
--- The vectors an in-process index of an agent and model is built from.
-SELECT id, embedding FROM knowledge_chunks WHERE project = @project AND agent = @agent AND embedding_model = @embedding_model;
+-- The vectors and words an in-process index of an agent and model is built from.
+SELECT id, embedding, words::text AS words FROM knowledge_chunks
+WHERE project = @project AND agent = @agent AND embedding_model = @embedding_model;
+
+-- name: QueryLexemes :one
+-- A query's words as the chunks' tsvectors hold them.
+SELECT tsvector_to_array(to_tsvector('simple', @query::text))::text[];
 
 -- name: KnowledgeKeywordSearch :many
 -- The chunks of an agent whose words match the query best (any of its words, ranked by
