@@ -111,6 +111,19 @@ func TestKnowledgeBaseAnswersFromDocuments(t *testing.T) {
 	if d := documentReady(t, in, key, kbID, id(refused)); d["status"] != "failed" || !strings.Contains(d["failureReason"].(string), "could not be fetched") {
 		t.Fatalf("a URL redirecting to a refused address: %v", d)
 	}
+	// A PDF of a scanned page has no text: it fails, saying so, and makes no chunk.
+	scan, err := os.ReadFile("../knowledge/extract/testdata/scan.pdf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scanned := in.post(docs, key, fmt.Sprintf(`{"title":"Scan","file":{"data":%q,"name":"scan.pdf"}}`, base64.StdEncoding.EncodeToString(scan)))
+	if d := documentReady(t, in, key, kbID, id(scanned)); d["status"] != "failed" || !strings.Contains(strings.ToLower(d["failureReason"].(string)), "text") ||
+		d["chunkCount"] != 0.0 {
+		t.Fatalf("a PDF with no text: %v", d)
+	}
+	if r := in.delete(docs+"/"+id(scanned), key); r.status != http.StatusNoContent {
+		t.Fatalf("delete the scan = %d", r.status)
+	}
 	if n := in.count(`SELECT count(*) FROM knowledge_chunks WHERE body LIKE '%opening%' OR body LIKE '%Home | Shop%'`); n != 0 {
 		t.Errorf("%d chunks hold the page's script or navigation", n)
 	}
