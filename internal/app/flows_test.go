@@ -134,6 +134,19 @@ func TestFlowBooksAnAppointment(t *testing.T) {
 	if len(page) != 1 || page[0].(map[string]any)["id"] != flowID {
 		t.Errorf("enabled flows = %v", page)
 	}
+	// Deleting a contact takes its conversations out of their flows: the flow can be deleted.
+	conv2 := receive(t, in, key, `{"from":"+15005550132","text":"book"}`)["conversationId"].(string)
+	waitFor(t, func() bool { return in.count(`SELECT count(*) FROM agent_flow_sessions WHERE conversation_id = '`+conv2+`'`) == 1 })
+	var contactID string
+	if err := in.db.QueryRow(context.Background(), `SELECT contact_id FROM conversations WHERE id = $1`, conv2).Scan(&contactID); err != nil {
+		t.Fatal(err)
+	}
+	if r := in.delete("/v1/contacts/"+contactID, key); r.status != http.StatusNoContent {
+		t.Fatalf("delete the contact = %d %v", r.status, r.body)
+	}
+	if n := in.count(`SELECT count(*) FROM agent_flow_sessions`); n != 0 {
+		t.Errorf("%d flow sessions after the contact was deleted", n)
+	}
 	if r := in.delete(flows+"/"+flowID, key); r.status != http.StatusNoContent {
 		t.Errorf("delete a flow no conversation is in = %d %v", r.status, r.body)
 	}

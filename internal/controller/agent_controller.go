@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/flow"
 )
 
 // AgentReconciler keeps an Agent's status: the senders it answers on (a sender answers with at
@@ -105,6 +106,10 @@ func (r *AgentReconciler) readiness(ctx context.Context, a *v1alpha1.Agent) (rea
 	msg := fmt.Sprintf("%s %s", a.Spec.Provider, a.Spec.Model)
 	if !a.Spec.Enabled {
 		msg += "; disabled: it answers no message until spec.enabled is true"
+	}
+	// A flow that does not pass the API's checks never runs; the agent answers all the same.
+	if errs := flow.Validate(a.Spec.Flows, a.Spec.Tools); len(errs) > 0 {
+		msg += fmt.Sprintf("; %d flow problem(s), and those flows never run: %s: %s", len(errs), errs[0].Path, errs[0].Message)
 	}
 	return readyOK(msg), nil
 }

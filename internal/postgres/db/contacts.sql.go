@@ -71,7 +71,12 @@ func (q *Queries) ContactByPhone(ctx context.Context, arg ContactByPhoneParams) 
 }
 
 const deleteContact = `-- name: DeleteContact :execrows
-DELETE FROM contacts WHERE id = $1 AND project = $2 AND test_mode = $3
+WITH sessions AS (
+    DELETE FROM agent_flow_sessions WHERE conversation_id IN (
+        SELECT v.id FROM conversations v JOIN contacts c ON c.id = v.contact_id
+        WHERE c.id = $1 AND c.project = $2 AND c.test_mode = $3)
+)
+DELETE FROM contacts ct WHERE ct.id = $1 AND ct.project = $2 AND ct.test_mode = $3
 `
 
 type DeleteContactParams struct {
@@ -80,6 +85,7 @@ type DeleteContactParams struct {
 	TestMode bool
 }
 
+// The contact, and the flows its conversations were in the middle of.
 func (q *Queries) DeleteContact(ctx context.Context, arg DeleteContactParams) (int64, error) {
 	result, err := q.db.Exec(ctx, deleteContact, arg.ID, arg.Project, arg.TestMode)
 	if err != nil {

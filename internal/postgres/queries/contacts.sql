@@ -79,7 +79,13 @@ RETURNING *;
 UPDATE contacts SET updated_at = @updated_at WHERE id = @id;
 
 -- name: DeleteContact :execrows
-DELETE FROM contacts WHERE id = @id AND project = @project AND test_mode = @test_mode;
+-- The contact, and the flows its conversations were in the middle of.
+WITH sessions AS (
+    DELETE FROM agent_flow_sessions WHERE conversation_id IN (
+        SELECT v.id FROM conversations v JOIN contacts c ON c.id = v.contact_id
+        WHERE c.id = @id AND c.project = @project AND c.test_mode = @test_mode)
+)
+DELETE FROM contacts ct WHERE ct.id = @id AND ct.project = @project AND ct.test_mode = @test_mode;
 
 -- name: GetContactChannel :one
 SELECT * FROM contact_channels WHERE id = @id AND contact_id = @contact_id;
