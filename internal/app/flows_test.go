@@ -136,7 +136,9 @@ func TestFlowBooksAnAppointment(t *testing.T) {
 	}
 	// Deleting a contact takes its conversations out of their flows: the flow can be deleted.
 	conv2 := receive(t, in, key, `{"from":"+15005550132","text":"book"}`)["conversationId"].(string)
-	waitFor(t, func() bool { return in.count(`SELECT count(*) FROM agent_flow_sessions WHERE conversation_id = '`+conv2+`'`) == 1 })
+	waitFor(t, func() bool {
+		return in.count(`SELECT count(*) FROM agent_flow_sessions WHERE conversation_id = '`+conv2+`'`) == 1
+	})
 	var contactID string
 	if err := in.db.QueryRow(context.Background(), `SELECT contact_id FROM conversations WHERE id = $1`, conv2).Scan(&contactID); err != nil {
 		t.Fatal(err)
