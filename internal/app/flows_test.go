@@ -153,3 +153,36 @@ func TestFlowBooksAnAppointment(t *testing.T) {
 		t.Errorf("delete a flow no conversation is in = %d %v", r.status, r.body)
 	}
 }
+
+// TestFlowStartedByTheModel: an intent flow is offered to the model as start_flow; when the model
+// starts it (the sandbox model calls a tool it is asked to), its steps run as written.
+func TestFlowStartedByTheModel(t *testing.T) {
+	in := start(t, fastSandbox)
+	acme, key := sendingProject(t, in, nil, apikey.Test)
+	knowledgeAgent(t, in, acme)
+	r := in.post("/v1/senders/main/agent/flows", key, `{"name":"Callback","trigger":{"type":"intent","intent":"the contact wants a call back"},
+		"steps":[{"id":"when","type":"collect","config":{"question":"When should we call?","field":"when"}}]}`)
+	if r.status != http.StatusCreated {
+		t.Fatalf("create flow = %d %v", r.status, r.body)
+	}
+	waitFor(t, func() bool {
+		var a v1alpha1.Agent
+		_ = in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: "support"}, &a)
+		return len(a.Spec.Flows) == 1
+	})
+	conv := receive(t, in, key, `{"from":"+15005550150","text":"call start_flow {\"flow\":\"Callback\"}"}`)["conversationId"].(string)
+	waitFor(t, func() bool {
+		for _, it := range in.get("/v1/conversations/"+conv+"/messages", key).body["items"].([]any) {
+			if m := it.(map[string]any); m["direction"] == "outbound" {
+				if m["text"] != "When should we call?" {
+					t.Fatalf("answer = %q", m["text"])
+				}
+				return true
+			}
+		}
+		return false
+	})
+	if n := in.count(`SELECT count(*) FROM agent_flow_sessions WHERE conversation_id = '` + conv + `'`); n != 1 {
+		t.Errorf("%d flow sessions", n)
+	}
+}
