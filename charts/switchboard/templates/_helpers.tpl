@@ -249,5 +249,6 @@ spec:
 {{- end -}}
 {{- $args = append $args (printf "--max-sub-accounts=%d" (int .Values.api.maxSubAccounts)) -}}
 {{- $args = append $args (printf "--broadcast-max-recipients=%d" (int .Values.api.broadcastMaxRecipients)) -}}
+{{- $args = append $args (printf "--knowledge-memory=%s" .Values.knowledgeMemory) -}}
 {{- toYaml $args -}}
 {{- end -}}
