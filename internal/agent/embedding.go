@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
+
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/knowledge"
 	"github.com/switchboard-io/switchboard/internal/llm"
 	"github.com/switchboard-io/switchboard/internal/llm/sandbox"
@@ -67,7 +70,9 @@ func (r *Runtime) EmbeddingRoute(ctx context.Context, a *v1alpha1.Agent) (knowle
 			return knowledge.Route{}, err
 		}
 		if problem == "" {
-			return r.embeddingRoute(kind, key, baseURL)
+			route, err := r.embeddingRoute(kind, key, baseURL)
+			route.Installation = true
+			return route, err
 		}
 	}
 	return knowledge.Route{Embedder: sandbox.Model{}, Model: "hashing", Label: LocalEmbedding, Local: true}, nil
@@ -92,4 +97,30 @@ func (r *Runtime) embeddingRoute(kind v1alpha1.ProviderType, key, baseURL string
 	}
 	route := knowledge.Route{Embedder: e, Model: m.model, Dimensions: m.dims, Label: fmt.Sprintf("%s/%s@%d", kind, m.model, dims)}
 	return route, nil
+}
+
+// ChargeEmbedding takes what tokens of the installation's embedding model cost from the
+// project's balance, at its PriceList's model prices (input tokens), inside tx
+// (knowledge.Routes). Nothing priced: nothing taken.
+func (r *Runtime) ChargeEmbedding(ctx context.Context, tx pgx.Tx, project, chargeID, model string, tokens int64) (bool, error) {
+	if r.Prices == nil || tokens <= 0 {
+		return true, nil
+	}
+	list, err := r.Prices.For(ctx, project)
+	if err != nil {
+		return false, err
+	}
+	cost, _, err := billing.TokensQuote(list, model, tokens, 0)
+	if err != nil || cost <= 0 {
+		return err == nil, err
+	}
+	a, ok, err := r.billingAccount(ctx, project)
+	if err != nil || !ok {
+		return err == nil, err
+	}
+	err = billing.ChargeAll(ctx, tx, a, []billing.Charge{{MessageID: chargeID, Amount: cost}}, false, r.clock().UTC())
+	if isInsufficient(err) {
+		return false, nil
+	}
+	return err == nil, err
 }

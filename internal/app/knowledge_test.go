@@ -318,3 +318,49 @@ func TestKnowledgeEmbedsAgainWhenTheModelChanges(t *testing.T) {
 		t.Errorf("a test key's question was embedded by the provider (%d requests)", n)
 	}
 }
+
+// TestKnowledgeOnTheInstallationModelIsCharged: documents embedded by the installation's
+// Provider are paid from the project's balance at its PriceList's model prices, with their
+// chunks: a project that cannot pay gets a failed document and no chunk; credited, the same
+// document (its content given again) is embedded and charged once.
+func TestKnowledgeOnTheInstallationModelIsCharged(t *testing.T) {
+	const system = "knowledge-money-system"
+	in := start(t, fastSandbox, installationIn(system))
+	acme, key := sendingProject(t, in, nil, apikey.Test)
+	peer := openaitest.New(openaitest.Options{})
+	t.Cleanup(peer.Close)
+	in.createObjects(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: system}},
+		labelledSecret(system, "models", map[string]string{"apiKey": openaitest.DefaultAPIKey}),
+		&v1alpha1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: system, Name: "models"}, Spec: v1alpha1.ProviderSpec{
+			Type: v1alpha1.ProviderOpenAI, BaseURL: peer.URL(), SecretRef: &v1alpha1.ProviderSecretRef{Name: "models"}}},
+		&v1alpha1.PriceList{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "prices"}, Spec: v1alpha1.PriceListSpec{
+			FreeCredit: "0", Prices: []v1alpha1.Price{{Channel: "sms", Prefix: "+1", Price: "0.01"}},
+			ModelPrices: []v1alpha1.ModelPrice{{Model: "text-embedding-3-small", InputPerMillion: "1000", OutputPerMillion: "0"}}}})
+	knowledgeAgent(t, in, acme)
+	base := "/v1/senders/main/agent/knowledge-bases"
+	kb := in.post(base, key, `{"name":"Help"}`).body["knowledgeBase"].(map[string]any)["id"].(string)
+	content := `{"content":"Items may be returned within 30 days for a full refund."}`
+	doc := in.post(base+"/"+kb+"/documents", key, `{"title":"Returns",`+content[1:]).body["document"].(map[string]any)["id"].(string)
+	if d := documentReady(t, in, key, kb, doc); d["status"] != "failed" || !strings.Contains(d["failureReason"].(string), "balance") {
+		t.Fatalf("an unpaid document = %v", d)
+	}
+	if n := in.count(`SELECT count(*) FROM knowledge_chunks`); n != 0 {
+		t.Fatalf("%d chunks of an unpaid document", n)
+	}
+
+	credit(t, in, acme, "1.00")
+	if r := in.patch(base+"/"+kb+"/documents/"+doc, key, content); r.status != http.StatusOK {
+		t.Fatalf("new content = %d %v", r.status, r.body)
+	}
+	if d := documentReady(t, in, key, kb, doc); d["status"] != "ready" || d["embeddingModel"] != "openai/text-embedding-3-small@256" {
+		t.Fatalf("a paid document = %v", d)
+	}
+	var charged int64
+	if err := in.db.QueryRow(context.Background(), `SELECT coalesce(sum(amount_micros), 0)::bigint FROM ledger_entries WHERE project = $1 AND kind = 'charge'
+		AND message_id = $2`, acme, doc+"@2").Scan(&charged); err != nil {
+		t.Fatal(err)
+	}
+	if charged <= 0 {
+		t.Fatalf("the embeddings were charged %d micros", charged)
+	}
+}

@@ -131,7 +131,7 @@ func (s *Service) build(ctx context.Context, doc db.KnowledgeDocument) error {
 	if err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		q := db.New(tx)
 		version, err := q.LockKnowledgeDocument(ctx, doc.ID)
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && version != doc.Version) {
@@ -139,6 +139,16 @@ func (s *Service) build(ctx context.Context, doc db.KnowledgeDocument) error {
 		}
 		if err != nil {
 			return err
+		}
+		if route.Installation {
+			// Paid with the chunks, or neither is kept.
+			paid, err := s.Routes.ChargeEmbedding(ctx, tx, doc.Project, fmt.Sprintf("%s@%d", doc.ID, doc.Version), route.Model, tokens)
+			if err != nil {
+				return err
+			}
+			if !paid {
+				return errUnpaid
+			}
 		}
 		if err := q.DeleteKnowledgeChunksOf(ctx, doc.ID); err != nil {
 			return err
@@ -163,7 +173,14 @@ func (s *Service) build(ctx context.Context, doc db.KnowledgeDocument) error {
 		}
 		return q.NotifyKnowledge(ctx, IndexKey(doc.Project, doc.Agent, route.Label))
 	})
+	if errors.Is(err, errUnpaid) {
+		return &failure{reason: "The project's balance cannot pay for embedding this document with the installation's model."}
+	}
+	return err
 }
+
+// errUnpaid rolls back a document's chunks that the project's balance could not pay for.
+var errUnpaid = errors.New("the balance cannot pay for the embeddings")
 
 // text is the document's readable text: given, or extracted from its file or URL.
 func (s *Service) text(ctx context.Context, doc db.KnowledgeDocument) (string, error) {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/knowledge/vectorindex"
 	"github.com/switchboard-io/switchboard/internal/llm"
@@ -25,12 +27,19 @@ type Route struct {
 	Local bool
 	// Problem, when set, is why nothing can embed for the agent.
 	Problem string
+	// Installation: the installation's own Provider embeds (its account pays the provider), so
+	// the project pays the tokens at its PriceList's model prices.
+	Installation bool
 }
 
-// Routes says which model embeds an agent's documents (the agent runtime, which knows the
-// agent's keys and the installation's Providers).
+// Routes says which model embeds an agent's documents, and charges what the installation's
+// model costs (the agent runtime, which knows the agent's keys, the installation's Providers
+// and the prices).
 type Routes interface {
 	EmbeddingRoute(ctx context.Context, a *v1alpha1.Agent) (Route, error)
+	// ChargeEmbedding takes what tokens of model cost from the project's balance, inside tx (as
+	// chargeID in its ledger); false: the balance cannot pay, and the caller rolls tx back.
+	ChargeEmbedding(ctx context.Context, tx pgx.Tx, project, chargeID, model string, tokens int64) (bool, error)
 }
 
 // Retrieval: the nearest chunks by meaning and the best by words, each candidates deep,

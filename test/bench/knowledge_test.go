@@ -55,6 +55,11 @@ func (k knowledgeRoute) EmbeddingRoute(context.Context, *v1alpha1.Agent) (knowle
 	return k.route, nil
 }
 
+// ChargeEmbedding: retrieval embeds no document, so charges nothing.
+func (knowledgeRoute) ChargeEmbedding(context.Context, pgx.Tx, string, string, string, int64) (bool, error) {
+	return true, nil
+}
+
 // words is the vocabulary of the chunks and the queries: a few thousand made-up words, so that
 // a query's words match some chunks and not most.
 func words(n int) []string {
