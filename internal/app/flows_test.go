@@ -130,6 +130,9 @@ func TestFlowBooksAnAppointment(t *testing.T) {
 	if r := in.post(flows+"/"+flowID+"/duplicate", key, `{"newName":"book"}`); r.status != http.StatusBadRequest {
 		t.Errorf("a copy named as another flow = %d", r.status)
 	}
+	if r := in.get("/v1/agents/support/flows/"+flowID, key); r.status != http.StatusOK || r.body["flow"].(map[string]any)["name"] != "Book" {
+		t.Errorf("the flow through the agent's route = %d %v", r.status, r.body)
+	}
 	page := in.get(flows+"?enabled=true", key).body["items"].([]any)
 	if len(page) != 1 || page[0].(map[string]any)["id"] != flowID {
 		t.Errorf("enabled flows = %v", page)

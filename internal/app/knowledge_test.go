@@ -246,6 +246,25 @@ func TestKnowledgeBadInput(t *testing.T) {
 	if n := in.count(`SELECT count(*) FROM knowledge_documents`); n != 0 {
 		t.Fatalf("%d documents after refused bodies", n)
 	}
+	// The agent's own routes (the mirror of the sender's) reach the same knowledge base.
+	if page := in.get("/v1/agents/support/knowledge-bases", key).body["items"].([]any); len(page) != 1 ||
+		page[0].(map[string]any)["id"] != kbID {
+		t.Fatalf("the agent's knowledge bases = %v", page)
+	}
+	r := in.post("/v1/agents/support/knowledge-bases/"+kbID+"/documents", key, `{"title":"t","content":"Opening hours."}`)
+	if r.status != http.StatusCreated {
+		t.Fatalf("a document through the agent's route = %d %v", r.status, r.body)
+	}
+	// New content of another kind replaces the source whole.
+	doc := r.body["document"].(map[string]any)["id"].(string)
+	r = in.patch(docs+"/"+doc, key, `{"url":"https://docs.invalid/hours"}`)
+	if d := r.body["document"].(map[string]any); r.status != http.StatusOK || d["source"] != "url" || d["url"] != "https://docs.invalid/hours" ||
+		d["status"] != "pending" {
+		t.Fatalf("a document given a URL = %d %v", r.status, r.body)
+	}
+	if r := in.delete(docs+"/"+doc, key); r.status != http.StatusNoContent {
+		t.Fatalf("delete = %d", r.status)
+	}
 	if r := in.post(base+"/kb_missing/documents", key, `{"title":"t","content":"x"}`); r.status != http.StatusNotFound {
 		t.Errorf("a document of a missing knowledge base = %d", r.status)
 	}

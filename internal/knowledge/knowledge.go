@@ -109,8 +109,8 @@ func (s *Service) CreateBase(ctx context.Context, a *v1alpha1.Agent, in BaseInpu
 	var kb db.KnowledgeBase
 	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		q := db.New(tx)
-		// The agent's row lock stands in for one: two creates cannot both pass the limit.
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "knowledge:"+a.Namespace+"/"+a.Name); err != nil {
+		// Two creates of one agent take turns, so both cannot pass the limit.
+		if err := q.LockKey(ctx, "knowledge:"+a.Namespace+"/"+a.Name); err != nil {
 			return err
 		}
 		n, err := q.CountAgentKnowledgeBases(ctx, db.CountAgentKnowledgeBasesParams{Project: a.Namespace, Agent: a.Name})
@@ -319,7 +319,7 @@ func (s *Service) CreateDocument(ctx context.Context, a *v1alpha1.Agent, kbID st
 	var doc db.KnowledgeDocument
 	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		q := db.New(tx)
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, "knowledge-base:"+kbID); err != nil {
+		if err := q.LockKey(ctx, "knowledge-base:"+kbID); err != nil {
 			return err
 		}
 		n, err := q.CountKnowledgeDocuments(ctx, kbID)
@@ -384,15 +384,11 @@ func (s *Service) UpdateDocument(ctx context.Context, a *v1alpha1.Agent, kbID, i
 			return err
 		}
 		doc, err = q.ReplaceKnowledgeDocumentContent(ctx, db.ReplaceKnowledgeDocumentContentParams{ID: id, KnowledgeBaseID: kbID,
-			Project: a.Namespace, Title: title, Original: src.original, ContentLength: int32(src.length), Now: s.clock().UTC()})
+			Project: a.Namespace, Title: title, Source: src.kind, SourceUrl: src.url, Filename: src.name, ContentType: src.contentType,
+			Original: src.original, ContentLength: int32(src.length), Now: s.clock().UTC()})
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE knowledge_documents SET source = $2, source_url = $3, filename = $4, content_type = $5 WHERE id = $1`,
-			id, src.kind, src.url, src.name, src.contentType); err != nil {
-			return err
-		}
-		doc.Source, doc.SourceUrl, doc.Filename, doc.ContentType = src.kind, src.url, src.name, src.contentType
 		_, err = s.Queue.InsertTx(ctx, tx, ProcessArgs{DocumentID: doc.ID, Version: doc.Version}, nil)
 		return err
 	})

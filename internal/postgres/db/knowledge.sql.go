@@ -755,15 +755,19 @@ func (q *Queries) RenameKnowledgeDocument(ctx context.Context, arg RenameKnowled
 }
 
 const replaceKnowledgeDocumentContent = `-- name: ReplaceKnowledgeDocumentContent :one
-UPDATE knowledge_documents SET title = $1, source = 'text', source_url = NULL, filename = NULL, content_type = NULL,
-    original = $2, body = NULL, content_length = $3, status = 'pending', failure_reason = NULL,
-    version = version + 1, updated_at = $4
-WHERE id = $5 AND knowledge_base_id = $6 AND project = $7
+UPDATE knowledge_documents SET title = $1, source = $2, source_url = $3, filename = $4,
+    content_type = $5, original = $6, body = NULL, content_length = $7, status = 'pending', failure_reason = NULL,
+    version = version + 1, updated_at = $8
+WHERE id = $9 AND knowledge_base_id = $10 AND project = $11
 RETURNING id, project, agent, knowledge_base_id, title, source, source_url, filename, content_type, original, body, content_length, status, failure_reason, chunk_count, embedding_model, embedding_tokens, version, lease_until, created_at, updated_at, processed_at
 `
 
 type ReplaceKnowledgeDocumentContentParams struct {
 	Title           string
+	Source          string
+	SourceUrl       *string
+	Filename        *string
+	ContentType     *string
 	Original        []byte
 	ContentLength   int32
 	Now             time.Time
@@ -776,6 +780,10 @@ type ReplaceKnowledgeDocumentContentParams struct {
 func (q *Queries) ReplaceKnowledgeDocumentContent(ctx context.Context, arg ReplaceKnowledgeDocumentContentParams) (KnowledgeDocument, error) {
 	row := q.db.QueryRow(ctx, replaceKnowledgeDocumentContent,
 		arg.Title,
+		arg.Source,
+		arg.SourceUrl,
+		arg.Filename,
+		arg.ContentType,
 		arg.Original,
 		arg.ContentLength,
 		arg.Now,

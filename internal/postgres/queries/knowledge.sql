@@ -61,8 +61,8 @@ RETURNING *;
 
 -- name: ReplaceKnowledgeDocumentContent :one
 -- New content: processed again from the start (a run of the old version saves nothing).
-UPDATE knowledge_documents SET title = @title, source = 'text', source_url = NULL, filename = NULL, content_type = NULL,
-    original = @original, body = NULL, content_length = @content_length, status = 'pending', failure_reason = NULL,
+UPDATE knowledge_documents SET title = @title, source = @source, source_url = sqlc.narg(source_url), filename = sqlc.narg(filename),
+    content_type = sqlc.narg(content_type), original = @original, body = NULL, content_length = @content_length, status = 'pending', failure_reason = NULL,
     version = version + 1, updated_at = @now
 WHERE id = @id AND knowledge_base_id = @knowledge_base_id AND project = @project
 RETURNING *;
