@@ -147,30 +147,40 @@ func (r *Runtime) run(ctx context.Context, ex db.AgentExecution) (outcome, error
 	if a.Spec.IncludeContactMetadata {
 		req.System += contactContext(ctx, q, ex.ConversationID)
 	}
-	cands, err := r.candidates(ctx, &a, ex.TestMode)
-	if err != nil {
-		return outcome{}, err
+	cands, budget, passages, refused, err := r.prepare(ctx, ex, &a, &req, inbound)
+	if err != nil || refused != nil {
+		return *refused, err
+	}
+	out, err := r.converse(ctx, ex, &a, req, cands, tools, budget, nil)
+	out.knowledge = passages
+	return out, err
+}
+
+// prepare is what an execution needs before its first model call: the models to call (a
+// project that cannot pay for the installation's model gets refused instead), its token
+// budget, and the knowledge retrieved for question, added to req's system prompt.
+func (r *Runtime) prepare(ctx context.Context, ex db.AgentExecution, a *v1alpha1.Agent, req *llm.Request, question string) (
+	cands []candidate, budget int64, passages []knowledge.Passage, refused *outcome, err error) {
+	if cands, err = r.candidates(ctx, a, ex.TestMode); err != nil {
+		return nil, 0, nil, &outcome{}, err
 	}
 	if len(cands) > 0 && cands[0].installation {
 		if ok, err := r.canPay(ctx, ex.Project); err != nil || !ok {
-			return outcome{status: StatusBalanceInsufficient, code: "insufficient_balance",
+			return nil, 0, nil, &outcome{status: StatusBalanceInsufficient, code: "insufficient_balance",
 				message: "The project's balance cannot pay for the installation's model."}, err
 		}
 	}
-	budget := int64(DefaultTokenBudget)
+	budget = int64(DefaultTokenBudget)
 	if a.Spec.TokenBudget != nil {
 		budget = int64(*a.Spec.TokenBudget)
 	}
-	var passages []knowledge.Passage
 	if r.Knowledge != nil {
-		if passages, err = r.Knowledge.Retrieve(ctx, &a, ex.TestMode, inbound, knowledge.DefaultChunk); err != nil {
-			return outcome{}, fmt.Errorf("retrieve for execution %s: %w", ex.ID, err)
+		if passages, err = r.Knowledge.Retrieve(ctx, a, ex.TestMode, question, knowledge.DefaultChunk); err != nil {
+			return nil, 0, nil, &outcome{}, fmt.Errorf("retrieve for execution %s: %w", ex.ID, err)
 		}
 		req.System += KnowledgeContext(passages)
 	}
-	out, err := r.converse(ctx, ex, &a, req, cands, tools, budget)
-	out.knowledge = passages
-	return out, err
+	return cands, budget, passages, nil, nil
 }
 
 // KnowledgeContext is the part of the system prompt that gives the model the retrieved chunks,
@@ -187,9 +197,11 @@ func KnowledgeContext(passages []knowledge.Passage) string {
 	return b.String()
 }
 
-// converse calls the models and the tools until the model answers, at most MaxSteps calls.
+// converse calls the models and the tools until the model answers, at most MaxSteps calls. On
+// a call (voice not nil) the answer was streamed as it came and is only paid for, the handoff
+// tool transfers the call and end_call ends it; otherwise the answer is sent as a reply.
 func (r *Runtime) converse(ctx context.Context, ex db.AgentExecution, a *v1alpha1.Agent, req llm.Request, cands []candidate,
-	tools map[string]v1alpha1.AgentTool, budget int64) (outcome, error) {
+	tools map[string]v1alpha1.AgentTool, budget int64, voice *voiceState) (outcome, error) {
 	var out outcome
 	for n := 0; n < MaxSteps; n++ {
 		resp, c, err := r.chat(ctx, ex.Project, cands, req, &out)
@@ -209,7 +221,14 @@ func (r *Runtime) converse(ctx context.Context, ex db.AgentExecution, a *v1alpha
 			out.status, out.code, out.message = StatusFiltered, "content_filtered", "The model's provider filtered the answer."
 			return out, nil
 		}
+		if voice != nil {
+			voice.spoken = joinSpoken(voice.spoken, resp.Text)
+		}
 		if len(resp.ToolCalls) == 0 || out.usage.InputTokens+out.usage.OutputTokens >= budget {
+			if voice != nil {
+				out.text = voice.spoken
+				return r.paid(ctx, ex, out)
+			}
 			if resp.Text == "" {
 				out.status, out.code, out.message = StatusError, "no_answer", "The model gave no answer"+budgetNote(out, budget)+"."
 				return out, nil
@@ -221,7 +240,14 @@ func (r *Runtime) converse(ctx context.Context, ex db.AgentExecution, a *v1alpha
 		last := &out.steps[len(out.steps)-1]
 		for _, call := range resp.ToolCalls {
 			out.toolCalls++
-			if call.Name == StartFlowTool && len(a.Spec.Flows) > 0 {
+			if voice != nil && (call.Name == EndCallTool || call.Name == HandoffTool && a.Spec.Handoff != nil && a.Spec.Handoff.Tool) {
+				last.ToolCalls = append(last.ToolCalls, toolStep{Name: call.Name, Arguments: call.Arguments, OK: true})
+				voice.endCall, voice.transfer = call.Name == EndCallTool, call.Name == HandoffTool
+				voice.tools = append(voice.tools, call)
+				out.text = voice.spoken
+				return r.paid(ctx, ex, out)
+			}
+			if call.Name == StartFlowTool && len(a.Spec.Flows) > 0 && voice == nil {
 				last.ToolCalls = append(last.ToolCalls, toolStep{Name: call.Name, Arguments: call.Arguments, OK: true})
 				started, ok, err := r.startFlow(ctx, ex, a, call.Arguments)
 				if ok || err != nil {
@@ -249,6 +275,9 @@ func (r *Runtime) converse(ctx context.Context, ex db.AgentExecution, a *v1alpha
 				continue
 			}
 			res := r.CallTool(ctx, a, t, call.Arguments, ex.ID, ex.ConversationID)
+			if voice != nil {
+				voice.tools = append(voice.tools, call)
+			}
 			last.ToolCalls = append(last.ToolCalls, toolStep{Name: call.Name, Arguments: call.Arguments, OK: res.OK, Error: res.Error,
 				Ms: res.Duration.Milliseconds()})
 			text := res.Body

@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"encoding/json"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -50,19 +51,63 @@ var voiceCatalog = sync.OnceValues(func() ([]CatalogVoice, error) {
 // languageTag is the shape of a BCP-47 tag as the filter takes it: a language, then subtags.
 var languageTag = regexp.MustCompile(`^[A-Za-z]{2,8}(-[A-Za-z0-9]{1,8})*$`)
 
-// Voices lists the catalogue's voices that speak language: a BCP-47 tag matched as a prefix on
+// Voicebook is the voices of an installation: the shipped catalogue, extended (and, voice by
+// voice, overridden by id) by the installation's own (--voices-file).
+type Voicebook struct {
+	voices []CatalogVoice
+}
+
+// LoadVoicebook is the shipped catalogue extended by the JSON array of voices in extra (the
+// shipped file's format); "" is the shipped catalogue alone.
+func LoadVoicebook(extra string) (*Voicebook, error) {
+	shipped, err := voiceCatalog()
+	if err != nil {
+		return nil, err
+	}
+	all := slices.Clone(shipped)
+	if extra == "" {
+		return &Voicebook{voices: all}, nil
+	}
+	b, err := os.ReadFile(extra)
+	if err != nil {
+		return nil, fmt.Errorf("read the voices file: %w", err)
+	}
+	var more []CatalogVoice
+	if err := json.Unmarshal(b, &more); err != nil {
+		return nil, fmt.Errorf("read the voices file %s: %w", extra, err)
+	}
+	for i, v := range more {
+		if v.ID == "" || !languageTag.MatchString(v.Language) || v.Provider == "" {
+			return nil, fmt.Errorf("voices file %s, entry %d: a voice needs an id, a BCP-47 language and a provider", extra, i)
+		}
+		if j := slices.IndexFunc(all, func(c CatalogVoice) bool { return c.ID == v.ID }); j >= 0 {
+			all[j] = v
+		} else {
+			all = append(all, v)
+		}
+	}
+	return &Voicebook{voices: all}, nil
+}
+
+// Voices lists the shipped catalogue's voices that speak language (Voicebook.Voices).
+func Voices(language string) (VoiceList, error) {
+	all, err := voiceCatalog()
+	if err != nil {
+		return VoiceList{}, err
+	}
+	return (&Voicebook{voices: all}).Voices(language)
+}
+
+// Voices lists the book's voices that speak language: a BCP-47 tag matched as a prefix on
 // subtag boundaries, whatever the case (pt matches pt-BR, en-us matches en-US, e matches
 // nothing); "" or auto lists every voice. A malformed tag is 400.
-func Voices(language string) (VoiceList, error) {
+func (b *Voicebook) Voices(language string) (VoiceList, error) {
 	language = strings.TrimSpace(language)
 	if language != "" && !strings.EqualFold(language, LanguageAuto) && !languageTag.MatchString(language) {
 		return VoiceList{}, apperror.InvalidFields(apperror.FieldError{Path: "language",
 			Message: "must be a BCP-47 language tag such as en, es or pt-BR, or auto"})
 	}
-	all, err := voiceCatalog()
-	if err != nil {
-		return VoiceList{}, err
-	}
+	all := b.voices
 	out := VoiceList{Items: []CatalogVoice{}, Languages: []string{LanguageAuto}, Total: len(all)}
 	for _, v := range all {
 		if !slices.Contains(out.Languages, v.Language) {

@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -111,5 +113,40 @@ func TestVoiceCatalogue(t *testing.T) {
 	}
 	if _, ok := VoiceByID("en-US-Wavenet-Z"); ok {
 		t.Error("an unknown voice is found")
+	}
+}
+
+// An installation's voices file adds voices and replaces a shipped one by id; a bad entry is refused.
+func TestVoicebookExtends(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "voices.json")
+	if err := os.WriteFile(good, []byte(`[{"id":"acme-es-1","name":"Acme Spanish","language":"es-CL","provider":"ElevenLabs"},
+		{"id":"en-US-Journey-D","name":"Replaced","language":"en-US","provider":"Google"}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	book, err := LoadVoicebook(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped, _ := Voices("")
+	all, _ := book.Voices("")
+	if all.Total != shipped.Total+1 {
+		t.Errorf("total %d, shipped %d", all.Total, shipped.Total)
+	}
+	es, _ := book.Voices("es-CL")
+	if len(es.Items) != 1 || es.Items[0].ID != "acme-es-1" || !slices.Contains(es.Languages, "es-CL") {
+		t.Errorf("es-CL = %+v", es)
+	}
+	en, _ := book.Voices("en-US")
+	if i := slices.IndexFunc(en.Items, func(v CatalogVoice) bool { return v.ID == "en-US-Journey-D" }); i < 0 || en.Items[i].Name != "Replaced" {
+		t.Errorf("the replaced voice: %+v", en.Items)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	_ = os.WriteFile(bad, []byte(`[{"id":"x","language":"not a tag","provider":"Google"}]`), 0o600)
+	if _, err := LoadVoicebook(bad); err == nil {
+		t.Error("a voice with a bad language was taken")
+	}
+	if _, err := LoadVoicebook(filepath.Join(dir, "missing.json")); err == nil {
+		t.Error("a missing file was taken")
 	}
 }

@@ -36,6 +36,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/broadcast"
+	"github.com/switchboard-io/switchboard/internal/call"
 	"github.com/switchboard-io/switchboard/internal/callback"
 	"github.com/switchboard-io/switchboard/internal/connectpage"
 	"github.com/switchboard-io/switchboard/internal/contact"
@@ -110,6 +111,10 @@ type Config struct {
 	WorkerConcurrency       int
 	// KnowledgeMemory bounds the knowledge vectors held in the process (bytes; 0: 256 MiB).
 	KnowledgeMemory int64
+	// Voices are what GET /v1/agents/voices lists; nil: the shipped catalogue.
+	Voices *agent.Voicebook
+	// Calls are the knobs of voice calls (zero: the defaults).
+	Calls CallOptions
 	// KnowledgeSweepEvery is how often deleted agents' knowledge is deleted and stale vectors
 	// re-embedded (0: knowledge.SweepEvery; tests shorten it).
 	KnowledgeSweepEvery time.Duration
@@ -387,6 +392,15 @@ func Run(ctx context.Context, cfg Config) error {
 			Fetch: knowledge.NewFetcher(cfg.Delivery.Client.HTTPClient(knowledge.FetchTimeout)), Log: log.WithName("knowledge")}
 		know.Index = vectorindex.New(know.LoadVectors, vectorindex.Options{MemoryBudget: cfg.KnowledgeMemory, Metrics: ctrlmetrics.Registry})
 		agentRuntime.Knowledge, knowledgeWorker.Service = know, know
+		calls := &call.Service{Pool: cfg.Pool, Reader: mgr.GetClient(), Events: delivery.NewService(mgr.GetClient()), Carriers: transports,
+			Admit: messages, Speaker: agentRuntime, Minute: cfg.Calls.Minute, TurnTimeout: cfg.Calls.TurnTimeout, Log: log.WithName("calls"),
+			Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}}
+		calls.Sandbox = &call.Sandbox{Service: calls, Ring: cfg.Calls.SandboxRing, Pause: cfg.Calls.SandboxPause}
+		if cfg.Role.runs(RoleWorker) {
+			if err := mgr.Add(&call.Sweeper{Service: calls, Every: cfg.Calls.SweepEvery, Quiet: cfg.Calls.Quiet}); err != nil {
+				return fmt.Errorf("add call sweeper: %w", err)
+			}
+		}
 		if cfg.Role.runs(RoleWorker) || cfg.Role.runs(RoleAPI) {
 			if err := mgr.Add(&knowledge.IndexListener{Service: know}); err != nil {
 				return fmt.Errorf("add knowledge index listener: %w", err)
@@ -442,7 +456,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.Role.runs(RoleAPI) {
 			domains := emaildomain.NewService(mgr.GetClient(), mgr.GetAPIReader(), verifier(kubewrite.FieldManager))
 			templates := template.NewService(mgr.GetClient(), mgr.GetAPIReader(), reviewer(kubewrite.FieldManager))
-			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, invitations(kubewrite.FieldManager), invitationKey, unsubscribes, emailChecks, agentRuntime, know, resolver, checks, log); err != nil {
+			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, invitations(kubewrite.FieldManager), invitationKey, unsubscribes, emailChecks, agentRuntime, know, calls, resolver, checks, log); err != nil {
 				return err
 			}
 		}
@@ -458,7 +472,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	messages *message.Service, transports *registry.Registry, domains *emaildomain.Service, templates *template.Service,
 	registrations *tendlc.Service, broadcasts *broadcast.Service, invitations *invitation.Service, invitationKey []byte,
 	unsubscribes *unsubscribe.Service, emailChecks *emailcheck.Checker, agentRuntime *agent.Runtime, know *knowledge.Service,
-	resolver *dnsresolve.Resolver, checks map[string]healthz.Checker,
+	calls *call.Service, resolver *dnsresolve.Resolver, checks map[string]healthz.Checker,
 	log logr.Logger) error {
 	auth := apikey.NewAuthenticator(keys, cfg.Pool, log.WithName("apikeys"))
 	if err := mgr.Add(auth); err != nil {
@@ -504,6 +518,8 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Broadcasts:      broadcasts,
 		Agents:          agentsAPI,
 		Knowledge:       know,
+		Calls:           calls,
+		Voices:          cfg.Voices,
 		Invitations:     invitations,
 		EmailChecks:     emailChecks,
 		Disposable:      cfg.Disposable,
@@ -515,7 +531,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		ReadyChecks:     checks,
 		Pages:           pages,
 		Unsubscribe:     unsubscribe.NewHandler(unsubscribes, log.WithName("unsubscribe")),
-		Callbacks: &callback.Handler{Messages: messages, Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), PublicURL: cfg.PublicURL,
+		Callbacks: &callback.Handler{Messages: messages, Calls: calls, Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), PublicURL: cfg.PublicURL,
 			InstallationNamespace: cfg.InstallationNamespace, Bots: transports,
 			Templates: templates.Reviewer(), Media: transports,
 			Log: log.WithName("callbacks")},
@@ -566,6 +582,19 @@ func (c *Config) dashboardURL() string {
 
 // SandboxOptions are the sandbox transport's delays: sent at once, delivered after DeliverAfter,
 // read (whatsapp) after ReadAfter more.
+// CallOptions tune voice calls; tests shorten them.
+type CallOptions struct {
+	// Minute is a minute of maxDurationMinutes.
+	Minute time.Duration
+	// TurnTimeout bounds one answer of the agent.
+	TurnTimeout time.Duration
+	// SweepEvery is how often calls nobody holds are looked at, Quiet how long a call without a
+	// relay may go without news before that.
+	SweepEvery, Quiet time.Duration
+	// SandboxRing and SandboxPause pace the sandbox's caller.
+	SandboxRing, SandboxPause time.Duration
+}
+
 type SandboxOptions struct {
 	DeliverAfter time.Duration
 	ReadAfter    time.Duration

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/call"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/templatereview"
 	"github.com/switchboard-io/switchboard/internal/transport"
@@ -33,6 +34,8 @@ const maxBody = 4 << 20
 // Handler serves /callbacks/.
 type Handler struct {
 	Messages *message.Service
+	// Calls holds voice calls; nil serves none of their callbacks.
+	Calls *call.Service
 	// Reader reads Providers, Senders and their Secrets (the informer cache). Nothing a request
 	// names before it is verified is read anywhere else: an unauthenticated caller cannot make
 	// Switchboard read the API server.
@@ -79,6 +82,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		mux.HandleFunc("POST /callbacks/twilio/{namespace}/{provider}/status", h.twilioStatus(false))
 		mux.HandleFunc("POST /callbacks/twilio/{namespace}/{provider}/calls", h.twilioStatus(true))
 		mux.HandleFunc("POST /callbacks/twilio/{namespace}/{provider}/inbound", h.twilioInbound)
+		if h.Calls != nil {
+			mux.HandleFunc("POST /callbacks/twilio/{namespace}/{provider}/call-status", h.twilioCallStatus)
+			mux.HandleFunc("POST /callbacks/twilio/{namespace}/{provider}/call-amd", h.twilioCallAMD)
+			mux.HandleFunc("POST /callbacks/twilio/{namespace}/{provider}/relay-ended", h.twilioRelayEnded)
+			mux.HandleFunc("POST /callbacks/twilio/{namespace}/{provider}/voice", h.twilioVoice)
+			mux.HandleFunc("GET /callbacks/twilio/{namespace}/{provider}/relay", h.twilioRelay)
+		}
 		mux.HandleFunc("POST /callbacks/telegram/{namespace}/{sender}/updates", h.telegramUpdate)
 		mux.HandleFunc("GET /callbacks/meta/{namespace}/{provider}", h.metaHandshake)
 		mux.HandleFunc("POST /callbacks/meta/{namespace}/{provider}", h.metaWebhook)

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/switchboard-io/switchboard/internal/agent"
 	"github.com/switchboard-io/switchboard/internal/app"
 	"github.com/switchboard-io/switchboard/internal/broadcast"
 	"github.com/switchboard-io/switchboard/internal/delivery"
@@ -55,6 +56,7 @@ type roleFlags struct {
 	inboundHost       string
 	spfInclude        string
 	disposableFile    string
+	voicesFile        string
 	smtpListen        string
 	smtpMaxBytes      int64
 	smtpLimits        mailin.Limits
@@ -115,6 +117,8 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 			"longest an SMTP connection lasts, however busy the client keeps it; then it is answered 421 and closed, a message under way dropped for its server to send again")
 		fl.Int64Var(&f.smtpLimits.MaxBufferedBytes, "smtp-max-buffered-bytes", mailin.DefaultMaxBufferedBytes,
 			"bytes of inbound mail the SMTP listener holds at once, across connections; a message that finds too little room is answered 452, and its server tries later. At least --smtp-max-message-bytes")
+		fl.StringVar(&f.voicesFile, "voices-file", "",
+			"JSON array of voices ({id, name, language, provider}) that GET /v1/agents/voices lists besides the catalogue Switchboard ships (a voice with a shipped id replaces it): the ConversationRelay voices of your speech providers' accounts")
 		fl.StringVar(&f.disposableFile, "email-disposable-domains", "",
 			"file of throwaway mail domains, one per line (# comments), that POST /v1/introspect/email flags as disposable_domain besides the list Switchboard ships")
 	}
@@ -225,6 +229,10 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 			}
 		}
 	}
+	voices, err := agent.LoadVoicebook(f.voicesFile)
+	if err != nil {
+		return &UsageError{Err: fmt.Errorf("--voices-file: %w", err)}
+	}
 	disposable := emailcheck.ShippedDisposable()
 	if f.disposableFile != "" {
 		file, err := os.Open(f.disposableFile)
@@ -304,6 +312,7 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		DNSServer:               f.dnsServer,
 		Email:                   domainverify.Config{InboundHost: f.inboundHost, SPFInclude: f.spfInclude},
 		Disposable:              disposable,
+		Voices:                  voices,
 		SMTPListener:            smtpListener,
 		SMTPMaxMessageBytes:     f.smtpMaxBytes,
 		SMTPLimits:              f.smtpLimits,

@@ -87,6 +87,27 @@ var _ = Describe("Agent", func() {
 		Expect(k8s.Delete(ctx, second)).To(Succeed())
 	})
 
+	It("the voice agent sample applies as it is and holds the calls of the twilio sender sample", func() {
+		b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_agent_voice.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var agent v1alpha1.Agent
+		Expect(yaml.UnmarshalStrict(b, &agent)).To(Succeed())
+		ensure(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: agent.Namespace}})
+		ensure(project(agent.Namespace, agent.Namespace))
+		b, err = os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_sender_twilio.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var sender v1alpha1.Sender
+		Expect(yaml.UnmarshalStrict(b, &sender)).To(Succeed())
+		Expect(agent.Spec.Senders).To(Equal([]string{sender.Name}))
+		Expect(sender.Spec.Voice.Enabled).To(BeTrue())
+		ensure(&sender)
+		Expect(k8s.Create(ctx, &agent)).To(Succeed())
+		Eventually(agentStatus(ctx, &agent), "10s").Should(HaveField("Senders", Equal([]string{sender.Name})))
+		Expect(agent.Spec.Voice.Enabled).To(BeTrue())
+		Expect(agent.Spec.Voice.VoicemailAction).To(Equal("leave_message"))
+		Expect(k8s.Delete(ctx, &agent)).To(Succeed())
+	})
+
 	It("a zavu agent is Ready once the installation has a model Provider, which the sample is", func() {
 		ns := "agents-zavu"
 		ensure(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})

@@ -35,7 +35,15 @@ func (s *Server) agentExtraRoutes() []route {
 }
 
 func (s *Server) listVoices(w http.ResponseWriter, r *http.Request) {
-	list, err := agent.Voices(r.URL.Query().Get("language"))
+	book := s.voices
+	if book == nil {
+		var err error
+		if book, err = agent.LoadVoicebook(""); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	list, err := book.Voices(r.URL.Query().Get("language"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -20,6 +20,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/broadcast"
+	"github.com/switchboard-io/switchboard/internal/call"
 	"github.com/switchboard-io/switchboard/internal/contact"
 	"github.com/switchboard-io/switchboard/internal/emailcheck"
 	"github.com/switchboard-io/switchboard/internal/emaildomain"
@@ -60,6 +61,10 @@ type Server struct {
 	agents     *agent.Service
 	// knowledge keeps agents' knowledge bases.
 	knowledge *knowledge.Service
+	// calls holds voice calls.
+	calls *call.Service
+	// voices are the agents' voices (nil: the shipped catalogue).
+	voices *agent.Voicebook
 	// emailChecks keeps the suppression list and inspects addresses; disposable is the list of
 	// throwaway domains introspection flags.
 	emailChecks *emailcheck.Checker
@@ -107,6 +112,10 @@ type Options struct {
 	Agents *agent.Service
 	// Knowledge keeps agents' knowledge bases.
 	Knowledge *knowledge.Service
+	// Calls holds voice calls.
+	Calls *call.Service
+	// Voices are what GET /v1/agents/voices lists; nil: the shipped catalogue.
+	Voices *agent.Voicebook
 	// EmailChecks keeps the suppression list and inspects addresses.
 	EmailChecks *emailcheck.Checker
 	// Disposable is the list of throwaway domains introspection flags; nil: the shipped list.
@@ -155,7 +164,7 @@ func New(o Options) (*Server, error) {
 	}
 	return &Server{
 		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
-		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, knowledge: o.Knowledge, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
+		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, knowledge: o.Knowledge, calls: o.Calls, voices: o.Voices, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks, pages: o.Pages,
 		unsubscribe: o.Unsubscribe,

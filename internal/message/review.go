@@ -48,9 +48,29 @@ func (s *Service) review(ctx context.Context, m db.Message) (f *refusal, held bo
 	if s.risk == nil || !risk.Reviewed[m.Channel] || m.Direction != "outbound" || m.RiskReviewed || m.RiskHold {
 		return nil, m.RiskHold, nil
 	}
-	pol, err := s.risk.For(ctx, m.Project)
+	pol, d, err := s.decide(ctx, m)
 	if err != nil || pol == nil {
 		return nil, false, err
+	}
+	now := s.now().UTC()
+	switch d.Outcome {
+	case risk.Refuse:
+		return &refusal{&transport.Failure{Code: ErrRiskRejected, Message: "Risk review refused the message: " + d.Reason},
+			pol.SuspendAfter, pol.SuspendWithin}, false, nil
+	case risk.Block:
+		return &refusal{&transport.Failure{Code: ErrRiskBlocked, Message: "Risk review blocked the message: " + d.Reason},
+			pol.SuspendAfter, pol.SuspendWithin}, false, nil
+	case risk.Hold:
+		return nil, true, s.hold(ctx, m, d, now, pol.Window)
+	}
+	return nil, false, nil
+}
+
+// decide is what m's project's risk policy says of it; a nil policy reviews nothing.
+func (s *Service) decide(ctx context.Context, m db.Message) (*risk.Policy, risk.Decision, error) {
+	pol, err := s.risk.For(ctx, m.Project)
+	if err != nil || pol == nil {
+		return nil, risk.Decision{}, err
 	}
 	country := ""
 	if strings.HasPrefix(m.Recipient, "+") {
@@ -63,26 +83,16 @@ func (s *Service) review(ctx context.Context, m db.Message) (f *refusal, held bo
 	fresh, err := db.New(s.pool).NewConversationsSince(ctx, db.NewConversationsSinceParams{Project: m.Project, TestMode: m.TestMode,
 		Since: now.Add(-time.Hour)})
 	if err != nil {
-		return nil, false, fmt.Errorf("count first contacts of %s: %w", m.Project, err)
+		return nil, risk.Decision{}, fmt.Errorf("count first contacts of %s: %w", m.Project, err)
 	}
 	proj := risk.Project{ID: m.Project, NewRecipientsLastHour: fresh}
 	if p, err := s.project(ctx, m.Project); err != nil {
-		return nil, false, err
+		return nil, risk.Decision{}, err
 	} else if p != nil {
 		proj.Plan, proj.Verification = string(p.Spec.Plan), string(p.Spec.Verification)
 	}
 	d := pol.Decide(ctx, m.ID, features, proj)
-	switch d.Outcome {
-	case risk.Refuse:
-		return &refusal{&transport.Failure{Code: ErrRiskRejected, Message: "Risk review refused the message: " + d.Reason},
-			pol.SuspendAfter, pol.SuspendWithin}, false, nil
-	case risk.Block:
-		return &refusal{&transport.Failure{Code: ErrRiskBlocked, Message: "Risk review blocked the message: " + d.Reason},
-			pol.SuspendAfter, pol.SuspendWithin}, false, nil
-	case risk.Hold:
-		return nil, true, s.hold(ctx, m, d, now, pol.Window)
-	}
-	return nil, false, nil
+	return pol, d, nil
 }
 
 // hold keeps m queued with riskHold until an operator decides or window passes.

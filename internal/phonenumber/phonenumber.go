@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -61,6 +62,17 @@ type Verdict struct {
 	// Pending is the project's own PhoneNumber of the number that does not hold it (yet): its
 	// Ready condition says why.
 	Pending *v1alpha1.PhoneNumber
+	// Holder is the PhoneNumber that holds the number (Owned, HeldElsewhere).
+	Holder *v1alpha1.PhoneNumber
+}
+
+// TakesCalls tells whether the number can take calls as far as its PhoneNumber says: one whose
+// capabilities are known and leave voice out cannot; the sandbox's test numbers can.
+func (v Verdict) TakesCalls() bool {
+	if v.Holder == nil || len(v.Holder.Status.Capabilities) == 0 {
+		return true
+	}
+	return slices.Contains(v.Holder.Status.Capabilities, v1alpha1.CapabilityVoice)
 }
 
 // Usable tells whether the project may send live from the number, and receive at it, now.
@@ -115,6 +127,7 @@ func Check(ctx context.Context, r client.Reader, project, number string) (Verdic
 		return v, err
 	}
 	if h := v1alpha1.NumberHolder(claims); h != nil {
+		v.Holder = h
 		v.State = HeldElsewhere
 		if h.Status.Project == project {
 			v.State = Owned

@@ -78,6 +78,20 @@ func (s *Service) checkNumber(ctx context.Context, project, sender, before strin
 	return nil
 }
 
+// checkVoice refuses voice on a number whose PhoneNumber says it cannot take calls (spec:
+// enableVoice needs a number provisioned for calls).
+func (s *Service) checkVoice(ctx context.Context, project string, spec *v1alpha1.SenderSpec) error {
+	if spec.Voice == nil || !spec.Voice.Enabled || spec.PhoneNumber == "" {
+		return nil
+	}
+	v, err := phonenumber.Check(ctx, s.client, project, spec.PhoneNumber)
+	if err != nil || v.TakesCalls() {
+		return err
+	}
+	return apperror.InvalidFields(apperror.FieldError{Path: "enableVoice",
+		Message: fmt.Sprintf("%s cannot take calls (its capabilities are %v)", spec.PhoneNumber, v.Holder.Status.Capabilities)})
+}
+
 // channelsOf are the channels the sender can send on now, as the controller lists them: the
 // configured and activated ones its transport carries, less those from a number its project does
 // not own (a claim still being checked counts as owned for a moment).

@@ -102,6 +102,9 @@ func (s *Service) Create(ctx context.Context, project string, in Input) (View, e
 	if err := s.checkNumber(ctx, project, id, "", &snd.Spec, in); err != nil {
 		return View{}, err
 	}
+	if err := s.checkVoice(ctx, project, &snd.Spec); err != nil {
+		return View{}, err
+	}
 	snd.Name = id
 	if err := s.write(ctx, snd); err != nil {
 		return View{}, err
@@ -197,6 +200,9 @@ func (s *Service) Update(ctx context.Context, project, id string, in Input) (Vie
 			return err
 		}
 		if err := s.checkNumber(ctx, project, id, current.Spec.PhoneNumber, &snd.Spec, in); err != nil {
+			return err
+		}
+		if err := s.checkVoice(ctx, project, &snd.Spec); err != nil {
 			return err
 		}
 		if in.WebhookSignatureVersion != nil && current.Spec.Webhook != nil {

@@ -138,6 +138,7 @@ type results struct {
 	broadcast      broadcastFigures
 	agents         agentFigures
 	knowledge      knowledgeFigures
+	voice          voiceFigures
 	peakRSS        map[string]int64  // by role
 	profiles       map[string]string // CPU profile file by role
 	profiled       string            // what the profiles are of: the load and how long
@@ -168,6 +169,14 @@ func runLayout(b *testing.B, c *cluster.Cluster, rcv *receiver, l layout, ceilin
 		r.profiled = fmt.Sprintf("%v of the agent row", agentProfileFor)
 		r.agents = runAgents(b, c, api.URL, "agents-"+tag)
 		profiled.Wait()
+		notePeaks()
+		for _, p := range procs {
+			p.Stop()
+		}
+		return r
+	}
+	if os.Getenv("SWITCHBOARD_BENCH_ONLY") == "voice" { // the voice row alone
+		r.voice = runVoice(b, c, api.URL, "voice-"+tag)
 		notePeaks()
 		for _, p := range procs {
 			p.Stop()
@@ -271,8 +280,11 @@ search:
 	r.deliveryRate = float64(want) / time.Since(began).Seconds()
 	notePeaks()
 
-	// 4. Agent turns: conversations with a sandbox-model agent, each waiting for its answer.
+	// 4. Agent turns: conversations with a sandbox-model agent, each waiting for its answer;
+	// then calls held by one, through the sandbox's caller.
 	r.agents = runAgents(b, c, api.URL, "agents-"+tag)
+	notePeaks()
+	r.voice = runVoice(b, c, api.URL, "voice-"+tag)
 	notePeaks()
 	if l.roles[0] == "all" { // once: the row measures the worker's ingest and retrieval in the bench itself
 		r.knowledge = runKnowledge(b, c, api.URL, "knowledge-"+tag)
@@ -316,6 +328,10 @@ func (r *results) table(ceiling float64) string {
 			ag.pacedP99.Round(time.Millisecond), ag.pacedRate, met(ag.pacedP99 <= 50*time.Millisecond))
 		agentSplit = fmt.Sprintf("\nAgent time added at its highest rate, in two parts: waiting for a worker p50 %v, p99 %v; the run to its reply accepted p50 %v, p99 %v\n",
 			ag.waitP50, ag.waitP99, ag.runP50, ag.runP99)
+	}
+	if v := r.voice; v.answers != 0 {
+		fmt.Fprintf(&s, "| voice: %d sandbox calls at once × %d turns, caller's prompt → first text frame (sandbox model) | p50 %v, p99 %v; %d answers, %d lost, %.1f s | | p99 ≤ 50 ms, none lost | %s |\n",
+			voiceCalls, voiceTurns, v.p50, v.p99, v.answers, v.lost, v.wall.Seconds(), met(v.p99 <= 50*time.Millisecond && v.lost == 0))
 	}
 	if k := r.knowledge; k.p99 != 0 {
 		fmt.Fprintf(&s, "| knowledge ingest through the worker and the embedding peer (%d chunks) | %.0f chunks/s | | (measured) | |\n", ingestChunks, k.ingestRate)

@@ -91,3 +91,15 @@ func TestKnowledgeAndFlowsThroughThePublishedClient(t *testing.T) {
 		t.Fatalf("the script ended without ok:\n%s", out)
 	}
 }
+
+// TestCallsThroughThePublishedClient drives every call operation of @zavudev/sdk against the
+// built binary: a test key's call through the sandbox's scripted caller, answered by the
+// sender's agent through the sandbox model, from create to completed with its transcript.
+func TestCallsThroughThePublishedClient(t *testing.T) {
+	d := startDev(t)
+	out := runSDK(t, "calls.cjs", d.env["SWITCHBOARD_URL"], d.env["SWITCHBOARD_API_KEY"])
+	t.Log(out)
+	if !strings.Contains(out, "ok") {
+		t.Fatalf("the script ended without ok:\n%s", out)
+	}
+}

@@ -189,7 +189,7 @@ func (q *Queries) FinishAgentExecution(ctx context.Context, arg FinishAgentExecu
 }
 
 const getAgentExecution = `-- name: GetAgentExecution :one
-SELECT id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at, knowledge FROM agent_executions WHERE id = $1 AND project = $2 AND test_mode = $3 AND agent = $4
+SELECT id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at, knowledge, call_id FROM agent_executions WHERE id = $1 AND project = $2 AND test_mode = $3 AND agent = $4
 `
 
 type GetAgentExecutionParams struct {
@@ -235,6 +235,7 @@ func (q *Queries) GetAgentExecution(ctx context.Context, arg GetAgentExecutionPa
 		&i.FinishedAt,
 		&i.ChargedAt,
 		&i.Knowledge,
+		&i.CallID,
 	)
 	return i, err
 }
@@ -392,7 +393,7 @@ func (q *Queries) IsHandedOff(ctx context.Context, conversationID string) (bool,
 }
 
 const listAgentExecutions = `-- name: ListAgentExecutions :many
-SELECT id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at, knowledge FROM agent_executions
+SELECT id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at, knowledge, call_id FROM agent_executions
 WHERE project = $1 AND test_mode = $2 AND agent = $3 AND status NOT IN ('pending', 'running')
   AND ($4::text IS NULL OR status = $4)
   AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::text))
@@ -456,6 +457,7 @@ func (q *Queries) ListAgentExecutions(ctx context.Context, arg ListAgentExecutio
 			&i.FinishedAt,
 			&i.ChargedAt,
 			&i.Knowledge,
+			&i.CallID,
 		); err != nil {
 			return nil, err
 		}
@@ -662,7 +664,7 @@ func (q *Queries) SetContactField(ctx context.Context, arg SetContactFieldParams
 const startAgentExecution = `-- name: StartAgentExecution :one
 UPDATE agent_executions SET status = 'running', started_at = COALESCE(started_at, $1::timestamptz), lease_until = $2
 WHERE id = $3 AND (status = 'pending' OR (status = 'running' AND lease_until < $1::timestamptz))
-RETURNING id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at, knowledge
+RETURNING id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at, knowledge, call_id
 `
 
 type StartAgentExecutionParams struct {
@@ -704,6 +706,7 @@ func (q *Queries) StartAgentExecution(ctx context.Context, arg StartAgentExecuti
 		&i.FinishedAt,
 		&i.ChargedAt,
 		&i.Knowledge,
+		&i.CallID,
 	)
 	return i, err
 }

@@ -49,6 +49,7 @@ type AgentExecution struct {
 	FinishedAt        *time.Time
 	ChargedAt         *time.Time
 	Knowledge         []byte
+	CallID            *string
 }
 
 type AgentFlowSession struct {
@@ -175,6 +176,51 @@ type BroadcastDelta struct {
 type BroadcastPace struct {
 	Key    string
 	NextAt time.Time
+}
+
+type Call struct {
+	ID                 string
+	Project            string
+	TestMode           bool
+	Sender             string
+	Agent              string
+	Direction          string
+	FromNumber         string
+	ToNumber           string
+	Status             string
+	Provider           string
+	ProviderCallID     *string
+	Greeting           *string
+	Language           *string
+	MaxDurationSeconds int32
+	Metadata           []byte
+	AnsweredBy         *string
+	AnsweredAt         *time.Time
+	EndedAt            *time.Time
+	DurationSeconds    *int32
+	EndReason          *string
+	ErrorMessage       *string
+	Ending             *string
+	TransferTo         *string
+	TurnCount          int32
+	ReservedMicros     int64
+	CostMicros         *int64
+	SettledAt          *time.Time
+	SessionUntil       *time.Time
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+}
+
+type CallTurn struct {
+	CallID      string
+	Seq         int32
+	Role        string
+	Text        string
+	StartedAt   *time.Time
+	EndedAt     *time.Time
+	Interrupted bool
+	LatencyMs   *int32
+	ExecutionID *string
 }
 
 type Contact struct {

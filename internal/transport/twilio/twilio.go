@@ -1,7 +1,9 @@
 // Package twilio is the transport for Twilio (https://www.twilio.com/docs): SMS and MMS through
 // the Messages resource, one-way SMS from an alphanumeric sender id or a Messaging Service, and
-// voice messages read out by <Say> through the Calls resource. It also reads what Twilio posts
-// back (status callbacks, inbound messages) and checks an account's credentials.
+// voice messages read out by <Say> through the Calls resource. It also places calls held by a
+// ConversationRelay (relay.go) and hangs up, redirects and fetches them (calls.go), reads what
+// Twilio posts back (status callbacks, inbound messages and calls, relay session ends) and
+// checks an account's credentials.
 //
 // Requests go through twilio-go's REST client (rest/api/v2010). The SDK takes no context and
 // hides response headers, so each call gets its own http.Client whose RoundTripper carries the

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,9 +40,14 @@ func loopbackClient() *http.Client {
 
 // checkLoopback refuses a URL whose host is not localhost or a loopback address.
 func checkLoopback(raw string) error {
+	return checkLoopbackURL(raw, "http", "https")
+}
+
+// checkLoopbackURL is checkLoopback for a URL of one of schemes.
+func checkLoopbackURL(raw string, schemes ...string) error {
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return fmt.Errorf("twiliotest: %q is not an http(s) URL", raw)
+	if err != nil || !slices.Contains(schemes, u.Scheme) {
+		return fmt.Errorf("twiliotest: %q is not a %s URL", raw, strings.Join(schemes, " or "))
 	}
 	host := u.Hostname()
 	if host == "localhost" {
@@ -53,18 +59,19 @@ func checkLoopback(raw string) error {
 	return ErrNotLoopback
 }
 
-// spawn runs f in a goroutine that the server's close waits for; nothing after close.
-func (s *Server) spawn(f func()) {
+// spawn runs f in a goroutine that the server's close waits for; nothing after close (false).
+func (s *Server) spawn(f func()) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return
+		return false
 	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		f()
 	}()
+	return true
 }
 
 // wait sleeps the callback delay; false when the server stopped meanwhile.
@@ -111,63 +118,6 @@ func (s *Server) messageCallbacks(m Message) {
 			p.Set("ErrorCode", strconv.Itoa(failCode))
 		}
 		s.post(m.StatusCallback, p)
-	}
-}
-
-// callCallbacks posts a call's progress events as Twilio does for the events asked for
-// (StatusCallbackEvent; only the final one when none): initiated, ringing, in-progress when
-// answered, then completed, or busy, no-answer, failed or canceled as CallOutcome set.
-func (s *Server) callCallbacks(c Call) {
-	s.mu.Lock()
-	outcome := s.callOutcomes[c.To]
-	s.mu.Unlock()
-	var steps []string // CallStatus values, in order
-	switch outcome {
-	case "", "completed":
-		steps = []string{"initiated", "ringing", "in-progress", "completed"}
-	case "failed":
-		steps = []string{"initiated", "failed"}
-	default: // busy, no-answer, canceled
-		steps = []string{"initiated", "ringing", outcome}
-	}
-	asked := map[string]bool{}
-	for _, e := range c.StatusCallbackEvents {
-		asked[strings.ToLower(e)] = true
-	}
-	if len(asked) == 0 {
-		asked["completed"] = true
-	}
-	seq := 0
-	for _, status := range steps {
-		event := status
-		switch status {
-		case "in-progress":
-			event = "answered"
-		case "completed", "busy", "no-answer", "failed", "canceled":
-			event = "completed"
-		}
-		if !s.wait() {
-			return
-		}
-		if !asked[event] {
-			continue
-		}
-		p := url.Values{
-			"AccountSid": {AccountSID}, "ApiVersion": {apiVersion}, "CallSid": {c.SID}, "CallStatus": {status},
-			"Called": {c.To}, "Caller": {c.From}, "To": {c.To}, "From": {c.From}, "Direction": {"outbound-api"},
-			"CallbackSource": {"call-progress-events"}, "SequenceNumber": {strconv.Itoa(seq)},
-			"Timestamp": {time.Now().UTC().Format(time.RFC1123Z)},
-		}
-		if event == "completed" {
-			seconds, minutes := "0", "0"
-			if status == "completed" {
-				seconds, minutes = "3", "1"
-			}
-			p.Set("CallDuration", seconds)
-			p.Set("Duration", minutes)
-		}
-		seq++
-		s.post(c.StatusCallback, p)
 	}
 }
 

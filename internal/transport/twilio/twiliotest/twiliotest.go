@@ -3,7 +3,14 @@
 // requests, JSON answers, Twilio's error bodies and codes), and the status callbacks and inbound
 // message webhooks Twilio posts, signed with X-Twilio-Signature as Twilio signs them.
 //
-// It only ever posts to loopback addresses.
+// Calls can be fetched and updated (hung up, canceled, redirected to new TwiML). A call whose
+// TwiML holds <Connect><ConversationRelay> is played by a scripted caller (Script, CallScript):
+// the peer opens the relay's WebSocket with a signed handshake, sends setup, the caller's
+// prompts, DTMF and interruptions, records the application's answers with their timing
+// (Relays, WaitRelay), posts the <Connect> action when the session ends and runs the TwiML it
+// answers. PlaceInboundCall does the same for a call to a number's voice webhook.
+//
+// It only ever posts and connects to loopback addresses.
 package twiliotest
 
 import (
@@ -59,13 +66,27 @@ type Message struct {
 	Received time.Time
 }
 
-// Call is a call the server accepted.
+// Call is a call the server accepted (or, Direction inbound, placed with PlaceInboundCall).
 type Call struct {
 	SID                  string
 	To, From             string
 	Twiml                string
 	StatusCallback       string
 	StatusCallbackEvents []string
+	// Direction is outbound-api, or inbound.
+	Direction string
+	// TimeLimit is in seconds; 0 when not given.
+	TimeLimit int
+	// MachineDetection is Enable or DetectMessageEnd; "" when not asked for.
+	MachineDetection       string
+	AsyncAmd               bool
+	AsyncAmdStatusCallback string
+	// RelayURL and RelayAction are the <ConversationRelay url> and <Connect action> of Twiml.
+	RelayURL, RelayAction string
+	// Redirects are the TwiML the call was updated with, in order.
+	Redirects []string
+	// Status is the call's status now (queued, ringing, in-progress, completed…).
+	Status string
 }
 
 // Media is one media item of an inbound MMS.
@@ -104,6 +125,11 @@ type Server struct {
 	stormStatus   int
 	deliveryFails map[string]int
 	callOutcomes  map[string]string
+	answeredBy    map[string]string
+	scripts       map[string]CallScript
+	relayToken    string // signs relay handshakes; "" is AuthToken
+	live          map[string]*liveCall
+	relays        []*Relay // in the order calls got one
 	messages      []Message
 	calls         []Call
 	callbacks     []Callback
@@ -119,6 +145,7 @@ func NewServer(t testing.TB) *Server {
 		ctx: ctx, cancel: cancel, hc: loopbackClient(),
 		delay: DefaultCallbackDelay, accountStatus: "active",
 		fails: map[string]refusal{}, deliveryFails: map[string]int{}, callOutcomes: map[string]string{}, lineTypes: map[string]LineType{},
+		answeredBy: map[string]string{}, scripts: map[string]CallScript{}, live: map[string]*liveCall{},
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
@@ -189,7 +216,12 @@ func (s *Server) Messages() []Message {
 func (s *Server) Calls() []Call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Call(nil), s.calls...)
+	out := make([]Call, len(s.calls))
+	for i, c := range s.calls {
+		c.Redirects = append([]string(nil), c.Redirects...)
+		out[i] = c
+	}
+	return out
 }
 
 // Callbacks are the status callbacks posted (or refused) so far, in order.
@@ -281,6 +313,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.createCall(w, r)
+	case strings.HasPrefix(resource, "Calls/") && strings.HasSuffix(resource, ".json") && strings.Count(resource, "/") == 1:
+		callSID := strings.TrimSuffix(strings.TrimPrefix(resource, "Calls/"), ".json")
+		switch r.Method {
+		case http.MethodGet:
+			s.fetchCall(w, r, callSID)
+		case http.MethodPost:
+			s.updateCall(w, r, callSID)
+		default:
+			methodNotAllowed(w)
+		}
 	default:
 		notFound(w, r)
 	}
@@ -412,28 +454,27 @@ func (s *Server) createCall(w http.ResponseWriter, r *http.Request) {
 			writeError(w, rf.status, rf.code, fmt.Sprintf("Twilio error %d (set by twiliotest.Fail).", rf.code))
 			return
 		}
-		c := Call{SID: sid("CA"), To: to, From: from, Twiml: twiml,
-			StatusCallback: f.Get("StatusCallback"), StatusCallbackEvents: f["StatusCallbackEvent"]}
-		s.mu.Lock()
-		s.calls = append(s.calls, c)
-		s.mu.Unlock()
-		now := time.Now().UTC().Format(time.RFC1123Z)
-		uri := fmt.Sprintf("/%s/Accounts/%s/Calls/%s", apiVersion, AccountSID, c.SID)
-		writeJSON(w, http.StatusCreated, map[string]any{
-			"account_sid": AccountSID, "annotation": nil, "answered_by": nil, "api_version": apiVersion,
-			"caller_name": nil, "date_created": now, "date_updated": now, "direction": "outbound-api",
-			"duration": nil, "end_time": nil, "forwarded_from": nil, "from": from, "from_formatted": from,
-			"group_sid": nil, "parent_call_sid": nil, "phone_number_sid": sid("PN"), "price": nil,
-			"price_unit": "USD", "queue_time": "0", "sid": c.SID, "start_time": nil, "status": "queued",
-			"to": to, "to_formatted": to, "trunk_sid": nil, "uri": uri + ".json",
-			"subresource_uris": map[string]string{
-				"notifications": uri + "/Notifications.json", "recordings": uri + "/Recordings.json",
-				"payments": uri + "/Payments.json", "events": uri + "/Events.json",
-			},
-		})
-		if c.StatusCallback != "" {
-			s.spawn(func() { s.callCallbacks(c) })
+		c := Call{SID: sid("CA"), To: to, From: from, Twiml: twiml, Direction: "outbound-api", Status: "queued",
+			StatusCallback: f.Get("StatusCallback"), StatusCallbackEvents: f["StatusCallbackEvent"],
+			MachineDetection: f.Get("MachineDetection"), AsyncAmd: f.Get("AsyncAmd") == "true",
+			AsyncAmdStatusCallback: f.Get("AsyncAmdStatusCallback")}
+		if v := f.Get("TimeLimit"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				writeError(w, http.StatusBadRequest, 20001, fmt.Sprintf("TimeLimit %q is not a positive number of seconds.", v))
+				return
+			}
+			c.TimeLimit = n
 		}
+		s.mu.Lock()
+		sc := s.scripts[to]
+		s.mu.Unlock()
+		lc := s.addCall(c, sc)
+		s.mu.Lock()
+		body := s.callJSON(lc)
+		s.mu.Unlock()
+		writeJSON(w, http.StatusCreated, body)
+		s.startCall(lc)
 	}
 }
 
