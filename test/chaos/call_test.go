@@ -15,6 +15,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/llm/openai/openaitest"
 	"github.com/switchboard-io/switchboard/internal/transport/twilio/twiliotest"
 	"github.com/switchboard-io/switchboard/test/cluster"
@@ -70,6 +71,10 @@ func TestCallSurvivesKill(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The installation's model answers a project whose balance is above zero.
+	if _, err := billing.Credit(ctx, c.Pool, billing.Account{Project: ns}, 10_000_000, "chaos", time.Now()); err != nil {
+		t.Fatal(err)
+	}
 	waitUntil(t, 2*time.Minute, "the agent answers on its sender", func() bool {
 		var a v1alpha1.Agent
 		var p v1alpha1.Provider
@@ -95,6 +100,13 @@ func TestCallSurvivesKill(t *testing.T) {
 	// Kill the replica holding the relay once a few questions were answered. Which one holds
 	// it is the balancer's choice: kill one; if the relay lives on, bring it back and kill the other.
 	var sid string
+	t.Cleanup(func() {
+		if t.Failed() {
+			var now map[string]any
+			callAPI(t, bal.URL, key, http.MethodGet, "/v1/calls/"+id, "", &now)
+			t.Logf("call: %v\nrelays: %+v\napi logs:\n%s\n%s", now, peer.Relays(), apis[0].Tail(30), apis[1].Tail(30))
+		}
+	})
 	waitUntil(t, time.Minute, "three questions answered", func() bool {
 		for _, r := range peer.Relays() {
 			if r.Sessions > 0 && len(r.Turns) >= 3 {
