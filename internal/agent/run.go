@@ -158,7 +158,8 @@ func (r *Runtime) run(ctx context.Context, ex db.AgentExecution) (outcome, error
 
 // prepare is what an execution needs before its first model call: the models to call (a
 // project that cannot pay for the installation's model gets refused instead), its token
-// budget, and the knowledge retrieved for question, added to req's system prompt.
+// budget, and the knowledge retrieved for question ("" retrieves none), added to req's system
+// prompt.
 func (r *Runtime) prepare(ctx context.Context, ex db.AgentExecution, a *v1alpha1.Agent, req *llm.Request, question string) (
 	cands []candidate, budget int64, passages []knowledge.Passage, refused *outcome, err error) {
 	if cands, err = r.candidates(ctx, a, ex.TestMode); err != nil {
@@ -174,7 +175,7 @@ func (r *Runtime) prepare(ctx context.Context, ex db.AgentExecution, a *v1alpha1
 	if a.Spec.TokenBudget != nil {
 		budget = int64(*a.Spec.TokenBudget)
 	}
-	if r.Knowledge != nil {
+	if r.Knowledge != nil && question != "" {
 		if passages, err = r.Knowledge.Retrieve(ctx, a, ex.TestMode, question, knowledge.DefaultChunk); err != nil {
 			return nil, 0, nil, &outcome{}, fmt.Errorf("retrieve for execution %s: %w", ex.ID, err)
 		}
@@ -227,7 +228,7 @@ func (r *Runtime) converse(ctx context.Context, ex db.AgentExecution, a *v1alpha
 		if len(resp.ToolCalls) == 0 || out.usage.InputTokens+out.usage.OutputTokens >= budget {
 			if voice != nil {
 				out.text = voice.spoken
-				return r.paid(ctx, ex, out)
+				return r.paid(ctx, ex, out, voice)
 			}
 			if resp.Text == "" {
 				out.status, out.code, out.message = StatusError, "no_answer", "The model gave no answer"+budgetNote(out, budget)+"."
@@ -245,7 +246,7 @@ func (r *Runtime) converse(ctx context.Context, ex db.AgentExecution, a *v1alpha
 				voice.endCall, voice.transfer = call.Name == EndCallTool, call.Name == HandoffTool
 				voice.tools = append(voice.tools, call)
 				out.text = voice.spoken
-				return r.paid(ctx, ex, out)
+				return r.paid(ctx, ex, out, voice)
 			}
 			if call.Name == StartFlowTool && len(a.Spec.Flows) > 0 && voice == nil {
 				last.ToolCalls = append(last.ToolCalls, toolStep{Name: call.Name, Arguments: call.Arguments, OK: true})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 
@@ -43,6 +44,17 @@ type VoiceTurn struct {
 	History []llm.Message
 	// OnText receives the answer as the model writes it.
 	OnText func(text string)
+	// Knowledge says the agent has knowledge bases to retrieve from (asked once a call, with
+	// HasKnowledge, rather than before every answer).
+	Knowledge bool
+}
+
+// HasKnowledge says whether a has knowledge bases.
+func (r *Runtime) HasKnowledge(ctx context.Context, a *v1alpha1.Agent) (bool, error) {
+	if r.Knowledge == nil {
+		return false, nil
+	}
+	return db.New(r.Pool).HasKnowledge(ctx, db.HasKnowledgeParams{Project: a.Namespace, Agent: a.Name})
 }
 
 // VoiceAnswer is what the agent did with a prompt.
@@ -63,6 +75,9 @@ type voiceState struct {
 	spoken            string
 	endCall, transfer bool
 	tools             []llm.ToolCall
+	// recorded waits for the execution's row, written while the model answers (it is not on
+	// the way to the first words): its charge and outcome need it.
+	recorded func() error
 }
 
 // Speak answers a caller's prompt: it records an execution, streams the model's answer through
@@ -74,16 +89,23 @@ func (r *Runtime) Speak(ctx context.Context, t VoiceTurn) (VoiceAnswer, error) {
 		return VoiceAnswer{}, err
 	}
 	a := voiceAgent(t.Agent)
-	ex, err := db.New(r.Pool).InsertCallExecution(ctx, db.InsertCallExecutionParams{ID: id, Project: a.Namespace, TestMode: t.TestMode,
-		Agent: a.Name, Sender: t.Sender, CallID: t.CallID, InboundMessageID: t.Key, Now: start.UTC(), LeaseUntil: ptr(start.Add(2 * Lease).UTC())})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return VoiceAnswer{Status: StatusFiltered, Code: "answered", Message: "This prompt was answered already."}, nil
-	}
-	if err != nil {
-		return VoiceAnswer{}, fmt.Errorf("record the execution of call %s: %w", t.CallID, err)
-	}
-	voice := &voiceState{}
+	p := db.InsertCallExecutionParams{ID: id, Project: a.Namespace, TestMode: t.TestMode, Agent: a.Name, Sender: t.Sender,
+		CallID: t.CallID, InboundMessageID: t.Key, Now: start.UTC(), LeaseUntil: ptr(start.Add(2 * Lease).UTC())}
+	ex := db.AgentExecution{ID: id, Project: p.Project, TestMode: p.TestMode, Agent: p.Agent, Sender: p.Sender,
+		ConversationID: t.CallID, InboundMessageID: t.Key, CallID: &t.CallID, Status: "running", CreatedAt: p.Now}
+	inserted := make(chan error, 1)
+	go func() {
+		_, err := db.New(r.Pool).InsertCallExecution(context.WithoutCancel(ctx), p)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = fmt.Errorf("prompt %s of call %s was answered already", t.Key, t.CallID)
+		}
+		inserted <- err
+	}()
+	voice := &voiceState{recorded: sync.OnceValue(func() error { return <-inserted })}
 	out, err := r.speak(ctx, ex, a, t, voice)
+	if rerr := voice.recorded(); rerr != nil {
+		return VoiceAnswer{}, fmt.Errorf("record the execution of call %s: %w", t.CallID, rerr)
+	}
 	if err != nil && ctx.Err() == nil {
 		return VoiceAnswer{}, err
 	}
@@ -128,7 +150,11 @@ func (r *Runtime) speak(ctx context.Context, ex db.AgentExecution, a *v1alpha1.A
 	window := contextWindow(a)
 	req.Messages = t.History[max(len(t.History)-max(window, 1), 0):]
 	req.OnText = t.OnText
-	cands, budget, passages, refused, err := r.prepare(ctx, ex, a, &req, prompt)
+	question := ""
+	if t.Knowledge {
+		question = prompt
+	}
+	cands, budget, passages, refused, err := r.prepare(ctx, ex, a, &req, question)
 	if err != nil || refused != nil {
 		return *refused, err
 	}
@@ -138,7 +164,10 @@ func (r *Runtime) speak(ctx context.Context, ex db.AgentExecution, a *v1alpha1.A
 }
 
 // paid ends a turn on a call: the answer was streamed already; its tokens are paid for.
-func (r *Runtime) paid(ctx context.Context, ex db.AgentExecution, out outcome) (outcome, error) {
+func (r *Runtime) paid(ctx context.Context, ex db.AgentExecution, out outcome, voice *voiceState) (outcome, error) {
+	if err := voice.recorded(); err != nil {
+		return out, err
+	}
 	ok, err := r.charge(ctx, ex, out.cost)
 	if err != nil {
 		return out, err

@@ -26,7 +26,14 @@ func quickCalls(c *app.Config) {
 // agent "voice" with voice enabled answering on it, its webhook to rcv, and a key of env.
 func voiceProject(t *testing.T, in *instance, rcv *hookReceiver, env apikey.Environment, voice v1alpha1.AgentVoice) (string, string) {
 	t.Helper()
-	acme := newProject(t, in, v1alpha1.ProjectSpec{})
+	return voiceProjectOf(t, in, rcv, env, voice, v1alpha1.ProjectSpec{})
+}
+
+// voiceProjectOf is voiceProject with the Project's spec.
+func voiceProjectOf(t *testing.T, in *instance, rcv *hookReceiver, env apikey.Environment, voice v1alpha1.AgentVoice,
+	spec v1alpha1.ProjectSpec) (string, string) {
+	t.Helper()
+	acme := newProject(t, in, spec)
 	snd := &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "main"}, Spec: v1alpha1.SenderSpec{
 		DisplayName: "Main", Default: true, PhoneNumber: "+15005550006", Transport: v1alpha1.TransportSandbox,
 		SMS: &v1alpha1.Activation{Active: true}, Voice: &v1alpha1.Enablement{Enabled: true}}}
@@ -274,5 +281,52 @@ func TestCallBadInput(t *testing.T) {
 	}
 	if h := in.post("/v1/calls/"+id+"/hangup", other, ``); h.status != 404 {
 		t.Errorf("another project's hangup = %d", h.status)
+	}
+}
+
+// TestCallLimitsAndMoney: a live call (through a sandboxed sender, so no provider is needed)
+// needs its first minute in the balance (402, nothing recorded), is refused by risk review
+// (created failed, risk_rejected, not counted), costs its started minutes at the PriceList's
+// voice price once it ends, and counts toward the daily voice ceiling (429 past it).
+func TestCallLimitsAndMoney(t *testing.T) {
+	in := start(t, fastSandbox, quickCalls)
+	two := int64(2)
+	acme, key := voiceProjectOf(t, in, nil, apikey.Live, v1alpha1.AgentVoice{}, v1alpha1.ProjectSpec{DailyLimits: &v1alpha1.DailyLimits{Voice: &two}})
+	in.createObjects(t, &v1alpha1.PriceList{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "prices"}, Spec: v1alpha1.PriceListSpec{
+		FreeCredit: "0", Prices: []v1alpha1.Price{{Channel: "voice", Prefix: "+", Price: "0.05"}}}},
+		&v1alpha1.RiskPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "rules"}, Spec: v1alpha1.RiskPolicySpec{
+			Rules: []v1alpha1.RiskRule{{Name: "casino", Expression: `message.words.exists(w, w == "casino")`, Outcome: "refuse", Reason: "gambling"}}}})
+	calls := func() int { return in.count(`SELECT count(*) FROM calls WHERE project = $1`, acme) }
+	waitFor(t, func() bool { return in.post("/v1/calls", key, `{"to":"+15005550100"}`).status == 402 })
+	if r := in.post("/v1/calls", key, `{"to":"+15005550100"}`); r.status != 402 || r.body["code"] != "insufficient_balance" || calls() != 0 {
+		t.Fatalf("a call the balance cannot pay = %d %v (%d calls)", r.status, r.body, calls())
+	}
+
+	credit(t, in, acme, "1.00")
+	r := in.post("/v1/calls", key, `{"to":"+15005550100","greeting":"Win big at the casino tonight"}`)
+	if c, _ := r.body["call"].(map[string]any); r.status != 201 || c["status"] != "failed" || c["endReason"] != "risk_rejected" || c["cost"] != 0.0 {
+		t.Fatalf("a call risk review refuses = %d %v", r.status, r.body)
+	}
+
+	before := balanceOf(t, in, key)
+	r = in.post("/v1/calls", key, `{"to":"+15005550100"}`)
+	if r.status != 201 {
+		t.Fatalf("create = %d %v", r.status, r.body)
+	}
+	c := callEnded(t, in, key, r.body["call"].(map[string]any)["id"].(string))
+	minutes := (c["durationSeconds"].(float64) + 59) / 60
+	if c["status"] != "completed" || c["cost"] != float64(int(minutes))*0.05 {
+		t.Fatalf("ended call %v", c)
+	}
+	if b := balanceOf(t, in, key); b < before-c["cost"].(float64)-0.000001 || b > before-c["cost"].(float64)+0.000001 {
+		t.Errorf("balance %v after a call of %v, %v before", b, c["cost"], before)
+	}
+
+	if r := in.post("/v1/calls", key, `{"to":"+15005550100"}`); r.status != 201 {
+		t.Fatalf("the second call of the day = %d %v", r.status, r.body)
+	}
+	n := calls()
+	if r := in.post("/v1/calls", key, `{"to":"+15005550100"}`); r.status != 429 || r.body["code"] != "daily_limit_exceeded" || calls() != n {
+		t.Errorf("a third call = %d %v", r.status, r.body)
 	}
 }

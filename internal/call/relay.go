@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/agent"
 	"github.com/switchboard-io/switchboard/internal/llm"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/randid"
 	"github.com/switchboard-io/switchboard/internal/transport/twilio"
 )
 
@@ -125,6 +126,9 @@ func (s *Service) ServeRelay(ctx context.Context, conn Conn, id string) error {
 		return r.end(ctx, EndError, "")
 	}
 	r.agent = &a
+	if r.knowledge, err = s.Speaker.HasKnowledge(ctx, &a); err != nil {
+		return fmt.Errorf("read the knowledge of call %s's agent: %w", id, err)
+	}
 	turns, err := q.CallTurns(ctx, id)
 	if err != nil {
 		return fmt.Errorf("read the transcript of call %s: %w", id, err)
@@ -173,6 +177,8 @@ type relay struct {
 	// lastAnswer is the seq of the last answer stored, for an interrupt that comes after it.
 	lastAnswer int32
 	ending     bool
+	// knowledge: the agent has knowledge bases (asked once, when the session starts).
+	knowledge bool
 }
 
 // turn is an answer being written.
@@ -180,10 +186,22 @@ type turn struct {
 	cancel   context.CancelCauseFunc
 	done     chan turnResult
 	promptAt time.Time
+	// prompted is the storing of the caller's prompt: the answer is stored after it.
+	prompted chan error
+	stored   bool
 	mu       sync.Mutex
 	sent     strings.Builder
 	first    time.Time
 	cut      bool
+}
+
+// promptStored waits for the caller's prompt to be stored.
+func (t *turn) promptStored() error {
+	if t.stored {
+		return nil
+	}
+	t.stored = true
+	return <-t.prompted
 }
 
 type turnResult struct {
@@ -316,19 +334,25 @@ func (r *relay) prompt(ctx context.Context, text string) error {
 		}
 	}
 	now := r.s.now()
-	seq, err := r.appendTurn(ctx, db.AppendCallTurnParams{Role: "user", Text: text, StartedAt: &now, EndedAt: &now})
+	key, err := randid.Name(r.call.ID+"#", 12)
 	if err != nil {
 		return err
 	}
 	r.history = append(r.history, llm.Message{Role: llm.RoleUser, Text: text})
 	tctx, cancel := context.WithCancelCause(ctx)
 	tctx, stop := context.WithTimeout(tctx, r.s.turnTimeout())
-	t := &turn{cancel: func(cause error) { cancel(cause); stop() }, done: make(chan turnResult, 1), promptAt: time.Now()}
+	t := &turn{cancel: func(cause error) { cancel(cause); stop() }, done: make(chan turnResult, 1), promptAt: time.Now(),
+		prompted: make(chan error, 1)}
 	r.turn = t
+	// The prompt is stored while the agent answers: nothing waits on it before the first words.
+	go func() {
+		_, err := r.appendTurn(ctx, db.AppendCallTurnParams{Role: "user", Text: text, StartedAt: &now, EndedAt: &now})
+		t.prompted <- err
+	}()
 	history := append([]llm.Message(nil), r.history...)
 	go func() {
 		ans, err := r.s.Speaker.Speak(tctx, agent.VoiceTurn{Agent: r.agent, TestMode: r.call.TestMode, Sender: r.call.Sender,
-			CallID: r.call.ID, Key: fmt.Sprintf("%s#%d", r.call.ID, seq), History: history, OnText: func(token string) {
+			CallID: r.call.ID, Key: key, History: history, Knowledge: r.knowledge, OnText: func(token string) {
 				t.mu.Lock()
 				defer t.mu.Unlock()
 				if t.cut || token == "" {
@@ -356,6 +380,9 @@ func (r *relay) prompt(ctx context.Context, text string) error {
 // that failed.
 func (r *relay) answered(ctx context.Context, t *turn, res turnResult) error {
 	t.cancel(nil)
+	if err := t.promptStored(); err != nil {
+		return err
+	}
 	if res.err != nil {
 		return res.err
 	}
@@ -427,6 +454,9 @@ func (r *relay) interrupt(ctx context.Context, heard string) error {
 	spoken, first := t.sent.String(), t.first
 	t.mu.Unlock()
 	t.cancel(agent.ErrInterrupted)
+	if err := t.promptStored(); err != nil {
+		return err
+	}
 	if heard == "" {
 		heard = spoken
 	}

@@ -61,8 +61,10 @@ type Placement struct {
 
 // Admission is what a call must pass of the sending policies (message.Service).
 type Admission interface {
-	// AdmitCall refuses a suspended project (403) and takes from its daily voice ceiling (429).
-	AdmitCall(ctx context.Context, tx pgx.Tx, project string, testMode bool) error
+	// CheckCall refuses a suspended project (403), before the call's transaction.
+	CheckCall(ctx context.Context, project string, testMode bool) error
+	// TakeCall takes from the project's daily voice ceiling inside tx (429).
+	TakeCall(ctx context.Context, tx pgx.Tx, project string, testMode bool) error
 	// ReviewCall is the risk review's refusal of an outbound call ("" to place it).
 	ReviewCall(ctx context.Context, callID, project string, testMode bool, to, text string) (string, error)
 }
@@ -70,6 +72,7 @@ type Admission interface {
 // Speaker answers a caller's prompts (agent.Runtime).
 type Speaker interface {
 	Speak(ctx context.Context, t agent.VoiceTurn) (agent.VoiceAnswer, error)
+	HasKnowledge(ctx context.Context, a *v1alpha1.Agent) (bool, error)
 }
 
 // Service keeps calls.
@@ -163,9 +166,14 @@ func (s *Service) Create(ctx context.Context, key apikey.Key, in Input) (Call, e
 			return Call{}, err
 		}
 	}
+	if err := s.Admit.CheckCall(ctx, project, test); err != nil {
+		return Call{}, err
+	}
+	// Nothing inside the transaction reads through the pool: a burst of calls holding every
+	// connection must not wait on one more.
 	var c db.Call
 	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		if err := s.Admit.AdmitCall(ctx, tx, project, test); err != nil {
+		if err := s.Admit.TakeCall(ctx, tx, project, test); err != nil {
 			return err
 		}
 		if priced && price > 0 {

@@ -13,12 +13,15 @@ import (
 // Calls (internal/call) pass the policies of a voice send: the project's suspension, its daily
 // voice ceiling and risk review. They live here, beside the sends' own, so the two never drift.
 
-// AdmitCall refuses a call of a suspended project (403 sending_suspended) and takes one from the
-// project's daily voice ceiling, and its parent's, inside tx (429 daily_limit_exceeded).
-func (s *Service) AdmitCall(ctx context.Context, tx pgx.Tx, project string, testMode bool) error {
-	if err := (notSuspended{s}).CheckAccept(ctx, &Outbound{Project: project, TestMode: testMode}); err != nil {
-		return err
-	}
+// CheckCall refuses a call of a suspended project (403 sending_suspended). It reads through the
+// pool: call it before the call's transaction, never inside it.
+func (s *Service) CheckCall(ctx context.Context, project string, testMode bool) error {
+	return (notSuspended{s}).CheckAccept(ctx, &Outbound{Project: project, TestMode: testMode})
+}
+
+// TakeCall takes one call from the project's daily voice ceiling, and its parent's, inside tx
+// (429 daily_limit_exceeded); it reads nothing else through the pool.
+func (s *Service) TakeCall(ctx context.Context, tx pgx.Tx, project string, testMode bool) error {
 	counted, err := s.countedOn(ctx, project)
 	if err != nil {
 		return err

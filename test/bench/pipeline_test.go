@@ -330,8 +330,14 @@ func (r *results) table(ceiling float64) string {
 			ag.waitP50, ag.waitP99, ag.runP50, ag.runP99)
 	}
 	if v := r.voice; v.answers != 0 {
-		fmt.Fprintf(&s, "| voice: %d sandbox calls at once × %d turns, caller's prompt → first text frame (sandbox model) | p50 %v, p99 %v; %d answers, %d lost, %.1f s | | p99 ≤ 50 ms, none lost | %s |\n",
-			voiceCalls, voiceTurns, v.p50, v.p99, v.answers, v.lost, v.wall.Seconds(), met(v.p99 <= 50*time.Millisecond && v.lost == 0))
+		ms := func(d time.Duration) string { // the transcript keeps whole milliseconds
+			if d < time.Millisecond {
+				return "< 1 ms"
+			}
+			return d.String()
+		}
+		fmt.Fprintf(&s, "| voice: %d sandbox calls at once × %d turns, caller's prompt → first text frame (sandbox model) | p50 %s, p99 %s; %d answers, %d lost, %.1f s | | p99 ≤ 50 ms, none lost | %s |\n",
+			voiceCalls, voiceTurns, ms(v.p50), ms(v.p99), v.answers, v.lost, v.wall.Seconds(), met(v.p99 <= 50*time.Millisecond && v.lost == 0))
 	}
 	if k := r.knowledge; k.p99 != 0 {
 		fmt.Fprintf(&s, "| knowledge ingest through the worker and the embedding peer (%d chunks) | %.0f chunks/s | | (measured) | |\n", ingestChunks, k.ingestRate)
