@@ -224,3 +224,54 @@ func TestCallForgeries(t *testing.T) {
 		t.Errorf("a call whose relay never opened %v", c)
 	}
 }
+
+// TestCallTransferAndVoicemailThroughTwilio: the agent's handoff on a call ends the relay and
+// Twilio dials its transferPhoneNumber (endReason transfer); a call an answering machine picks
+// up gets the agent's voicemail message read out, then hangs up (endReason voicemail).
+func TestCallTransferAndVoicemailThroughTwilio(t *testing.T) {
+	const system = "calls-transfer"
+	peer := twiliotest.NewServer(t)
+	in := start(t, publicAtListener, installationIn(system), quickCalls)
+	acme, key, model := twilioVoiceProject(t, in, peer, newHookReceiver(t), system, v1alpha1.AgentVoice{
+		TransferPhoneNumber: "+14155550142", VoicemailAction: "leave_message", VoicemailMessage: "Please call Acme back."})
+	credit(t, in, acme, "1.00")
+	var a v1alpha1.Agent
+	if err := in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: "voice"}, &a); err != nil {
+		t.Fatal(err)
+	}
+	a.Spec.Handoff = &v1alpha1.Handoff{Tool: true}
+	if err := in.k8s.Update(context.Background(), &a); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		var got v1alpha1.Agent
+		return in.k8s.Get(context.Background(), client.ObjectKey{Namespace: acme, Name: "voice"}, &got) == nil &&
+			got.Status.ObservedGeneration == got.Generation
+	})
+	time.Sleep(300 * time.Millisecond) // the api's cache sees it too
+
+	model.Reply(openaitest.Reply{Text: "Let me put you through.", ToolCalls: []openaitest.ToolCall{{Name: "handoff_to_human", Arguments: `{}`}}})
+	peer.Script("+14155550103", twiliotest.CallScript{Prompts: []string{"I want a person."}, Pause: 50 * time.Millisecond})
+	r := in.post("/v1/calls", key, `{"to":"+14155550103"}`)
+	id := r.body["call"].(map[string]any)["id"].(string)
+	calls := peer.Calls()
+	relay, err := peer.WaitRelay(context.Background(), calls[len(calls)-1].SID)
+	if err != nil || relay.TransferredTo != "+14155550142" || !strings.Contains(relay.HandoffData, "transfer") {
+		t.Fatalf("transfer: %+v %v", relay, err)
+	}
+	if c := callEnded(t, in, key, id); c["status"] != "completed" || c["endReason"] != "transfer" {
+		t.Errorf("transferred call %v", c)
+	}
+
+	peer.SetAnsweredBy("+14155550104", "machine_end_beep")
+	peer.Script("+14155550104", twiliotest.CallScript{Pause: 2 * time.Second})
+	r = in.post("/v1/calls", key, `{"to":"+14155550104"}`)
+	id = r.body["call"].(map[string]any)["id"].(string)
+	c := callEnded(t, in, key, id)
+	calls = peer.Calls()
+	placed := calls[len(calls)-1]
+	if c["status"] != "completed" || c["endReason"] != "voicemail" || placed.MachineDetection == "" ||
+		len(placed.Redirects) != 1 || !strings.Contains(placed.Redirects[0], "Please call Acme back.") {
+		t.Errorf("voicemail: call %v, placed %+v", c, placed)
+	}
+}
