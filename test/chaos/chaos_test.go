@@ -113,7 +113,14 @@ func TestChaos(t *testing.T) {
 				killedAt = append(killedAt, time.Now())
 				killLog.Unlock()
 			}
-			if err := v.Restart(); err != nil {
+			// A process that exits while starting (Postgres restarting under it) is started
+			// again after a pause, as Kubernetes restarts a crashed container with a backoff.
+			err := v.Restart()
+			for try := 1; err != nil && try < 5; try++ {
+				time.Sleep(time.Duration(try) * time.Second)
+				err = v.Restart()
+			}
+			if err != nil {
 				t.Errorf("restart %s after kill: %v", v.Role, err)
 				return
 			}
