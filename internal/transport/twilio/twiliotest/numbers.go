@@ -9,11 +9,20 @@ import (
 	"strings"
 )
 
-// IncomingNumber is a phone number the account owns (AddIncomingNumber): one of its
-// IncomingPhoneNumbers, with the capabilities Twilio reports.
+// IncomingNumber is a phone number the account owns (AddIncomingNumber, or bought through
+// IncomingPhoneNumbers: buy.go): one of its IncomingPhoneNumbers, with the capabilities Twilio
+// reports and, for a bought number, what it was bought with.
 type IncomingNumber struct {
 	SID, PhoneNumber string
 	SMS, MMS, Voice  bool
+	// FriendlyName is the number itself when not given.
+	FriendlyName string
+	// SMSURL, VoiceURL and StatusCallback are the number's webhooks, SMSMethod and VoiceMethod
+	// their methods (POST when not given).
+	SMSURL, SMSMethod, VoiceURL, VoiceMethod, StatusCallback string
+	BundleSID, AddressSID                                    string
+	// AddressRequirements is none (""), any, local or foreign.
+	AddressRequirements string
 }
 
 // The IncomingPhoneNumbers list, as Twilio's API reference documents it: PhoneNumber filters by
@@ -152,15 +161,22 @@ func (s *Server) listIncomingNumbers(_ *http.Request, f url.Values, _ []string) 
 
 func (s *Server) incomingNumberJSON(n *IncomingNumber) map[string]any {
 	uri := fmt.Sprintf("/%s/Accounts/%s/IncomingPhoneNumbers/%s.json", apiVersion, AccountSID, n.SID)
+	// Twilio's nulls and defaults where a number has nothing of its own.
+	or := func(v string, dflt any) any {
+		if v == "" {
+			return dflt
+		}
+		return v
+	}
 	return map[string]any{
-		"account_sid": AccountSID, "address_requirements": "none", "address_sid": nil, "api_version": apiVersion,
-		"beta": false, "capabilities": map[string]bool{"voice": n.Voice, "sms": n.SMS, "mms": n.MMS, "fax": false},
-		"date_created": s.rfc1123(n.SID), "date_updated": s.rfc1123(n.SID), "friendly_name": n.PhoneNumber,
+		"account_sid": AccountSID, "address_requirements": or(n.AddressRequirements, "none"), "address_sid": or(n.AddressSID, nil),
+		"api_version": apiVersion, "beta": false, "capabilities": map[string]bool{"voice": n.Voice, "sms": n.SMS, "mms": n.MMS, "fax": false},
+		"date_created": s.rfc1123(n.SID), "date_updated": s.rfc1123(n.SID), "friendly_name": or(n.FriendlyName, n.PhoneNumber),
 		"identity_sid": nil, "phone_number": n.PhoneNumber, "origin": "twilio", "sid": n.SID, "status": "in-use",
-		"sms_application_sid": "", "sms_fallback_method": "POST", "sms_fallback_url": "", "sms_method": "POST", "sms_url": "",
-		"status_callback": "", "status_callback_method": "POST", "trunk_sid": nil, "uri": uri, "voice_receive_mode": "voice",
-		"voice_application_sid": nil, "voice_caller_id_lookup": false, "voice_fallback_method": "POST",
-		"voice_fallback_url": nil, "voice_method": "POST", "voice_url": nil, "emergency_status": "Inactive",
-		"emergency_address_sid": nil, "emergency_address_status": "unregistered", "bundle_sid": nil,
+		"sms_application_sid": "", "sms_fallback_method": "POST", "sms_fallback_url": "", "sms_method": or(n.SMSMethod, "POST"),
+		"sms_url": n.SMSURL, "status_callback": n.StatusCallback, "status_callback_method": "POST", "trunk_sid": nil, "uri": uri,
+		"voice_receive_mode": "voice", "voice_application_sid": nil, "voice_caller_id_lookup": false, "voice_fallback_method": "POST",
+		"voice_fallback_url": nil, "voice_method": or(n.VoiceMethod, "POST"), "voice_url": or(n.VoiceURL, nil), "emergency_status": "Inactive",
+		"emergency_address_sid": nil, "emergency_address_status": "unregistered", "bundle_sid": or(n.BundleSID, nil),
 	}
 }

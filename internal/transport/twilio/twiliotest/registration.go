@@ -282,7 +282,8 @@ type regRoute struct {
 }
 
 // serveRegistration answers the Trust Hub, Messaging and v2010 resources of A2P 10DLC
-// registration, and what FailNext queued for any path; false leaves the request to serve.
+// registration, the number shop's (buy.go), and what FailNext queued for any path; false leaves
+// the request to serve.
 func (s *Server) serveRegistration(w http.ResponseWriter, r *http.Request) bool {
 	s.mu.Lock()
 	if q := s.reg.failNext[r.URL.Path]; len(q) > 0 {
@@ -314,6 +315,7 @@ func (s *Server) serveRegistration(w http.ResponseWriter, r *http.Request) bool 
 		{http.MethodPost, "v1/Services/*/PhoneNumbers", s.addServiceNumber},
 		{http.MethodDelete, "v1/Services/*/PhoneNumbers/*", s.removeServiceNumber},
 	}
+	routes = append(routes, s.buyRoutes(acct)...)
 	segs := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	pathKnown := false
 	for _, rt := range routes {

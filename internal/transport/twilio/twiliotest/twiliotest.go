@@ -10,6 +10,9 @@
 // (Relays, WaitRelay), posts the <Connect> action when the session ends and runs the TwiML it
 // answers. PlaceInboundCall does the same for a call to a number's voice webhook.
 //
+// Numbers can be searched, bought and released, and a country's regulations read (buy.go, which
+// lists the numbers and regulations the peer starts with).
+//
 // It only ever posts and connects to loopback addresses.
 package twiliotest
 
@@ -136,6 +139,7 @@ type Server struct {
 	lineTypes     map[string]LineType
 	lookups       int
 	reg           registry // A2P 10DLC registration resources (registration.go)
+	shop          shop     // numbers for sale (buy.go)
 }
 
 // NewServer starts a peer on loopback; it and its callbacks stop when t ends.
@@ -146,6 +150,7 @@ func NewServer(t testing.TB) *Server {
 		delay: DefaultCallbackDelay, accountStatus: "active",
 		fails: map[string]refusal{}, deliveryFails: map[string]int{}, callOutcomes: map[string]string{}, lineTypes: map[string]LineType{},
 		answeredBy: map[string]string{}, scripts: map[string]CallScript{}, live: map[string]*liveCall{},
+		shop: defaultShop(),
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
