@@ -73,6 +73,32 @@ type PriceListSpec struct {
 	// +kubebuilder:validation:MaxItems=200
 	// +optional
 	ModelPrices []ModelPrice `json:"modelPrices,omitempty"`
+
+	// NumberPrices price the phone numbers projects buy through the API, by country and type
+	// ("*": every country, or every type, not listed). The most specific entry wins: the
+	// country's and type's, then the country's "*", then "*" and the type, then "*" and "*".
+	// Without one, a number is not offered for sale.
+	// +listType=map
+	// +listMapKey=country
+	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=1000
+	// +optional
+	NumberPrices []NumberPrice `json:"numberPrices,omitempty"`
+}
+
+// NumberPrice is what a phone number of a country and type costs a project.
+type NumberPrice struct {
+	// Country is the ISO 3166-1 alpha-2 code (US, DE), or "*".
+	// +kubebuilder:validation:Pattern=`^([A-Z]{2}|\*)$`
+	Country string `json:"country"`
+	// Type is local, mobile, national, tollFree, or "*".
+	// +kubebuilder:validation:Enum=local;mobile;national;tollFree;"*"
+	Type string `json:"type"`
+	// Monthly is charged when the number is bought, then every month it is kept.
+	Monthly USDAmount `json:"monthly"`
+	// Upfront is charged once, when the number is bought.
+	// +optional
+	Upfront USDAmount `json:"upfront,omitempty"`
 }
 
 // ModelPrice is what a million tokens of one model cost a project.

@@ -56,6 +56,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/llm/models"
 	"github.com/switchboard-io/switchboard/internal/mailin"
 	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/numbers"
 	"github.com/switchboard-io/switchboard/internal/onboarding"
 	"github.com/switchboard-io/switchboard/internal/phonecheck"
 	"github.com/switchboard-io/switchboard/internal/phonenumber"
@@ -519,18 +520,20 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Agents:          agentsAPI,
 		Knowledge:       know,
 		Calls:           calls,
-		Voices:          cfg.Voices,
-		Invitations:     invitations,
-		EmailChecks:     emailChecks,
-		Disposable:      cfg.Disposable,
-		Limiter:         limiter,
-		Reader:          mgr.GetClient(),
-		Usage:           apikey.NewUsageRecorder(queue, log.WithName("usage")),
-		CursorKey:       cursorKey,
-		Listener:        cfg.Listener,
-		ReadyChecks:     checks,
-		Pages:           pages,
-		Unsubscribe:     unsubscribe.NewHandler(unsubscribes, log.WithName("unsubscribe")),
+		Numbers: &numbers.Service{Shops: transports, Sandbox: numbers.Sandbox{},
+			Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}},
+		Voices:      cfg.Voices,
+		Invitations: invitations,
+		EmailChecks: emailChecks,
+		Disposable:  cfg.Disposable,
+		Limiter:     limiter,
+		Reader:      mgr.GetClient(),
+		Usage:       apikey.NewUsageRecorder(queue, log.WithName("usage")),
+		CursorKey:   cursorKey,
+		Listener:    cfg.Listener,
+		ReadyChecks: checks,
+		Pages:       pages,
+		Unsubscribe: unsubscribe.NewHandler(unsubscribes, log.WithName("unsubscribe")),
 		Callbacks: &callback.Handler{Messages: messages, Calls: calls, Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), PublicURL: cfg.PublicURL,
 			InstallationNamespace: cfg.InstallationNamespace, Bots: transports,
 			Templates: templates.Reviewer(), Media: transports,

@@ -349,3 +349,31 @@ func TestSubAccountsDrawOnTheirParent(t *testing.T) {
 	}
 	ledgerIsBalance()
 }
+
+// A number's price is the most specific entry's: country and type, the country's "*", "*" and
+// the type, then "*" and "*"; none: not for sale.
+func TestNumberQuote(t *testing.T) {
+	list := &v1alpha1.PriceList{Spec: v1alpha1.PriceListSpec{NumberPrices: []v1alpha1.NumberPrice{
+		{Country: "US", Type: "local", Monthly: "1.15"},
+		{Country: "US", Type: "*", Monthly: "2.00", Upfront: "1.00"},
+		{Country: "*", Type: "tollFree", Monthly: "3.00"},
+	}}}
+	for _, c := range []struct {
+		country, typ     string
+		monthly, upfront billing.Micros
+		ok               bool
+	}{
+		{"US", "local", 1_150_000, 0, true},
+		{"us", "mobile", 2_000_000, 1_000_000, true},
+		{"DE", "tollFree", 3_000_000, 0, true},
+		{"DE", "local", 0, 0, false},
+	} {
+		m, u, ok, err := billing.NumberQuote(list, c.country, c.typ)
+		if err != nil || ok != c.ok || m != c.monthly || u != c.upfront {
+			t.Errorf("NumberQuote(%s, %s) = %d %d %v %v", c.country, c.typ, m, u, ok, err)
+		}
+	}
+	if _, _, ok, _ := billing.NumberQuote(nil, "US", "local"); ok {
+		t.Error("a missing price list prices a number")
+	}
+}

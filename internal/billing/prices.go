@@ -148,3 +148,31 @@ func TokensQuote(list *v1alpha1.PriceList, model string, input, output int64) (p
 	total := int64(in)*input + int64(out)*output
 	return Micros((total + 999_999) / 1_000_000), true, nil
 }
+
+// NumberQuote is what a phone number of country (ISO alpha-2) and numberType costs a project
+// under list: its monthly and upfront prices, from the most specific entry (the country's and
+// type's, then the country's "*", then "*" and the type, then "*" and "*"). ok is false when
+// nothing prices it: the number is not for sale.
+func NumberQuote(list *v1alpha1.PriceList, country, numberType string) (monthly, upfront Micros, ok bool, err error) {
+	if list == nil {
+		return 0, 0, false, nil
+	}
+	country = strings.ToUpper(country)
+	for _, key := range [][2]string{{country, numberType}, {country, "*"}, {"*", numberType}, {"*", "*"}} {
+		for _, p := range list.Spec.NumberPrices {
+			if p.Country != key[0] || p.Type != key[1] {
+				continue
+			}
+			if monthly, err = ParseUSD(p.Monthly); err != nil {
+				return 0, 0, false, fmt.Errorf("price list %s: %w", list.Name, err)
+			}
+			if p.Upfront != "" {
+				if upfront, err = ParseUSD(p.Upfront); err != nil {
+					return 0, 0, false, fmt.Errorf("price list %s: %w", list.Name, err)
+				}
+			}
+			return monthly, upfront, true, nil
+		}
+	}
+	return 0, 0, false, nil
+}

@@ -27,6 +27,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/invitation"
 	"github.com/switchboard-io/switchboard/internal/knowledge"
 	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/numbers"
 	"github.com/switchboard-io/switchboard/internal/phonecheck"
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
@@ -63,6 +64,8 @@ type Server struct {
 	knowledge *knowledge.Service
 	// calls holds voice calls.
 	calls *call.Service
+	// numbers sells phone numbers.
+	numbers *numbers.Service
 	// voices are the agents' voices (nil: the shipped catalogue).
 	voices *agent.Voicebook
 	// emailChecks keeps the suppression list and inspects addresses; disposable is the list of
@@ -114,6 +117,8 @@ type Options struct {
 	Knowledge *knowledge.Service
 	// Calls holds voice calls.
 	Calls *call.Service
+	// Numbers sells phone numbers.
+	Numbers *numbers.Service
 	// Voices are what GET /v1/agents/voices lists; nil: the shipped catalogue.
 	Voices *agent.Voicebook
 	// EmailChecks keeps the suppression list and inspects addresses.
@@ -164,7 +169,7 @@ func New(o Options) (*Server, error) {
 	}
 	return &Server{
 		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
-		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, knowledge: o.Knowledge, calls: o.Calls, voices: o.Voices, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
+		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, knowledge: o.Knowledge, calls: o.Calls, numbers: o.Numbers, voices: o.Voices, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks, pages: o.Pages,
 		unsubscribe: o.Unsubscribe,

@@ -103,3 +103,14 @@ func TestCallsThroughThePublishedClient(t *testing.T) {
 		t.Fatalf("the script ended without ok:\n%s", out)
 	}
 }
+
+// TestNumbersThroughThePublishedClient drives the phone-number operations of @zavudev/sdk built
+// so far against the built binary: the sandbox's numbers for sale, with a test key.
+func TestNumbersThroughThePublishedClient(t *testing.T) {
+	d := startDev(t)
+	out := runSDK(t, "numbers.cjs", d.env["SWITCHBOARD_URL"], d.env["SWITCHBOARD_API_KEY"])
+	t.Log(out)
+	if !strings.Contains(out, "ok") {
+		t.Fatalf("the script ended without ok:\n%s", out)
+	}
+}

@@ -1,0 +1,176 @@
+// Package numbers is the phone numbers projects buy through the API (docs/numbers-wire.md):
+// what a telephony account has for sale, priced by the project's PriceList. Live keys search the
+// twilio account the project's SMS resolves to (its own, else the installation's); test keys the
+// sandbox's documented numbers, which reach nobody.
+package numbers
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/billing"
+)
+
+// The number types (the client's PhoneNumberType).
+const (
+	TypeLocal    = "local"
+	TypeNational = "national"
+	TypeMobile   = "mobile"
+	TypeTollFree = "tollFree"
+)
+
+// Types are the number types, in the client's order.
+var Types = []string{TypeLocal, TypeNational, TypeTollFree, TypeMobile}
+
+// Query is GET /v1/phone-numbers/available.
+type Query struct {
+	Country, Type, Contains string
+	// SMS, Voice and MMS are the capabilities a number must all have.
+	SMS, Voice, MMS bool
+	Limit           int
+}
+
+// Offer is a number for sale, as the telephony account lists it.
+type Offer struct {
+	PhoneNumber, FriendlyName, Locality, Region string
+	SMS, Voice, MMS                             bool
+}
+
+// Shop is a telephony account's numbers for sale.
+type Shop interface {
+	Search(ctx context.Context, q Query) ([]Offer, error)
+}
+
+// Shops finds the account a project buys numbers from (the transport registry).
+type Shops interface {
+	// ShopOf is the account of project's live numbers; an error the caller should see is an
+	// *apperror.Error.
+	ShopOf(ctx context.Context, project string) (Shop, error)
+}
+
+// Service is the API's numbers.
+type Service struct {
+	Shops  Shops
+	Prices *billing.Prices
+	// Sandbox is the shop of test keys.
+	Sandbox Shop
+}
+
+// Available is a number for sale as the API shows it.
+type Available struct {
+	PhoneNumber  string       `json:"phoneNumber"`
+	FriendlyName string       `json:"friendlyName,omitempty"`
+	Locality     string       `json:"locality,omitempty"`
+	Region       string       `json:"region,omitempty"`
+	Capabilities Capabilities `json:"capabilities"`
+	Pricing      Pricing      `json:"pricing"`
+}
+
+// Capabilities are what an available number can do.
+type Capabilities struct {
+	SMS   bool `json:"sms"`
+	Voice bool `json:"voice"`
+	MMS   bool `json:"mms"`
+}
+
+// Pricing is what an available number costs the project, in USD.
+type Pricing struct {
+	MonthlyPrice float64 `json:"monthlyPrice"`
+	UpfrontPrice float64 `json:"upfrontPrice"`
+	// IsFreeEligible is the hosted service's included number; Switchboard includes none.
+	IsFreeEligible bool `json:"isFreeEligible"`
+}
+
+// DefaultLimit and MaxLimit bound a search.
+const (
+	DefaultLimit = 20
+	MaxLimit     = 100
+)
+
+var countryCode = regexp.MustCompile(`^[A-Za-z]{2}$`)
+
+// ParseCapabilities reads the comma-joined capabilities of a search into q.
+func ParseCapabilities(q *Query, list string) error {
+	for _, c := range strings.Split(list, ",") {
+		switch strings.TrimSpace(strings.ToLower(c)) {
+		case "":
+		case "sms":
+			q.SMS = true
+		case "voice":
+			q.Voice = true
+		case "mms":
+			q.MMS = true
+		default:
+			return apperror.InvalidFields(apperror.FieldError{Path: "capabilities", Message: "must list sms, voice and mms, separated by commas"})
+		}
+	}
+	return nil
+}
+
+// Search lists the numbers for sale that match q, priced by the project's PriceList; a number the
+// PriceList does not price is not for sale (the list is empty).
+func (s *Service) Search(ctx context.Context, key apikey.Key, q Query) ([]Available, error) {
+	var errs []apperror.FieldError
+	if !countryCode.MatchString(q.Country) {
+		errs = append(errs, apperror.FieldError{Path: "countryCode", Message: "must be a two-letter ISO country code such as US or DE"})
+	}
+	if q.Type == "" {
+		q.Type = TypeLocal
+	} else if !slices.Contains(Types, q.Type) {
+		errs = append(errs, apperror.FieldError{Path: "type", Message: "must be one of " + strings.Join(Types, ", ")})
+	}
+	if q.Contains != "" && strings.Trim(q.Contains, "+0123456789*") != "" {
+		errs = append(errs, apperror.FieldError{Path: "contains", Message: "must be digits, optionally with * for any digit"})
+	}
+	switch {
+	case q.Limit == 0:
+		q.Limit = DefaultLimit
+	case q.Limit < 1 || q.Limit > MaxLimit:
+		errs = append(errs, apperror.FieldError{Path: "limit", Message: fmt.Sprintf("must be from 1 to %d", MaxLimit)})
+	}
+	if len(errs) > 0 {
+		return nil, apperror.InvalidFields(errs...)
+	}
+	q.Country = strings.ToUpper(q.Country)
+	q.Contains = strings.TrimPrefix(q.Contains, "+")
+	var monthly, upfront billing.Micros
+	if !key.TestMode() {
+		list, err := s.Prices.For(ctx, key.Project)
+		if err != nil {
+			return nil, err
+		}
+		var ok bool
+		if monthly, upfront, ok, err = billing.NumberQuote(list, q.Country, q.Type); err != nil || !ok {
+			return []Available{}, err
+		}
+	}
+	shop := s.Sandbox
+	if !key.TestMode() {
+		var err error
+		if shop, err = s.Shops.ShopOf(ctx, key.Project); err != nil {
+			return nil, err
+		}
+	}
+	offers, err := shop.Search(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Available, 0, len(offers))
+	for _, o := range offers {
+		if (q.SMS && !o.SMS) || (q.Voice && !o.Voice) || (q.MMS && !o.MMS) {
+			continue // the account's filter is a hint: the capabilities asked for are all required
+		}
+		out = append(out, Available{PhoneNumber: o.PhoneNumber, FriendlyName: o.FriendlyName, Locality: o.Locality, Region: o.Region,
+			Capabilities: Capabilities{SMS: o.SMS, Voice: o.Voice, MMS: o.MMS},
+			Pricing:      Pricing{MonthlyPrice: monthly.USD(), UpfrontPrice: upfront.USD()}})
+		if len(out) == q.Limit {
+			break
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,32 @@
+// The phone-number operations of the published client built so far, against Switchboard
+// (TestNumbersThroughThePublishedClient): searching the sandbox's numbers with a test key. It
+// throws, and node exits non-zero, at the first answer the client does not expect.
+'use strict';
+const assert = require('node:assert/strict');
+const { createRequire } = require('node:module');
+const sdk = createRequire(process.env.SDK_DIR + '/')('@zavudev/sdk');
+const Zavudev = sdk.Zavudev || sdk.default;
+
+const client = new Zavudev({ apiKey: process.env.API_KEY, baseURL: process.env.API_URL, maxRetries: 0 });
+
+async function main() {
+  const local = await client.phoneNumbers.searchAvailable({ countryCode: 'US', type: 'local', capabilities: 'sms,voice', limit: 3 });
+  assert.deepEqual(local.items.map((n) => n.phoneNumber), ['+15005550300', '+15005550301', '+15005550302']);
+  assert.deepEqual(local.items[0].capabilities, { sms: true, voice: true, mms: true });
+  assert.equal(local.items[0].pricing.monthlyPrice, 0);
+  const tollFree = await client.phoneNumbers.searchAvailable({ countryCode: 'us', type: 'tollFree', contains: '0325' });
+  assert.deepEqual(tollFree.items.map((n) => n.phoneNumber), ['+15005550325']);
+  assert.equal((await client.phoneNumbers.searchAvailable({ countryCode: 'DE' })).items.length, 0);
+  try {
+    await client.phoneNumbers.searchAvailable({ countryCode: 'USA' });
+    assert.fail('a three-letter country code was taken');
+  } catch (e) {
+    assert.equal(e.status, 400);
+  }
+  console.log('ok');
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
