@@ -1,6 +1,7 @@
 package app_test
 
 import (
+	"fmt"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,6 +78,57 @@ func TestAvailableNumbers(t *testing.T) {
 			if r := in.get(base+"?"+q, test); r.status != 400 || r.body["code"] != "invalid_request" {
 				t.Errorf("GET %s?%s = %d %v", base, q, r.status, r.body)
 			}
+		}
+	}
+}
+
+// TestNumberRequirements: test keys read the sandbox's table; live keys the twilio account's
+// regulations (the peer's: a German business needs its name, an address and a register
+// excerpt), grouped by kind of end user, documents named as the client's documentType; a country
+// that asks nothing has no group; bad queries are 400.
+func TestNumberRequirements(t *testing.T) {
+	peer := twiliotest.NewServer(t)
+	rcv := newHookReceiver(t)
+	in := start(t, publicAtListener, rcv.trusted())
+	acme, live := twilioProject(t, in, peer, rcv)
+	test := newKey(t, in, acme, apikey.Test)
+	items := func(path, key string) []any {
+		t.Helper()
+		r := in.get(path, key)
+		if r.status != 200 {
+			t.Fatalf("GET %s = %d %v", path, r.status, r.body)
+		}
+		return r.body["items"].([]any)
+	}
+	kinds := func(group any) []string {
+		var out []string
+		for _, rt := range group.(map[string]any)["requirementTypes"].([]any) {
+			out = append(out, rt.(map[string]any)["type"].(string))
+		}
+		return out
+	}
+	for _, key := range []string{test, live} {
+		de := items("/v1/phone-numbers/requirements?countryCode=de&type=local", key)
+		if len(de) != 1 || de[0].(map[string]any)["countryCode"] != "DE" || de[0].(map[string]any)["phoneNumberType"] != "local" ||
+			fmt.Sprint(kinds(de[0])) != "[textual document address]" && fmt.Sprint(kinds(de[0])) != "[textual address document]" {
+			t.Errorf("DE local requirements: %v", de)
+		}
+		for _, rt := range de[0].(map[string]any)["requirementTypes"].([]any) {
+			if m := rt.(map[string]any); m["type"] == "document" && fmt.Sprint(m["acceptanceCriteria"]) != "map[allowedValues:[business_registration]]" {
+				t.Errorf("the register excerpt's documents: %v", m)
+			}
+		}
+		gb := items("/v1/phone-numbers/requirements?countryCode=GB&type=mobile", key)
+		if len(gb) != 1 || fmt.Sprint(kinds(gb[0])) != "[textual document]" {
+			t.Errorf("GB mobile requirements: %v", gb)
+		}
+		if us := items("/v1/phone-numbers/requirements?countryCode=US", key); len(us) != 0 {
+			t.Errorf("US requirements: %v", us)
+		}
+	}
+	for _, q := range []string{"", "countryCode=DEU", "countryCode=DE&type=landline"} {
+		if r := in.get("/v1/phone-numbers/requirements?"+q, test); r.status != 400 || r.body["code"] != "invalid_request" {
+			t.Errorf("GET requirements?%s = %d %v", q, r.status, r.body)
 		}
 	}
 }

@@ -8,11 +8,13 @@ import (
 	"github.com/switchboard-io/switchboard/internal/numbers"
 )
 
-// numberRoutes are the phone numbers projects buy (docs/numbers-wire.md): what is for sale.
+// numberRoutes are the phone numbers projects buy (docs/numbers-wire.md): what is for sale, and
+// what buying one asks of the project.
 func (s *Server) numberRoutes() []route {
 	return []route{
 		{method: "GET", path: "/v1/phone-numbers/available", access: anyKey, handle: s.availableNumbers},
 		{method: "GET", path: "/v2/numbers/available", access: anyKey, handle: s.availableNumbers},
+		{method: "GET", path: "/v1/phone-numbers/requirements", access: anyKey, handle: s.numberRequirements},
 	}
 }
 
@@ -32,6 +34,16 @@ func (s *Server) availableNumbers(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		items, err = s.numbers.Search(r.Context(), keyFrom(r.Context()), q)
 	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+}
+
+func (s *Server) numberRequirements(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	items, err := s.numbers.Requirements(r.Context(), keyFrom(r.Context()), v.Get("countryCode"), v.Get("type"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

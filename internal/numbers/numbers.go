@@ -174,3 +174,119 @@ func (s *Service) Search(ctx context.Context, key apikey.Key, q Query) ([]Availa
 	}
 	return out, nil
 }
+
+// Rule is one thing a country's regulations ask of a number's buyer, as a telephony account
+// lists it.
+type Rule struct {
+	// EndUserType is who the rule is for: business or individual.
+	EndUserType string
+	Name        string
+	// Kind is textual (details given as values), address or document.
+	Kind        string
+	Description string
+	// Accepted are the document types that meet a document rule.
+	Accepted []string
+}
+
+// Regulator lists what a country's regulations ask of a number's buyer.
+type Regulator interface {
+	Rules(ctx context.Context, country, numberType string) ([]Rule, error)
+}
+
+// Requirement is a group of requirements (the client's), one per kind of end user.
+type Requirement struct {
+	ID               string            `json:"id"`
+	Action           string            `json:"action"`
+	CountryCode      string            `json:"countryCode"`
+	PhoneNumberType  string            `json:"phoneNumberType"`
+	RequirementTypes []RequirementType `json:"requirementTypes"`
+}
+
+// RequirementType is one requirement of a group.
+type RequirementType struct {
+	ID                 string              `json:"id"`
+	Name               string              `json:"name"`
+	Description        string              `json:"description"`
+	Type               string              `json:"type"`
+	AcceptanceCriteria *AcceptanceCriteria `json:"acceptanceCriteria,omitempty"`
+	Example            *string             `json:"example"`
+}
+
+// AcceptanceCriteria are what a requirement's value must be.
+type AcceptanceCriteria struct {
+	AllowedValues []string `json:"allowedValues"`
+}
+
+// Requirements lists what buying a number of country and numberType asks of the project: one
+// group per kind of end user (business, individual) the regulations know; none when they ask
+// nothing.
+func (s *Service) Requirements(ctx context.Context, key apikey.Key, country, numberType string) ([]Requirement, error) {
+	var errs []apperror.FieldError
+	if !countryCode.MatchString(country) {
+		errs = append(errs, apperror.FieldError{Path: "countryCode", Message: "must be a two-letter ISO country code such as US or DE"})
+	}
+	if numberType == "" {
+		numberType = TypeLocal
+	} else if !slices.Contains(Types, numberType) {
+		errs = append(errs, apperror.FieldError{Path: "type", Message: "must be one of " + strings.Join(Types, ", ")})
+	}
+	if len(errs) > 0 {
+		return nil, apperror.InvalidFields(errs...)
+	}
+	country = strings.ToUpper(country)
+	var reg Regulator = SandboxRegulator{}
+	if !key.TestMode() {
+		shop, err := s.Shops.ShopOf(ctx, key.Project)
+		if err != nil {
+			return nil, err
+		}
+		r, ok := shop.(Regulator)
+		if !ok {
+			return []Requirement{}, nil
+		}
+		reg = r
+	}
+	rules, err := reg.Rules(ctx, country, numberType)
+	if err != nil {
+		return nil, err
+	}
+	out := []Requirement{}
+	byUser := map[string]int{}
+	for _, r := range rules {
+		i, seen := byUser[r.EndUserType]
+		if !seen {
+			i = len(out)
+			byUser[r.EndUserType] = i
+			out = append(out, Requirement{ID: slug("req", country, numberType, r.EndUserType), Action: "ordering", CountryCode: country,
+				PhoneNumberType: numberType, RequirementTypes: []RequirementType{}})
+		}
+		t := RequirementType{ID: slug("rt", country, numberType, r.EndUserType, r.Name), Name: r.Name, Description: r.Description, Type: r.Kind}
+		if len(r.Accepted) > 0 {
+			t.AcceptanceCriteria = &AcceptanceCriteria{AllowedValues: r.Accepted}
+		}
+		out[i].RequirementTypes = append(out[i].RequirementTypes, t)
+	}
+	return out, nil
+}
+
+// slug joins parts into an id: lower case, letters and digits, words by underscores.
+func slug(parts ...string) string {
+	var b strings.Builder
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte('_')
+		}
+		last := byte('_')
+		for _, c := range strings.ToLower(p) {
+			switch {
+			case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+				b.WriteRune(c)
+				last = byte(c)
+			case last != '_':
+				b.WriteByte('_')
+				last = '_'
+			}
+		}
+	}
+	return strings.TrimRight(b.String(), "_")
+}

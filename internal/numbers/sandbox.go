@@ -60,3 +60,30 @@ func fits(s, pattern string) bool {
 	}
 	return true
 }
+
+// SandboxRegulator is the requirements test keys see: a fixed table (docs/numbers.md#sandbox).
+//
+//	DE, every type: a business, with its name, its address and a commercial register excerpt
+//	GB mobile:      an individual, with their name and a proof of identity
+//	anything else:  nothing
+type SandboxRegulator struct{}
+
+// Rules implements Regulator.
+func (SandboxRegulator) Rules(_ context.Context, country, numberType string) ([]Rule, error) {
+	switch {
+	case country == "DE":
+		return []Rule{
+			{EndUserType: "business", Name: "Business name", Kind: "textual", Description: "The registered name of the business that uses the number."},
+			{EndUserType: "business", Name: "Business address", Kind: "address", Description: "An address of the business in Germany."},
+			{EndUserType: "business", Name: "Commercial register excerpt", Kind: "document",
+				Description: "An excerpt of the commercial register naming the business.", Accepted: []string{"business_registration"}},
+		}, nil
+	case country == "GB" && numberType == TypeMobile:
+		return []Rule{
+			{EndUserType: "individual", Name: "Name", Kind: "textual", Description: "The first and last name of the person who uses the number."},
+			{EndUserType: "individual", Name: "Proof of identity", Kind: "document", Description: "A document that proves who the person is.",
+				Accepted: []string{"passport", "national_id", "drivers_license"}},
+		}, nil
+	}
+	return nil, nil
+}

@@ -3,6 +3,8 @@ package registry
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apperror"
@@ -52,6 +54,51 @@ func (s twilioShop) Search(ctx context.Context, q numbers.Query) ([]numbers.Offe
 	for i, n := range found {
 		out[i] = numbers.Offer{PhoneNumber: n.PhoneNumber, FriendlyName: n.FriendlyName, Locality: n.Locality, Region: n.Region,
 			SMS: n.SMS, Voice: n.Voice, MMS: n.MMS}
+	}
+	return out, nil
+}
+
+// documentTypes reads Twilio's supporting document types as the client's documentType values.
+var documentTypes = map[string]string{
+	"passport": "passport", "government_issued_document": "national_id", "national_id": "national_id",
+	"drivers_license": "drivers_license", "utility_bill": "utility_bill", "tax_document": "tax_id",
+	"commercial_registrar_excerpt": "business_registration", "business_registration": "business_registration",
+	"address": "proof_of_address", "proof_of_address": "proof_of_address",
+}
+
+// Rules implements numbers.Regulator: Twilio's regulations of the country and type.
+func (s twilioShop) Rules(ctx context.Context, country, numberType string) ([]numbers.Rule, error) {
+	if numberType == numbers.TypeNational {
+		return nil, nil
+	}
+	reqs, err := s.t.NumberRequirements(ctx, country, numberType)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]numbers.Rule, 0, len(reqs))
+	for _, r := range reqs {
+		rule := numbers.Rule{EndUserType: r.EndUserType, Name: r.Name, Description: r.Description}
+		switch r.Type {
+		case twilio.RequirementText:
+			rule.Kind = "textual"
+			if rule.Description == "" && len(r.Fields) > 0 {
+				rule.Description = "Details: " + strings.Join(r.Fields, ", ") + "."
+			}
+		case twilio.RequirementAddress:
+			rule.Kind = "address"
+		default:
+			rule.Kind = "document"
+			for _, d := range r.AcceptedDocuments {
+				t, ok := documentTypes[d]
+				if !ok {
+					t = "other"
+				}
+				if !slices.Contains(rule.Accepted, t) {
+					rule.Accepted = append(rule.Accepted, t)
+				}
+			}
+		}
+		out = append(out, rule)
 	}
 	return out, nil
 }

@@ -1,5 +1,6 @@
 // The phone-number operations of the published client built so far, against Switchboard
-// (TestNumbersThroughThePublishedClient): searching the sandbox's numbers with a test key. It
+// (TestNumbersThroughThePublishedClient): searching the sandbox's numbers and reading its
+// requirements with a test key. It
 // throws, and node exits non-zero, at the first answer the client does not expect.
 'use strict';
 const assert = require('node:assert/strict');
@@ -23,6 +24,13 @@ async function main() {
   } catch (e) {
     assert.equal(e.status, 400);
   }
+  // What buying a number asks of the project: the sandbox's table.
+  const de = (await client.phoneNumbers.requirements({ countryCode: 'DE', type: 'local' })).items;
+  assert.equal(de.length, 1);
+  assert.equal(de[0].countryCode, 'DE');
+  assert.deepEqual(de[0].requirementTypes.map((r) => r.type), ['textual', 'address', 'document']);
+  assert.deepEqual(de[0].requirementTypes[2].acceptanceCriteria.allowedValues, ['business_registration']);
+  assert.equal((await client.phoneNumbers.requirements({ countryCode: 'US' })).items.length, 0);
   console.log('ok');
 }
 
