@@ -11,17 +11,16 @@ import (
 	"github.com/switchboard-io/switchboard/internal/transport/twilio/twiliotest"
 )
 
-// TestAvailableNumbers: test keys see the sandbox's documented numbers at no price; live keys
-// see what the project's twilio account sells, priced by the PriceList's numberPrices (a
-// country and type it does not price are not for sale); bad queries are 400 on their field.
-func TestAvailableNumbers(t *testing.T) {
+// numbersProject is twilioProject with a test key besides its live one, and a GET of a list's
+// items that fails the test unless it answers 200.
+func numbersProject(t *testing.T) (in *instance, acme, live, test string, items func(path, key string) []any) {
+	t.Helper()
 	peer := twiliotest.NewServer(t)
 	rcv := newHookReceiver(t)
-	in := start(t, publicAtListener, rcv.trusted())
-	acme, live := twilioProject(t, in, peer, rcv)
-	test := newKey(t, in, acme, apikey.Test)
-
-	items := func(path, key string) []any {
+	in = start(t, publicAtListener, rcv.trusted())
+	acme, live = twilioProject(t, in, peer, rcv)
+	test = newKey(t, in, acme, apikey.Test)
+	items = func(path, key string) []any {
 		t.Helper()
 		r := in.get(path, key)
 		if r.status != 200 {
@@ -29,6 +28,14 @@ func TestAvailableNumbers(t *testing.T) {
 		}
 		return r.body["items"].([]any)
 	}
+	return in, acme, live, test, items
+}
+
+// TestAvailableNumbers: test keys see the sandbox's documented numbers at no price; live keys
+// see what the project's twilio account sells, priced by the PriceList's numberPrices (a
+// country and type it does not price are not for sale); bad queries are 400 on their field.
+func TestAvailableNumbers(t *testing.T) {
+	in, acme, live, test, items := numbersProject(t)
 	got := items("/v1/phone-numbers/available?countryCode=us&capabilities=sms,voice&limit=3", test)
 	if len(got) != 3 || got[0].(map[string]any)["phoneNumber"] != "+15005550300" ||
 		got[0].(map[string]any)["pricing"].(map[string]any)["monthlyPrice"] != 0.0 {
@@ -87,19 +94,7 @@ func TestAvailableNumbers(t *testing.T) {
 // excerpt), grouped by kind of end user, documents named as the client's documentType; a country
 // that asks nothing has no group; bad queries are 400.
 func TestNumberRequirements(t *testing.T) {
-	peer := twiliotest.NewServer(t)
-	rcv := newHookReceiver(t)
-	in := start(t, publicAtListener, rcv.trusted())
-	acme, live := twilioProject(t, in, peer, rcv)
-	test := newKey(t, in, acme, apikey.Test)
-	items := func(path, key string) []any {
-		t.Helper()
-		r := in.get(path, key)
-		if r.status != 200 {
-			t.Fatalf("GET %s = %d %v", path, r.status, r.body)
-		}
-		return r.body["items"].([]any)
-	}
+	in, _, live, test, items := numbersProject(t)
 	kinds := func(group any) []string {
 		var out []string
 		for _, rt := range group.(map[string]any)["requirementTypes"].([]any) {
