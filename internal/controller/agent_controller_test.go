@@ -102,7 +102,7 @@ var _ = Describe("Agent", func() {
 		Expect(sender.Spec.Voice.Enabled).To(BeTrue())
 		ensure(&sender)
 		Expect(k8s.Create(ctx, &agent)).To(Succeed())
-		Eventually(agentStatus(ctx, &agent), "10s").Should(HaveField("Senders", Equal([]string{sender.Name})))
+		Eventually(agentStatus(ctx, &agent), "30s").Should(HaveField("Senders", Equal([]string{sender.Name})))
 		Expect(agent.Spec.Voice.Enabled).To(BeTrue())
 		Expect(agent.Spec.Voice.VoicemailAction).To(Equal("leave_message"))
 		Expect(k8s.Delete(ctx, &agent)).To(Succeed())
