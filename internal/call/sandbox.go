@@ -46,7 +46,6 @@ type Sandbox struct {
 
 	mu    sync.Mutex
 	calls map[string]*sandboxCall // by the sandbox's call id
-	wg    sync.WaitGroup
 }
 
 type sandboxCall struct {
@@ -71,9 +70,7 @@ func (b *Sandbox) Place(_ context.Context, p Placement) (string, error) {
 	}
 	b.calls[sid] = sc
 	b.mu.Unlock()
-	b.wg.Add(1)
 	go func() {
-		defer b.wg.Done()
 		defer func() {
 			cancel()
 			b.mu.Lock()
@@ -114,9 +111,6 @@ func (b *Sandbox) Status(_ context.Context, sid string) (Progress, error) {
 	}
 	return Progress{Status: StatusCompleted}, nil
 }
-
-// Wait waits for the calls under way (a test's end).
-func (b *Sandbox) Wait() { b.wg.Wait() }
 
 func (b *Sandbox) call(sid string) *sandboxCall {
 	b.mu.Lock()

@@ -72,43 +72,35 @@ func runSDK(t *testing.T, name, url, key string, env ...string) string {
 // answered by the agent through the sandbox model: `make run` shows an agent answering with no
 // provider account.
 func TestAgentsThroughThePublishedClient(t *testing.T) {
-	d := startDev(t)
-	out := runSDK(t, "agents.cjs", d.env["SWITCHBOARD_URL"], d.env["SWITCHBOARD_API_KEY"])
-	t.Log(out)
-	if !strings.Contains(out, "ok") {
-		t.Fatalf("the script ended without ok:\n%s", out)
-	}
+	runDevScript(t, "agents.cjs")
 }
 
 // TestKnowledgeAndFlowsThroughThePublishedClient drives every knowledge-base, document and flow
 // operation of @zavudev/sdk against the built binary: an agent answers from a document and runs
 // a flow over several messages, through the sandbox.
 func TestKnowledgeAndFlowsThroughThePublishedClient(t *testing.T) {
-	d := startDev(t)
-	out := runSDK(t, "knowledge.cjs", d.env["SWITCHBOARD_URL"], d.env["SWITCHBOARD_API_KEY"])
-	t.Log(out)
-	if !strings.Contains(out, "ok") {
-		t.Fatalf("the script ended without ok:\n%s", out)
-	}
+	runDevScript(t, "knowledge.cjs")
 }
 
 // TestCallsThroughThePublishedClient drives every call operation of @zavudev/sdk against the
 // built binary: a test key's call through the sandbox's scripted caller, answered by the
 // sender's agent through the sandbox model, from create to completed with its transcript.
 func TestCallsThroughThePublishedClient(t *testing.T) {
-	d := startDev(t)
-	out := runSDK(t, "calls.cjs", d.env["SWITCHBOARD_URL"], d.env["SWITCHBOARD_API_KEY"])
-	t.Log(out)
-	if !strings.Contains(out, "ok") {
-		t.Fatalf("the script ended without ok:\n%s", out)
-	}
+	runDevScript(t, "calls.cjs")
 }
 
 // TestNumbersThroughThePublishedClient drives the phone-number operations of @zavudev/sdk built
 // so far against the built binary: the sandbox's numbers for sale, with a test key.
 func TestNumbersThroughThePublishedClient(t *testing.T) {
+	runDevScript(t, "numbers.cjs")
+}
+
+// runDevScript runs a script of test/e2e/sdk against `switchboard dev` (its seeded sender and
+// test key) and fails unless it ends with ok.
+func runDevScript(t *testing.T, script string) {
+	t.Helper()
 	d := startDev(t)
-	out := runSDK(t, "numbers.cjs", d.env["SWITCHBOARD_URL"], d.env["SWITCHBOARD_API_KEY"])
+	out := runSDK(t, script, d.env["SWITCHBOARD_URL"], d.env["SWITCHBOARD_API_KEY"])
 	t.Log(out)
 	if !strings.Contains(out, "ok") {
 		t.Fatalf("the script ended without ok:\n%s", out)

@@ -23,9 +23,8 @@ const (
 
 // The types of the messages the application sends.
 const (
-	RelayText     = "text"
-	RelayEnd      = "end"
-	RelayLanguage = "language"
+	RelayText = "text"
+	RelayEnd  = "end"
 )
 
 // RelayMessage is any message Twilio sends on the relay (its Type says which fields are set).
