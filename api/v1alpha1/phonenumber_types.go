@@ -31,7 +31,7 @@ const (
 )
 
 // PhoneNumberOwnership is how a project's claim on a number is proved.
-// +kubebuilder:validation:Enum=Assigned;ProviderAccount
+// +kubebuilder:validation:Enum=Assigned;ProviderAccount;Sandbox
 type PhoneNumberOwnership string
 
 const (
@@ -41,6 +41,9 @@ const (
 	// OwnershipProviderAccount: the project's own twilio Provider (in its namespace) lists the
 	// number among its account's IncomingPhoneNumbers.
 	OwnershipProviderAccount PhoneNumberOwnership = "ProviderAccount"
+	// OwnershipSandbox: the number is one of the sandbox's test numbers (bought with a test
+	// key), which every project may hold: nobody can be reached at them.
+	OwnershipSandbox PhoneNumberOwnership = "Sandbox"
 )
 
 // ConditionNumberOwned is the Sender condition that says whether its project owns its phone
@@ -59,6 +62,34 @@ const (
 	// (one in the installation's namespace without spec.project, one in a project's namespace
 	// naming another project).
 	ReasonNumberInvalidProject = "InvalidProject"
+	// ReasonNumberSuspended: the number's monthly renewal could not be paid (its Paid condition
+	// is False): it is kept, and unusable until the project's balance pays it.
+	ReasonNumberSuspended = "Suspended"
+)
+
+// ConditionNumberPaid is the condition of a bought PhoneNumber that says whether its month is
+// paid; the renewer writes it (reasons Renewed, RenewalUnpaid).
+const ConditionNumberPaid = "Paid"
+
+// Reasons of a PhoneNumber's Paid condition.
+const (
+	ReasonNumberRenewed       = "Renewed"
+	ReasonNumberRenewalUnpaid = "RenewalUnpaid"
+)
+
+// Annotations and finalizer of the PhoneNumbers the API buys.
+const (
+	// PhoneNumberPurchaseAnnotation names the purchase (its id) that bought the number through
+	// the API; its money is kept with it.
+	PhoneNumberPurchaseAnnotation = "messaging.switchboard.io/purchase"
+	// PhoneNumberSIDAnnotation is the provider's id of a bought number (Twilio: PN…), which
+	// releasing it needs.
+	PhoneNumberSIDAnnotation = "messaging.switchboard.io/number-sid"
+	// PhoneNumberKeepAnnotation ("true") keeps the number in the provider account when its
+	// PhoneNumber is deleted; without it, deleting a bought number releases it.
+	PhoneNumberKeepAnnotation = "messaging.switchboard.io/keep-number"
+	// PhoneNumberReleaseFinalizer holds a bought PhoneNumber until its number is released.
+	PhoneNumberReleaseFinalizer = "messaging.switchboard.io/release-number"
 )
 
 // Reasons of a Sender's NumberOwned condition.
@@ -120,6 +151,11 @@ type PhoneNumberSpec struct {
 	// +kubebuilder:validation:MaxItems=3
 	// +optional
 	Capabilities []PhoneCapability `json:"capabilities,omitempty"`
+
+	// DisplayName is the project's name for the number (the API's name).
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	DisplayName string `json:"displayName,omitempty"`
 }
 
 // PhoneNumberAccount is what the provider account that holds a number reports of it.
@@ -171,6 +207,26 @@ type PhoneNumberStatus struct {
 	// +listType=set
 	// +optional
 	Senders []string `json:"senders,omitempty"`
+
+	// Purchase is what the project pays for a number bought through the API; the API and the
+	// renewer write it.
+	// +optional
+	Purchase *PhoneNumberPurchase `json:"purchase,omitempty"`
+}
+
+// PhoneNumberPurchase is a bought number's money.
+type PhoneNumberPurchase struct {
+	// ID is the purchase's id (the annotation's).
+	ID string `json:"id"`
+	// MonthlyPrice and UpfrontPrice are what the project pays, in USD, from the PriceList at
+	// purchase.
+	MonthlyPrice USDAmount `json:"monthlyPrice"`
+	// +optional
+	UpfrontPrice USDAmount `json:"upfrontPrice,omitempty"`
+	// BoughtAt is when the provider sold the number.
+	BoughtAt metav1.Time `json:"boughtAt"`
+	// PaidUntil is when its paid month ends: the next renewal.
+	PaidUntil metav1.Time `json:"paidUntil"`
 }
 
 // PhoneNumber is a phone number a project owns: assigned by an operator, or proved by the
@@ -183,9 +239,11 @@ type PhoneNumberStatus struct {
 // +kubebuilder:printcolumn:name="Project",type=string,JSONPath=`.status.project`
 // +kubebuilder:printcolumn:name="Sender",type=string,JSONPath=`.status.senders`
 // +kubebuilder:printcolumn:name="Ownership",type=string,JSONPath=`.status.ownership`,priority=1
-// +kubebuilder:printcolumn:name="Capabilities",type=string,JSONPath=`.status.capabilities`,priority=1
+// +kubebuilder:printcolumn:name="Monthly",type=string,JSONPath=`.status.purchase.monthlyPrice`
+// +kubebuilder:printcolumn:name="Paid",type=string,JSONPath=`.status.conditions[?(@.type=="Paid")].status`,priority=1
+// +kubebuilder:printcolumn:name="Capabilities",type=string,JSONPath=`.status.capabilities`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PhoneNumber struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -116,6 +116,8 @@ type Config struct {
 	Voices *agent.Voicebook
 	// Calls are the knobs of voice calls (zero: the defaults).
 	Calls CallOptions
+	// Numbers paces the renewals of bought phone numbers.
+	Numbers NumberOptions
 	// KnowledgeSweepEvery is how often deleted agents' knowledge is deleted and stale vectors
 	// re-embedded (0: knowledge.SweepEvery; tests shorten it).
 	KnowledgeSweepEvery time.Duration
@@ -321,7 +323,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 		if err := controller.Setup(mgr, controller.Options{Activity: &controller.ActivitySource{Pool: cfg.Pool, Every: every},
-			NumberAccounts: accounts, AdoptNumbersBefore: adoptBefore,
+			NumberAccounts: accounts, NumberReleases: accounts, AdoptNumbersBefore: adoptBefore,
 			ProviderChecks: providercheck.Checks(), InstallationNamespace: cfg.InstallationNamespace,
 			AllowProjectProviderEndpoints: cfg.AllowProjectEndpoints, EmailDomains: verifier("switchboard-manager"),
 			Templates: reviewer("switchboard-manager"), WhatsApp: accounts, WhatsAppEvery: cfg.WhatsAppStatusEvery,
@@ -412,6 +414,17 @@ func Run(ctx context.Context, cfg Config) error {
 				return fmt.Errorf("add knowledge sweeper: %w", err)
 			}
 		}
+		phoneNumbers := &numbers.Service{Shops: transports, Sandbox: numbers.Sandbox{}, Pool: cfg.Pool, Kube: mgr.GetClient(),
+			Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace, Month: cfg.Numbers.Month, Log: log.WithName("numbers"),
+			Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace},
+			Money: &billing.Service{Pool: cfg.Pool, Reader: mgr.GetClient(),
+				Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}}}
+		if cfg.Role.runs(RoleWorker) {
+			if err := mgr.Add(&numbers.Renewer{Service: phoneNumbers, Live: mgr.GetAPIReader(), Every: cfg.Numbers.RenewEvery,
+				Events: mgr.GetEventRecorderFor("switchboard-worker")}); err != nil {
+				return fmt.Errorf("add number renewer: %w", err)
+			}
+		}
 		registrations := tendlc.NewService(cfg.Pool, mgr.GetClient(), transports, nil)
 		messages.SetTenDLC(registrations)
 		broadcasts := broadcast.NewService(cfg.Pool, mgr.GetClient(), queue, delivery.NewService(mgr.GetClient()),
@@ -457,7 +470,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.Role.runs(RoleAPI) {
 			domains := emaildomain.NewService(mgr.GetClient(), mgr.GetAPIReader(), verifier(kubewrite.FieldManager))
 			templates := template.NewService(mgr.GetClient(), mgr.GetAPIReader(), reviewer(kubewrite.FieldManager))
-			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, invitations(kubewrite.FieldManager), invitationKey, unsubscribes, emailChecks, agentRuntime, know, calls, resolver, checks, log); err != nil {
+			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, invitations(kubewrite.FieldManager), invitationKey, unsubscribes, emailChecks, agentRuntime, know, calls, phoneNumbers, resolver, checks, log); err != nil {
 				return err
 			}
 		}
@@ -473,7 +486,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	messages *message.Service, transports *registry.Registry, domains *emaildomain.Service, templates *template.Service,
 	registrations *tendlc.Service, broadcasts *broadcast.Service, invitations *invitation.Service, invitationKey []byte,
 	unsubscribes *unsubscribe.Service, emailChecks *emailcheck.Checker, agentRuntime *agent.Runtime, know *knowledge.Service,
-	calls *call.Service, resolver *dnsresolve.Resolver, checks map[string]healthz.Checker,
+	calls *call.Service, phoneNumbers *numbers.Service, resolver *dnsresolve.Resolver, checks map[string]healthz.Checker,
 	log logr.Logger) error {
 	auth := apikey.NewAuthenticator(keys, cfg.Pool, log.WithName("apikeys"))
 	if err := mgr.Add(auth); err != nil {
@@ -502,6 +515,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	}
 	balances := &billing.Service{Pool: cfg.Pool, Reader: mgr.GetClient(),
 		Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}}
+	phoneNumbers.Senders = senders
 	agentsAPI := agent.NewService(mgr.GetClient(), mgr.GetAPIReader(), cfg.Pool, agentRuntime)
 	agentsAPI.Knowledge = know
 	server, err := httpapi.New(httpapi.Options{
@@ -520,8 +534,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Agents:          agentsAPI,
 		Knowledge:       know,
 		Calls:           calls,
-		Numbers: &numbers.Service{Shops: transports, Sandbox: numbers.Sandbox{},
-			Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}},
+		Numbers:         phoneNumbers,
 		Voices:      cfg.Voices,
 		Invitations: invitations,
 		EmailChecks: emailChecks,
@@ -596,6 +609,14 @@ type CallOptions struct {
 	SweepEvery, Quiet time.Duration
 	// SandboxRing and SandboxPause pace the sandbox's caller.
 	SandboxRing, SandboxPause time.Duration
+}
+
+// NumberOptions pace bought numbers' money.
+type NumberOptions struct {
+	// Month is how long a paid month lasts (0: a calendar month).
+	Month time.Duration
+	// RenewEvery is how often due months are charged (0: a minute).
+	RenewEvery time.Duration
 }
 
 type SandboxOptions struct {

@@ -1,13 +1,16 @@
 package app_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,12 +44,22 @@ func browser(t *testing.T, lang string) context.Context {
 	if err != nil {
 		t.Fatal("chromium is not installed: run `make browser` (apt-get install chromium)")
 	}
+	// What Chromium prints (and chromedp's errors) is shown when the test fails: a browser that
+	// cannot start or hangs says why there.
+	var output syncBuffer
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
-		chromedp.WindowSize(420, 860), chromedp.Flag("lang", lang))
+		chromedp.WindowSize(420, 860), chromedp.Flag("lang", lang), chromedp.CombinedOutput(&output))
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(alloc)
+	ctx, cancel := chromedp.NewContext(alloc, chromedp.WithErrorf(func(f string, a ...any) { fmt.Fprintf(&output, "chromedp: "+f+"\n", a...) }))
 	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
-	t.Cleanup(func() { cancelTimeout(); cancel(); cancelAlloc() })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("chromium (%s) printed:\n%s", lang, output.String())
+		}
+		cancelTimeout()
+		cancel()
+		cancelAlloc()
+	})
 	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +68,24 @@ func browser(t *testing.T, lang string) context.Context {
 		t.Fatal(err)
 	}
 	return ctx
+}
+
+// syncBuffer is a buffer Chromium's output goroutine and the test share.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // screenshot keeps the page as docs/invitations/<name>.png when SWITCHBOARD_SCREENSHOTS names
@@ -139,7 +170,13 @@ func openSignup(t *testing.T, ctx context.Context) context.Context {
 	if err := chromedp.Do(ctx, chromedp.WaitEnabled(chromedp.CSS("#connect")), chromedp.Click(chromedp.CSS("#connect"))); err != nil {
 		t.Fatal(err)
 	}
-	popup, cancel := chromedp.NewContext(ctx, chromedp.WithTargetID(<-popups))
+	var id target.ID
+	select {
+	case id = <-popups:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Connect opened no Embedded Signup popup within 30 s")
+	}
+	popup, cancel := chromedp.NewContext(ctx, chromedp.WithTargetID(id))
 	t.Cleanup(cancel)
 	return popup
 }

@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -30,6 +34,11 @@ type PhoneNumberReconciler struct {
 	// Accounts asks provider accounts which numbers they hold; nil proves no claim made in a
 	// project's namespace.
 	Accounts phonenumber.Lookup
+	// Releases releases the numbers of deleted PhoneNumbers the API bought; nil leaves them
+	// held by their finalizer.
+	Releases phonenumber.Releaser
+	// Events records releases and their failures on the PhoneNumber; nil records none.
+	Events record.EventRecorder
 
 	checks numberChecks
 }
@@ -49,7 +58,7 @@ func (r *PhoneNumberReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	if !pn.DeletionTimestamp.IsZero() {
 		r.checks.forget(req.NamespacedName)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.release(ctx, &pn)
 	}
 
 	before := pn.DeepCopy()
@@ -76,6 +85,48 @@ func (r *PhoneNumberReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, fmt.Errorf("patch status of phone number %s: %w", req, err)
 	}
 	return ctrl.Result{RequeueAfter: again}, nil
+}
+
+// release gives a deleted PhoneNumber's bought number back to the account that bought it, unless
+// it is annotated to keep it, then lets the PhoneNumber go. A Provider that is gone cannot
+// release anything: the number stays in its account, which an event says.
+func (r *PhoneNumberReconciler) release(ctx context.Context, pn *v1alpha1.PhoneNumber) error {
+	if !controllerutil.ContainsFinalizer(pn, v1alpha1.PhoneNumberReleaseFinalizer) {
+		return nil
+	}
+	if r.Releases == nil {
+		return nil // this manager releases nothing: the finalizer waits for one that does
+	}
+	sid := pn.Annotations[v1alpha1.PhoneNumberSIDAnnotation]
+	if pn.Annotations[v1alpha1.PhoneNumberKeepAnnotation] != "true" && sid != "" {
+		var p v1alpha1.Provider
+		err := r.Get(ctx, client.ObjectKey{Namespace: pn.Namespace, Name: pn.Spec.Provider}, &p)
+		switch {
+		case apierrors.IsNotFound(err) || pn.Spec.Provider == "":
+			r.event(pn, corev1.EventTypeWarning, "ProviderGone", fmt.Sprintf("%s stays in its account: twilio Provider %q is gone, release it there", pn.Spec.Number, pn.Spec.Provider))
+		case err != nil:
+			return err
+		default:
+			if err := r.Releases.ReleaseNumber(ctx, &p, sid); err != nil {
+				r.event(pn, corev1.EventTypeWarning, "ReleaseFailed", fmt.Sprintf("releasing %s failed (tried again): %v", pn.Spec.Number, err))
+				return fmt.Errorf("release %s of phone number %s/%s: %w", sid, pn.Namespace, pn.Name, err)
+			}
+			r.event(pn, corev1.EventTypeNormal, "Released", fmt.Sprintf("released %s from the account of twilio Provider %s", pn.Spec.Number, p.Name))
+			log.FromContext(ctx).Info("released a phone number", "number", pn.Spec.Number, "sid", sid, "provider", p.Name)
+		}
+	}
+	before := pn.DeepCopy()
+	controllerutil.RemoveFinalizer(pn, v1alpha1.PhoneNumberReleaseFinalizer)
+	if err := r.Patch(ctx, pn, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("remove finalizer of phone number %s/%s: %w", pn.Namespace, pn.Name, err)
+	}
+	return nil
+}
+
+func (r *PhoneNumberReconciler) event(pn *v1alpha1.PhoneNumber, kind, reason, msg string) {
+	if r.Events != nil {
+		r.Events.Event(pn, kind, reason, msg)
+	}
 }
 
 // senders lists project's Senders with the PhoneNumber's number, by name.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/phonenumber"
@@ -52,6 +53,9 @@ func numberHolder(claims []numberClaim) int {
 // change of theirs waits for its reconcile: a holder edited a moment ago keeps the number rather
 // than lose it to another claim for that moment.
 func (r *PhoneNumberReconciler) holder(ctx context.Context, pn *v1alpha1.PhoneNumber, proof numberProof) (*v1alpha1.PhoneNumber, error) {
+	if proof.ownership == v1alpha1.OwnershipSandbox {
+		return pn, nil // a test number has no single owner: each project's claim holds it for that project
+	}
 	others, err := phonenumber.Claims(ctx, r.Client, pn.Spec.Number)
 	if err != nil {
 		return nil, err
@@ -94,7 +98,13 @@ func phoneNumberReadiness(pn *v1alpha1.PhoneNumber, proof numberProof, holder *v
 		}
 		return notReady(v1alpha1.ReasonNumberConflict, msg)
 	}
+	if paid := meta.FindStatusCondition(pn.Status.Conditions, v1alpha1.ConditionNumberPaid); paid != nil && paid.Status == metav1.ConditionFalse {
+		return notReady(v1alpha1.ReasonNumberSuspended, fmt.Sprintf("%s is suspended: %s", pn.Spec.Number, paid.Message))
+	}
 	msg := fmt.Sprintf("holds %s for project %s: assigned by an operator", pn.Spec.Number, proof.project)
+	if proof.ownership == v1alpha1.OwnershipSandbox {
+		msg = fmt.Sprintf("holds %s for project %s: a sandbox test number, which reaches nobody", pn.Spec.Number, proof.project)
+	}
 	if a := proof.account; proof.ownership == v1alpha1.OwnershipProviderAccount && a != nil {
 		msg = fmt.Sprintf("holds %s for project %s: the account of twilio Provider %s lists it (%s)", pn.Spec.Number, proof.project, a.Provider, a.NumberSID)
 		if proof.recheckFailed != "" {

@@ -34,6 +34,9 @@ type Options struct {
 	// that held them (zero: none).
 	NumberAccounts     phonenumber.Lookup
 	AdoptNumbersBefore time.Time
+	// NumberReleases releases the numbers of deleted PhoneNumbers the API bought (unless
+	// annotated to keep them); nil releases none, and leaves them held by their finalizer.
+	NumberReleases phonenumber.Releaser
 	// EmailDomains makes domains' keys and records and checks DNS; nil runs no EmailDomain
 	// controller.
 	EmailDomains *domainverify.Verifier
@@ -61,7 +64,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	if err := (&PhoneNumberReconciler{Client: mgr.GetClient(), InstallationNamespace: opts.InstallationNamespace,
-		Accounts: opts.NumberAccounts}).SetupWithManager(mgr); err != nil {
+		Accounts: opts.NumberAccounts, Releases: opts.NumberReleases, Events: mgr.GetEventRecorderFor("switchboard-phonenumber")}).SetupWithManager(mgr); err != nil {
 		return err
 	}
 	if err := (&WebhookReconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {

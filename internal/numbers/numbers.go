@@ -10,6 +10,11 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/apperror"
@@ -50,7 +55,9 @@ type Shop interface {
 type Shops interface {
 	// ShopOf is the account of project's live numbers; an error the caller should see is an
 	// *apperror.Error.
-	ShopOf(ctx context.Context, project string) (Shop, error)
+	ShopOf(ctx context.Context, project string) (Account, error)
+	// ShopAt is the account of the Provider namespace/name (a purchase to settle).
+	ShopAt(ctx context.Context, namespace, name string) (Shop, error)
 }
 
 // Service is the API's numbers.
@@ -59,6 +66,22 @@ type Service struct {
 	Prices *billing.Prices
 	// Sandbox is the shop of test keys.
 	Sandbox Shop
+
+	// Pool keeps the purchases and their money; Money is the projects' billing accounts.
+	Pool  *pgxpool.Pool
+	Money *billing.Service
+	// Kube writes PhoneNumbers; Reader reads them, and Senders, from the informer cache.
+	Kube   client.Client
+	Reader client.Reader
+	// Senders gives numbers to senders.
+	Senders Senders
+	// InstallationNamespace is where the PhoneNumbers of numbers bought with the installation's
+	// account are (assigned to their projects).
+	InstallationNamespace string
+	// Month is how long a paid month lasts (tests shorten it); 0 is a calendar month.
+	Month time.Duration
+	Clock func() time.Time
+	Log   logr.Logger
 }
 
 // Available is a number for sale as the API shows it.
@@ -152,9 +175,11 @@ func (s *Service) Search(ctx context.Context, key apikey.Key, q Query) ([]Availa
 	shop := s.Sandbox
 	if !key.TestMode() {
 		var err error
-		if shop, err = s.Shops.ShopOf(ctx, key.Project); err != nil {
+		acct, err := s.Shops.ShopOf(ctx, key.Project)
+		if err != nil {
 			return nil, err
 		}
+		shop = acct.Shop
 	}
 	offers, err := shop.Search(ctx, q)
 	if err != nil {
@@ -236,11 +261,11 @@ func (s *Service) Requirements(ctx context.Context, key apikey.Key, country, num
 	country = strings.ToUpper(country)
 	var reg Regulator = SandboxRegulator{}
 	if !key.TestMode() {
-		shop, err := s.Shops.ShopOf(ctx, key.Project)
+		acct, err := s.Shops.ShopOf(ctx, key.Project)
 		if err != nil {
 			return nil, err
 		}
-		r, ok := shop.(Regulator)
+		r, ok := acct.Shop.(Regulator)
 		if !ok {
 			return []Requirement{}, nil
 		}

@@ -163,6 +163,13 @@ type Lookup interface {
 	IncomingNumber(ctx context.Context, p *v1alpha1.Provider, number string) (Found, bool, error)
 }
 
+// Releaser gives a number back to the provider account that bought it (the transport
+// registry, through the Provider's credentials): the account stops paying for it. A number the
+// account does not hold any more is released already.
+type Releaser interface {
+	ReleaseNumber(ctx context.Context, p *v1alpha1.Provider, sid string) error
+}
+
 // Found is what an account reports of a number it holds.
 type Found struct {
 	// SID is the provider's id of the number (Twilio: PN…).

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
@@ -120,4 +121,32 @@ func (s *Service) channelsOf(ctx context.Context, snd *v1alpha1.Sender) ([]v1alp
 		return channels, nil
 	}
 	return snd.ChannelsWithoutNumber(channels), nil
+}
+
+// SetNumber gives the sender number, as an update of its phoneNumber does (the ownership rule
+// included); "" takes its number away, which a sender that takes calls on it refuses (400 on
+// senderId: turn voice off first). It implements numbers.Senders.
+func (s *Service) SetNumber(ctx context.Context, project, id, number string) error {
+	if number != "" {
+		_, err := s.Update(ctx, project, id, Input{PhoneNumber: &number})
+		if e := apperror.As(err); e != nil && e.Kind == apperror.NotFound {
+			return apperror.InvalidFields(apperror.FieldError{Path: "senderId", Message: "no sender " + id + " in this project"})
+		}
+		return err
+	}
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		snd, err := s.getLive(ctx, project, id)
+		if err != nil {
+			return err
+		}
+		if snd.Spec.PhoneNumber == "" {
+			return nil
+		}
+		if snd.Spec.Voice != nil && snd.Spec.Voice.Enabled {
+			return apperror.InvalidFields(apperror.FieldError{Path: "senderId", Message: fmt.Sprintf(
+				"sender %s takes calls on %s: turn its voice off first (PATCH /v1/senders/%s with enableVoice: false)", id, snd.Spec.PhoneNumber, id)})
+		}
+		snd.Spec.PhoneNumber = ""
+		return s.write(ctx, snd)
+	})
 }

@@ -459,6 +459,30 @@ type OptOut struct {
 	CreatedAt  time.Time
 }
 
+type PhoneNumber struct {
+	ID            string
+	Project       string
+	Number        string
+	TestMode      bool
+	Namespace     string
+	Resource      string
+	Provider      string
+	NumberSid     string
+	NumberType    string
+	Country       string
+	Capabilities  []string
+	MonthlyMicros int64
+	UpfrontMicros int64
+	State         string
+	RenewsAt      time.Time
+	Months        int32
+	SuspendedAt   *time.Time
+	ReleasedAt    *time.Time
+	Failure       *string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
 type RiskHold struct {
 	MessageID string
 	Project   string

@@ -73,3 +73,18 @@ func (r *Registry) numberFailure(ctx context.Context, snd *v1alpha1.Sender, chan
 	}
 	return &transport.Failure{Code: ErrNumberNotOwned, Message: v.Why() + "."}
 }
+
+var _ phonenumber.Releaser = (*Registry)(nil)
+
+// ReleaseNumber implements phonenumber.Releaser: the account of twilio Provider p releases the
+// number sid.
+func (r *Registry) ReleaseNumber(ctx context.Context, p *v1alpha1.Provider, sid string) error {
+	if p.Spec.Type != v1alpha1.ProviderTwilio {
+		return fmt.Errorf("provider %s/%s is %s: only twilio accounts hold bought numbers", p.Namespace, p.Name, p.Spec.Type)
+	}
+	t, err := r.twilioOf(ctx, p)
+	if err != nil {
+		return err
+	}
+	return t.ReleaseNumber(ctx, sid)
+}

@@ -2,9 +2,12 @@ package registry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apperror"
@@ -18,28 +21,87 @@ import (
 var _ numbers.Shops = (*Registry)(nil)
 
 // ShopOf implements numbers.Shops.
-func (r *Registry) ShopOf(ctx context.Context, project string) (numbers.Shop, error) {
+func (r *Registry) ShopOf(ctx context.Context, project string) (numbers.Account, error) {
 	p, reason, err := r.providerIn(ctx, project, v1alpha1.ChannelSMS, "")
 	if err != nil {
-		return nil, err
+		return numbers.Account{}, err
 	}
 	if p == nil || p.Spec.Type != v1alpha1.ProviderTwilio {
 		if p != nil {
 			reason = fmt.Sprintf("numbers are bought through a twilio Provider; %s is %s", p.Name, p.Spec.Type)
 		}
-		return nil, apperror.New(apperror.Invalid, "invalid_request", "This project has no telephony account to buy numbers from: "+reason)
+		return numbers.Account{}, apperror.New(apperror.Invalid, "invalid_request", "This project has no telephony account to buy numbers from: "+reason)
 	}
 	if f := unusable(p); f != nil {
-		return nil, apperror.New(apperror.Unavailable, "provider_unavailable", f.Message)
+		return numbers.Account{}, apperror.New(apperror.Unavailable, "provider_unavailable", f.Message)
 	}
-	t, err := r.twilioOf(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	return twilioShop{t}, nil
+	shop, err := r.shopOf(ctx, p)
+	return numbers.Account{Shop: shop, Namespace: p.Namespace, Provider: p.Name}, err
 }
 
-type twilioShop struct{ t *twilio.Transport }
+// ShopAt implements numbers.Shops.
+func (r *Registry) ShopAt(ctx context.Context, namespace, name string) (numbers.Shop, error) {
+	var p v1alpha1.Provider
+	if err := r.Reader.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &p); err != nil {
+		return nil, fmt.Errorf("read provider %s/%s: %w", namespace, name, err)
+	}
+	if p.Spec.Type != v1alpha1.ProviderTwilio {
+		return nil, fmt.Errorf("provider %s/%s is %s, not twilio", namespace, name, p.Spec.Type)
+	}
+	return r.shopOf(ctx, &p)
+}
+
+func (r *Registry) shopOf(ctx context.Context, p *v1alpha1.Provider) (twilioShop, error) {
+	t, err := r.twilioOf(ctx, p)
+	if err != nil {
+		return twilioShop{}, err
+	}
+	shop := twilioShop{t: t}
+	if r.PublicURL != "" {
+		// A bought number's messages and calls come to the Provider's callbacks.
+		shop.sms = CallbackURL(r.PublicURL, "twilio", p.Namespace, p.Name, "inbound")
+		shop.voice = CallbackURL(r.PublicURL, "twilio", p.Namespace, p.Name, "voice")
+		shop.status = CallbackURL(r.PublicURL, "twilio", p.Namespace, p.Name, "call-status")
+	}
+	return shop, nil
+}
+
+// twilioShop is a twilio account's numbers; sms, voice and status are the callbacks a number
+// it buys is given.
+type twilioShop struct {
+	t                  *twilio.Transport
+	sms, voice, status string
+}
+
+var _ numbers.Seller = twilioShop{}
+
+// Buy implements numbers.Seller.
+func (s twilioShop) Buy(ctx context.Context, number, name string) (numbers.Bought, error) {
+	b, err := s.t.BuyNumber(ctx, twilio.Purchase{PhoneNumber: number, FriendlyName: name, SMSURL: s.sms, VoiceURL: s.voice, StatusCallback: s.status})
+	switch {
+	case errors.Is(err, twilio.ErrNumberUnavailable):
+		return numbers.Bought{}, fmt.Errorf("%w: %w", numbers.ErrUnavailable, err)
+	case errors.Is(err, twilio.ErrNumberNeedsAddress), errors.Is(err, twilio.ErrNumberNeedsBundle):
+		return numbers.Bought{}, fmt.Errorf("%w: %w", numbers.ErrNeedsBundle, err)
+	case err != nil:
+		var re *twilio.RegistrationError
+		if errors.As(err, &re) {
+			// Any other refusal of Twilio's is the request's: the caller sees it.
+			return numbers.Bought{}, apperror.InvalidFields(apperror.FieldError{Path: "phoneNumber", Message: "the provider refused the purchase: " + re.Message})
+		}
+		return numbers.Bought{}, err
+	}
+	return numbers.Bought{SID: b.SID, SMS: b.SMS, Voice: b.Voice, MMS: b.MMS}, nil
+}
+
+// Find implements numbers.Seller.
+func (s twilioShop) Find(ctx context.Context, number string) (numbers.Bought, bool, error) {
+	n, ok, err := s.t.FindIncomingNumber(ctx, number)
+	if err != nil || !ok {
+		return numbers.Bought{}, false, err
+	}
+	return numbers.Bought{SID: n.SID, SMS: n.SMS, Voice: n.Voice, MMS: n.MMS}, true, nil
+}
 
 func (s twilioShop) Search(ctx context.Context, q numbers.Query) ([]numbers.Offer, error) {
 	if q.Type == numbers.TypeNational {
