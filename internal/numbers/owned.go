@@ -251,7 +251,7 @@ func (s *Service) Buy(ctx context.Context, key apikey.Key, in Purchase) (Owned, 
 	if err != nil {
 		return Owned{}, err
 	}
-	return s.view(ctx, pn, &row)
+	return s.view(ctx, pn, nil)
 }
 
 // providerRef names a Provider as the rows do: namespace/name; "" for the sandbox.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -238,10 +239,16 @@ func (r *Renewer) mark(ctx context.Context, row db.PhoneNumber) error {
 			cond.Message = fmt.Sprintf("the month from %s is unpaid: the project's balance cannot pay %s USD (add credit: it is charged again within minutes)",
 				row.RenewsAt.UTC().Format(time.RFC3339), billing.Micros(row.MonthlyMicros))
 		}
-		was := meta.FindStatusCondition(pn.Status.Conditions, v1alpha1.ConditionNumberPaid)
+		var was *metav1.Condition
+		if c := meta.FindStatusCondition(pn.Status.Conditions, v1alpha1.ConditionNumberPaid); c != nil {
+			was = c.DeepCopy() // SetStatusCondition changes the one in the list
+		}
 		meta.SetStatusCondition(&pn.Status.Conditions, cond)
 		if pn.Status.Purchase != nil && row.State == "active" {
 			pn.Status.Purchase.PaidUntil = metav1.NewTime(row.RenewsAt.UTC().Truncate(time.Second))
+		}
+		if equality.Semantic.DeepEqual(before.Status, pn.Status) {
+			return nil // a month still unpaid: nothing new to say
 		}
 		if err := s.Kube.Status().Patch(ctx, &pn, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}),
 			client.FieldOwner(kubewrite.FieldManager)); err != nil {
