@@ -90,7 +90,8 @@ func TestCallsThroughThePublishedClient(t *testing.T) {
 }
 
 // TestNumbersThroughThePublishedClient drives the phone-number operations of @zavudev/sdk built
-// so far against the built binary: the sandbox's numbers for sale, with a test key.
+// so far against the built binary with a test key: the sandbox's numbers for sale, bought, listed,
+// read, renamed, assigned and released.
 func TestNumbersThroughThePublishedClient(t *testing.T) {
 	runDevScript(t, "numbers.cjs")
 }

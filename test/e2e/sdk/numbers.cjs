@@ -1,6 +1,7 @@
 // The phone-number operations of the published client built so far, against Switchboard
 // (TestNumbersThroughThePublishedClient): searching the sandbox's numbers and reading its
-// requirements with a test key. It
+// requirements with a test key, buying one, listing, reading, renaming, giving it to a sender
+// and taking it back, and releasing it. It
 // throws, and node exits non-zero, at the first answer the client does not expect.
 'use strict';
 const assert = require('node:assert/strict');
@@ -31,6 +32,58 @@ async function main() {
   assert.deepEqual(de[0].requirementTypes.map((r) => r.type), ['textual', 'address', 'document']);
   assert.deepEqual(de[0].requirementTypes[2].acceptanceCriteria.allowedValues, ['business_registration']);
   assert.equal((await client.phoneNumbers.requirements({ countryCode: 'US' })).items.length, 0);
+
+  // Buying: a test key buys the sandbox's numbers, for nothing.
+  const bought = (await client.phoneNumbers.purchase({ phoneNumber: '+15005550304', name: 'Primary Line' })).phoneNumber;
+  assert.equal(bought.phoneNumber, '+15005550304');
+  assert.equal(bought.name, 'Primary Line');
+  assert.equal(bought.pricing.monthlyCost, 0);
+  assert.ok(['active', 'pending'].includes(bought.status));
+  try {
+    await client.phoneNumbers.purchase({ phoneNumber: '+14155550100' });
+    assert.fail('a test key bought a real number');
+  } catch (e) {
+    assert.equal(e.status, 400);
+  }
+  let number = bought;
+  for (let i = 0; i < 100 && number.status !== 'active'; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    number = (await client.phoneNumbers.retrieve(bought.id)).phoneNumber;
+  }
+  assert.equal(number.status, 'active');
+  const listed = [];
+  for await (const n of client.phoneNumbers.list({ status: 'active', limit: 1 })) listed.push(n.id);
+  assert.ok(listed.includes(bought.id), `listed ${listed}`);
+
+  // Renamed, given to a sender, taken back, released.
+  const sender = await client.senders.create({ name: 'Numbers' });
+  const renamed = (await client.phoneNumbers.update(bought.id, { name: 'Support', senderId: sender.id })).phoneNumber;
+  assert.equal(renamed.name, 'Support');
+  for (let i = 0; i < 100 && number.senderId !== sender.id; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    number = (await client.phoneNumbers.retrieve(bought.id)).phoneNumber;
+  }
+  assert.equal(number.senderId, sender.id);
+  try {
+    await client.phoneNumbers.release(bought.id);
+    assert.fail('a number a sender has was released');
+  } catch (e) {
+    assert.equal(e.status, 409);
+  }
+  const cleared = (await client.phoneNumbers.update(bought.id, { name: null, senderId: null })).phoneNumber;
+  assert.equal(cleared.name, undefined);
+  for (let i = 0; i < 100 && number.senderId !== undefined; i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    number = (await client.phoneNumbers.retrieve(bought.id)).phoneNumber;
+  }
+  assert.equal(number.senderId, undefined);
+  await client.phoneNumbers.release(bought.id);
+  try {
+    await client.phoneNumbers.retrieve(bought.id);
+    assert.fail('a released number is still there');
+  } catch (e) {
+    assert.equal(e.status, 404);
+  }
   console.log('ok');
 }
 
