@@ -420,7 +420,7 @@ func Run(ctx context.Context, cfg Config) error {
 			Money: &billing.Service{Pool: cfg.Pool, Reader: mgr.GetClient(),
 				Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}}}
 		if cfg.Role.runs(RoleWorker) {
-			if err := mgr.Add(&numbers.Renewer{Service: phoneNumbers, Live: mgr.GetAPIReader(), Every: cfg.Numbers.RenewEvery,
+			if err := mgr.Add(&numbers.Renewer{Service: phoneNumbers, Live: mgr.GetAPIReader(), Every: cfg.Numbers.RenewEvery, SettleAfter: cfg.Numbers.SettleAfter,
 				Events: mgr.GetEventRecorderFor("switchboard-worker")}); err != nil {
 				return fmt.Errorf("add number renewer: %w", err)
 			}
@@ -617,6 +617,9 @@ type NumberOptions struct {
 	Month time.Duration
 	// RenewEvery is how often due months are charged (0: a minute).
 	RenewEvery time.Duration
+	// SettleAfter is how long a purchase Twilio did not answer waits before its account is asked
+	// (0: numbers.DefaultSettleAfter).
+	SettleAfter time.Duration
 }
 
 type SandboxOptions struct {

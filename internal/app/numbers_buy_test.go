@@ -255,3 +255,48 @@ func near(a, b float64) bool { return a-b < 0.0001 && b-a < 0.0001 }
 func hasFieldError(body map[string]any, field string) bool {
 	return slices.Contains(fieldPaths(response{body: body}), field)
 }
+
+// TestUnansweredPurchases: a purchase Twilio does not answer is 503 with its first month
+// charged, and is settled by asking the account: not bought, the money comes back; bought after
+// all, the number is the project's.
+func TestUnansweredPurchases(t *testing.T) {
+	peer := twiliotest.NewServer(t)
+	rcv := newHookReceiver(t)
+	in := start(t, publicAtListener, rcv.trusted(), func(c *app.Config) {
+		c.Numbers = app.NumberOptions{RenewEvery: 200 * time.Millisecond, SettleAfter: time.Second}
+	})
+	acme, live := twilioProject(t, in, peer, rcv)
+	numberPrices(t, in, acme, "1.00")
+	waitFor(t, func() bool {
+		r := in.get("/v1/phone-numbers/available?countryCode=US", live)
+		return r.status == 200 && len(r.body["items"].([]any)) > 0
+	})
+	buy := "/2010-04-01/Accounts/" + twiliotest.AccountSID + "/IncomingPhoneNumbers.json"
+	start := balanceOf(t, in, live)
+
+	peer.FailNext(buy, 500, 20500, "Internal Server Error")
+	if r := in.post("/v1/phone-numbers", live, `{"phoneNumber":"+14155550100"}`); r.status != 503 || r.body["code"] != "provider_unavailable" {
+		t.Fatalf("an unanswered purchase = %d %v", r.status, r.body)
+	}
+	if got := balanceOf(t, in, live); !near(got, start-1) {
+		t.Errorf("balance while the purchase is unsettled = %.4f, want %.4f", got, start-1)
+	}
+	waitFor(t, func() bool { return in.count(`SELECT count(*) FROM phone_numbers WHERE project = $1 AND state = 'failed'`, acme) == 1 })
+	if got := balanceOf(t, in, live); !near(got, start) || len(peer.Bought()) != 0 {
+		t.Errorf("after settling a purchase not made: balance %.4f (want %.4f), bought %v", got, start, peer.Bought())
+	}
+
+	// Twilio bought it, and its answer was lost.
+	peer.FailNext(buy, 500, 20500, "Internal Server Error")
+	if r := in.post("/v1/phone-numbers", live, `{"phoneNumber":"+14155550101"}`); r.status != 503 {
+		t.Fatalf("an unanswered purchase = %d %v", r.status, r.body)
+	}
+	peer.AddIncomingNumber("+14155550101")
+	waitFor(t, func() bool {
+		r := in.get("/v1/phone-numbers/pn-14155550101", live)
+		return r.status == 200 && r.body["phoneNumber"].(map[string]any)["status"] == "active"
+	})
+	if got := balanceOf(t, in, live); !near(got, start-1) {
+		t.Errorf("balance after settling a purchase made = %.4f, want %.4f", got, start-1)
+	}
+}

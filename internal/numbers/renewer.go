@@ -36,14 +36,17 @@ type Renewer struct {
 	Every time.Duration
 	// Events records suspensions and resumptions on the PhoneNumbers; nil records none.
 	Events record.EventRecorder
+	// SettleAfter is how old a purchase without an outcome must be before the account is asked
+	// about it (DefaultSettleAfter when zero).
+	SettleAfter time.Duration
 }
 
 // renewBatch bounds the numbers renewed in one transaction.
 const renewBatch = 100
 
-// settleAfter is how old a purchase in 'buying' must be before the account is asked about it:
-// longer than any purchase's own wait.
-const settleAfter = 2 * purchaseTimeout
+// DefaultSettleAfter is how old a purchase in 'buying' must be before the account is asked about
+// it: longer than any purchase's own wait.
+const DefaultSettleAfter = 2 * purchaseTimeout
 
 // Start implements manager.Runnable.
 func (r *Renewer) Start(ctx context.Context) error {
@@ -78,7 +81,11 @@ func (r *Renewer) Run(ctx context.Context) error {
 // buying says whether it holds the number.
 func (r *Renewer) settle(ctx context.Context) error {
 	s := r.Service
-	rows, err := db.New(s.Pool).StaleBuyingPhoneNumbers(ctx, db.StaleBuyingPhoneNumbersParams{Before: s.now().Add(-settleAfter), MaxRows: renewBatch})
+	after := r.SettleAfter
+	if after <= 0 {
+		after = DefaultSettleAfter
+	}
+	rows, err := db.New(s.Pool).StaleBuyingPhoneNumbers(ctx, db.StaleBuyingPhoneNumbersParams{Before: s.now().Add(-after), MaxRows: renewBatch})
 	if err != nil {
 		return err
 	}
