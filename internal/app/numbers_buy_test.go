@@ -281,7 +281,9 @@ func TestUnansweredPurchases(t *testing.T) {
 	if got := balanceOf(t, in, live); !near(got, start-1) {
 		t.Errorf("balance while the purchase is unsettled = %.4f, want %.4f", got, start-1)
 	}
-	waitFor(t, func() bool { return in.count(`SELECT count(*) FROM phone_numbers WHERE project = $1 AND state = 'failed'`, acme) == 1 })
+	waitFor(t, func() bool {
+		return in.count(`SELECT count(*) FROM phone_numbers WHERE project = $1 AND state = 'failed'`, acme) == 1
+	})
 	if got := balanceOf(t, in, live); !near(got, start) || len(peer.Bought()) != 0 {
 		t.Errorf("after settling a purchase not made: balance %.4f (want %.4f), bought %v", got, start, peer.Bought())
 	}
