@@ -64,6 +64,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
 	"github.com/switchboard-io/switchboard/internal/providercheck"
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
+	"github.com/switchboard-io/switchboard/internal/regulatory"
 	"github.com/switchboard-io/switchboard/internal/risk"
 	"github.com/switchboard-io/switchboard/internal/sender"
 	"github.com/switchboard-io/switchboard/internal/template"
@@ -424,6 +425,9 @@ func Run(ctx context.Context, cfg Config) error {
 				Events: mgr.GetEventRecorderFor("switchboard-worker")}); err != nil {
 				return fmt.Errorf("add number renewer: %w", err)
 			}
+			if err := mgr.Add(&regulatory.Sweeper{Service: &regulatory.Service{Pool: cfg.Pool}, Log: log.WithName("regulatory")}); err != nil {
+				return fmt.Errorf("add upload sweeper: %w", err)
+			}
 		}
 		registrations := tendlc.NewService(cfg.Pool, mgr.GetClient(), transports, nil)
 		messages.SetTenDLC(registrations)
@@ -535,6 +539,8 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Knowledge:       know,
 		Calls:           calls,
 		Numbers:         phoneNumbers,
+		Regulatory:      &regulatory.Service{Pool: cfg.Pool},
+		PublicURL:       cfg.PublicURL,
 		Voices:          cfg.Voices,
 		Invitations:     invitations,
 		EmailChecks:     emailChecks,

@@ -31,6 +31,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/phonecheck"
 	"github.com/switchboard-io/switchboard/internal/projectwebhook"
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
+	"github.com/switchboard-io/switchboard/internal/regulatory"
 	"github.com/switchboard-io/switchboard/internal/sender"
 	"github.com/switchboard-io/switchboard/internal/template"
 	"github.com/switchboard-io/switchboard/internal/tendlc"
@@ -66,6 +67,10 @@ type Server struct {
 	calls *call.Service
 	// numbers sells phone numbers.
 	numbers *numbers.Service
+	// regulatory keeps the addresses and documents numbers need.
+	regulatory *regulatory.Service
+	// publicURL is where clients reach the API (upload URLs point there); "" the request's host.
+	publicURL string
 	// voices are the agents' voices (nil: the shipped catalogue).
 	voices *agent.Voicebook
 	// emailChecks keeps the suppression list and inspects addresses; disposable is the list of
@@ -119,6 +124,10 @@ type Options struct {
 	Calls *call.Service
 	// Numbers sells phone numbers.
 	Numbers *numbers.Service
+	// Regulatory keeps the addresses and documents numbers need.
+	Regulatory *regulatory.Service
+	// PublicURL is where clients reach the API (--public-url); "" uses the request's host.
+	PublicURL string
 	// Voices are what GET /v1/agents/voices lists; nil: the shipped catalogue.
 	Voices *agent.Voicebook
 	// EmailChecks keeps the suppression list and inspects addresses.
@@ -169,7 +178,7 @@ func New(o Options) (*Server, error) {
 	}
 	return &Server{
 		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
-		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, knowledge: o.Knowledge, calls: o.Calls, numbers: o.Numbers, voices: o.Voices, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
+		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, knowledge: o.Knowledge, calls: o.Calls, numbers: o.Numbers, regulatory: o.Regulatory, publicURL: o.PublicURL, voices: o.Voices, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks, pages: o.Pages,
 		unsubscribe: o.Unsubscribe,

@@ -483,6 +483,57 @@ type PhoneNumber struct {
 	UpdatedAt     time.Time
 }
 
+type RegulatoryAddress struct {
+	ID                 string
+	Project            string
+	CountryCode        string
+	Locality           string
+	PostalCode         string
+	StreetAddress      string
+	ExtendedAddress    *string
+	AdministrativeArea *string
+	BusinessName       *string
+	FirstName          *string
+	LastName           *string
+	Status             string
+	ProviderSid        *string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+}
+
+type RegulatoryDocument struct {
+	ID              string
+	Project         string
+	DocumentType    string
+	Name            string
+	Upload          string
+	MimeType        string
+	FileSize        int64
+	Status          string
+	RejectionReason *string
+	ProviderSid     *string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+}
+
+type RegulatoryFileChunk struct {
+	Upload string
+	Seq    int32
+	Data   []byte
+}
+
+type RegulatoryUpload struct {
+	ID         string
+	Project    string
+	TokenHash  []byte
+	ExpiresAt  time.Time
+	MimeType   *string
+	SizeBytes  *int64
+	Sha256     []byte
+	UploadedAt *time.Time
+	CreatedAt  time.Time
+}
+
 type RiskHold struct {
 	MessageID string
 	Project   string
