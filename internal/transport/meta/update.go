@@ -27,6 +27,9 @@ type Events struct {
 	Templates []TemplateUpdate
 	// Accounts are changes of a WhatsApp business account or phone number.
 	Accounts []AccountUpdate
+	// Coexistence is what a number onboarded from the WhatsApp Business app syncs: its app's
+	// contacts, its history, and the messages the business sends from the app (coexistence.go).
+	Coexistence
 }
 
 // HookStatus is a report on a message the business sent.
@@ -150,8 +153,8 @@ type AccountUpdate struct {
 //
 // Left out, as they carry nothing Switchboard keeps: other objects and fields (Meta adds
 // them), fields Meta adds to the ones read, Messenger's standby channel (events for another app
-// in control of the thread), echoes of the business's own messages, messages a contact deleted,
-// WhatsApp's coexistence echoes and history, and the value-level errors of the messages field.
+// in control of the thread), echoes of the business's own messages (Messenger's), messages a
+// contact deleted, and the value-level errors of the messages field.
 //
 // An entry that cannot be read (a member of the wrong type, a message or status without an id)
 // fails the whole post with an error naming the entry's index.
@@ -480,6 +483,8 @@ func (e *Events) hookWhatsAppEntry(raw json.RawMessage) error {
 			err = e.hookTemplate(string(entry.ID), ch.Field, at, ch.Value)
 		case "phone_number_name_update", "phone_number_quality_update", "account_update":
 			err = e.hookAccount(string(entry.ID), ch.Field, at, ch.Value)
+		case "smb_app_state_sync", "history", "smb_message_echoes":
+			err = e.hookCoexistence(string(entry.ID), ch.Field, at, ch.Value)
 		}
 		if err != nil {
 			return fmt.Errorf("change %d (%s): %w", j, ch.Field, err)

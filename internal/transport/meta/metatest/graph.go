@@ -177,6 +177,8 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, token, id, edge s
 		writeJSON(w, http.StatusOK, map[string]any{"id": UserID, "name": UserName})
 	case phone != nil && edge == "messages" && method == http.MethodPost:
 		return s.whatsappMessages(w, r, token, *phone)
+	case phone != nil && edge == "smb_app_data" && method == http.MethodPost:
+		return s.smbAppData(w, r, token, *phone)
 	case phone != nil && edge == "" && method == http.MethodGet:
 		writeJSON(w, http.StatusOK, pick(s.phoneNode(*phone), r.URL.Query().Get("fields"),
 			"verified_name,code_verification_status,display_phone_number,quality_rating,platform_type,throughput,id"))

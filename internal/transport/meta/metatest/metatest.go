@@ -156,7 +156,10 @@ type Server struct {
 
 	srv  *httptest.Server
 	opts Options
-	wg   sync.WaitGroup
+	// coex is what coexistence numbers' apps hold (coexistence.go), guarded by mu.
+	coex     *coexState
+	coexOnce sync.Once
+	wg       sync.WaitGroup
 
 	mu       sync.Mutex
 	closed   bool

@@ -360,3 +360,166 @@ var hookLoopbackClient = &http.Client{
 		}}).DialContext},
 	CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 }
+
+// ---- Coexistence: the WhatsApp Business app's contacts, history and echoes ----
+//
+// The three webhook fields of a number onboarded from the WhatsApp Business app, as Meta's
+// webhook references write them (smb_app_state_sync, history, smb_message_echoes); the
+// declined history and the history's media follow-up as integrations report them (coexistence.go
+// says which is which). Server.SyncPayloads builds them from what SetCoexistence declared.
+
+// hookMetadata is a change's metadata: the business's number and its id.
+func hookMetadata(phoneNumberID, display string) map[string]any {
+	return map[string]any{"display_phone_number": hookDigits(display), "phone_number_id": phoneNumberID}
+}
+
+// HookContactSync is an smb_app_state_sync change of the business's number phoneNumberID
+// (display is its number): contacts of its WhatsApp Business app address book, added (or
+// edited), or removed (SyncContact.Removed, without their names), stamped now.
+func HookContactSync(phoneNumberID, display string, contacts ...SyncContact) Payload {
+	return hookContactSync(HookWABAID, phoneNumberID, display, time.Now(), contacts)
+}
+
+func hookContactSync(wabaID, phoneNumberID, display string, at time.Time, contacts []SyncContact) Payload {
+	items := []any{}
+	for _, c := range contacts {
+		contact := map[string]any{"phone_number": hookDigits(c.PhoneNumber)}
+		action := "add"
+		if c.Removed {
+			action = "remove"
+		} else {
+			contact["full_name"], contact["first_name"] = c.FullName, c.FirstName
+		}
+		items = append(items, map[string]any{"type": "contact", "contact": contact, "action": action,
+			"metadata": map[string]any{"timestamp": strconv.FormatInt(at.Unix(), 10)}})
+	}
+	return hookWhatsAppChange(wabaID, "smb_app_state_sync", map[string]any{
+		"messaging_product": "whatsapp", "metadata": hookMetadata(phoneNumberID, display), "state_sync": items})
+}
+
+// HookHistory is a history change: one chunk of the business's chat history, of the phase (0:
+// the onboarding day, 1: up to 90 days before, 2: up to 180), its chunkOrder and the sync's
+// progress (100 when complete), holding threads. A media message is a media_placeholder, as
+// Meta writes it (HookHistoryMedia names its media); a message without At is stamped now.
+func HookHistory(phoneNumberID, display string, phase, chunkOrder, progress int, threads ...HistoryThreadSpec) Payload {
+	return hookHistory(HookWABAID, phoneNumberID, display, phase, chunkOrder, progress, threads)
+}
+
+func hookHistory(wabaID, phoneNumberID, display string, phase, chunkOrder, progress int, threads []HistoryThreadSpec) Payload {
+	list := []any{}
+	for _, th := range threads {
+		msgs := []any{}
+		for _, m := range th.Messages {
+			o := hookCoexMessage(display, th.WaID, m)
+			if hookIsMedia(m.kind()) {
+				delete(o, m.kind())
+				o["type"] = "media_placeholder"
+			}
+			status := m.Status
+			if status == "" {
+				status = "READ"
+			}
+			o["history_context"] = map[string]any{"status": status}
+			msgs = append(msgs, o)
+		}
+		id := th.WaID
+		if !hookIsBSUID(id) {
+			id = hookDigits(id)
+		}
+		list = append(list, map[string]any{"id": id, "messages": msgs})
+	}
+	return hookWhatsAppChange(wabaID, "history", map[string]any{
+		"messaging_product": "whatsapp", "metadata": hookMetadata(phoneNumberID, display),
+		"history": []any{map[string]any{
+			"metadata": map[string]any{"phase": phase, "chunk_order": chunkOrder, "progress": progress},
+			"threads":  list,
+		}}})
+}
+
+// HookHistoryMedia is the history change naming the media of a media message a chunk gave as
+// media_placeholder: m with its Fields ({"id": …, "mime_type": …}), under messages when the
+// contact waID sent it, under message_echoes when the business did.
+func HookHistoryMedia(phoneNumberID, display, waID string, m HistoryMessageSpec) Payload {
+	return hookHistoryMedia(HookWABAID, phoneNumberID, display, waID, m)
+}
+
+func hookHistoryMedia(wabaID, phoneNumberID, display, waID string, m HistoryMessageSpec) Payload {
+	key := "messages"
+	if m.FromBusiness {
+		key = "message_echoes"
+	}
+	return hookWhatsAppChange(wabaID, "history", map[string]any{
+		"messaging_product": "whatsapp", "metadata": hookMetadata(phoneNumberID, display),
+		key: []any{hookCoexMessage(display, waID, m)}})
+}
+
+// HookHistoryDeclined is the history change of a business that declined to share its chat
+// history: error 2593109.
+func HookHistoryDeclined(phoneNumberID, display string) Payload {
+	return hookHistoryDeclined(HookWABAID, phoneNumberID, display)
+}
+
+func hookHistoryDeclined(wabaID, phoneNumberID, display string) Payload {
+	const title = "History sync is turned off by the business from the WhatsApp Business App"
+	return hookWhatsAppChange(wabaID, "history", map[string]any{
+		"messaging_product": "whatsapp", "metadata": hookMetadata(phoneNumberID, display),
+		"history": []any{map[string]any{"errors": []any{map[string]any{
+			"code": HistoryDeclinedCode, "title": title, "message": title,
+			"error_data": map[string]any{"details": "History sharing is turned off by the business"},
+		}}}}})
+}
+
+// HookEcho is an smb_message_echoes change: a text the business sent from the WhatsApp
+// Business app to the contact to (an E.164 number, or a business-scoped user id).
+func HookEcho(phoneNumberID, display, to, wamid, text string) Payload {
+	return HookEchoMessage(phoneNumberID, display, to, wamid, "text", map[string]any{"body": text})
+}
+
+// HookEchoMessage is an smb_message_echoes change with a message of messageType whose object is
+// fields, sent from the app to the contact to, stamped now.
+func HookEchoMessage(phoneNumberID, display, to, wamid, messageType string, fields map[string]any) Payload {
+	m := HistoryMessageSpec{FromBusiness: true, ID: wamid, Type: messageType, Fields: fields, At: time.Now()}
+	return hookWhatsAppChange(HookWABAID, "smb_message_echoes", map[string]any{
+		"messaging_product": "whatsapp", "metadata": hookMetadata(phoneNumberID, display),
+		"message_echoes": []any{hookCoexMessage(display, to, m)}})
+}
+
+// hookCoexMessage is the message object of m in the chat with the contact waID: from the
+// business's number to the contact when the business sent it, from the contact otherwise.
+func hookCoexMessage(display, waID string, m HistoryMessageSpec) map[string]any {
+	at := m.At
+	if at.IsZero() {
+		at = time.Now()
+	}
+	typ := m.kind()
+	o := map[string]any{"id": m.ID, "timestamp": strconv.FormatInt(at.Unix(), 10), "type": typ}
+	contactKey := "from"
+	if m.FromBusiness {
+		o["from"], contactKey = hookDigits(display), "to"
+	}
+	if hookIsBSUID(waID) {
+		o[contactKey+"_user_id"] = waID
+		if contactKey == "to" {
+			o["to"] = ""
+		}
+	} else {
+		o[contactKey] = hookDigits(waID)
+	}
+	switch {
+	case m.Fields != nil:
+		o[typ] = m.Fields
+	case typ == "text":
+		o["text"] = map[string]any{"body": m.Text}
+	default:
+		o[typ] = map[string]any{}
+	}
+	return o
+}
+
+func hookIsMedia(messageType string) bool {
+	switch messageType {
+	case "image", "video", "audio", "document", "sticker":
+		return true
+	}
+	return false
+}

@@ -124,6 +124,23 @@ func (s *Server) buyRoutes(acct string) []regRoute {
 		{http.MethodDelete, acct + "IncomingPhoneNumbers/*", s.releaseNumber},
 		{http.MethodGet, "v2/RegulatoryCompliance/Regulations", s.listRegulations},
 		{http.MethodGet, "v2/RegulatoryCompliance/Regulations/*", s.fetchRegulation},
+		// Regulatory bundles (bundles.go).
+		{http.MethodPost, "v2/RegulatoryCompliance/EndUsers", s.createRCEndUser},
+		{http.MethodGet, "v2/RegulatoryCompliance/EndUsers", s.listRCEndUsers},
+		{http.MethodGet, "v2/RegulatoryCompliance/EndUsers/*", s.fetchRCEndUser},
+		{http.MethodPost, "v2/RegulatoryCompliance/SupportingDocuments", s.createRCDocument},
+		{http.MethodGet, "v2/RegulatoryCompliance/SupportingDocuments", s.listRCDocuments},
+		{http.MethodGet, "v2/RegulatoryCompliance/SupportingDocuments/*", s.fetchRCDocument},
+		{http.MethodPost, "v2/RegulatoryCompliance/Bundles", s.createRCBundle},
+		{http.MethodGet, "v2/RegulatoryCompliance/Bundles", s.listRCBundles},
+		{http.MethodGet, "v2/RegulatoryCompliance/Bundles/*", s.fetchRCBundle},
+		{http.MethodPost, "v2/RegulatoryCompliance/Bundles/*", s.updateRCBundle},
+		{http.MethodPost, "v2/RegulatoryCompliance/Bundles/*/ItemAssignments", s.assignRCItem},
+		{http.MethodGet, "v2/RegulatoryCompliance/Bundles/*/ItemAssignments", s.listRCItems},
+		{http.MethodGet, "v2/RegulatoryCompliance/Bundles/*/ItemAssignments/*", s.fetchRCItem},
+		{http.MethodPost, "v2/RegulatoryCompliance/Bundles/*/Evaluations", s.createRCEvaluation},
+		{http.MethodGet, "v2/RegulatoryCompliance/Bundles/*/Evaluations", s.listRCEvaluations},
+		{http.MethodGet, "v2/RegulatoryCompliance/Bundles/*/Evaluations/*", s.fetchRCEvaluation},
 	}
 }
 
@@ -299,8 +316,9 @@ func friendlyNumber(number string) string {
 
 // buyNumber: POST /2010-04-01/Accounts/{sid}/IncomingPhoneNumbers.json. PhoneNumber is bought
 // when for sale (else 21422); without it, AreaCode buys the first +1 local number of the area
-// code (else 21452). A number that needs a bundle is refused without BundleSid (21649), one
-// that needs an address without AddressSid or BundleSid (21631).
+// code (else 21452). A number that needs a bundle is refused without BundleSid, or with a
+// regulatory bundle that is not approved or is of another country or type (21649: bundles.go's
+// bundleCovers); one that needs an address without AddressSid or BundleSid (21631).
 func (s *Server) buyNumber(_ *http.Request, f url.Values, _ []string) (int, any) {
 	number, area := f.Get("PhoneNumber"), f.Get("AreaCode")
 	for _, name := range []string{"SmsMethod", "VoiceMethod", "StatusCallbackMethod"} {
@@ -335,6 +353,11 @@ func (s *Server) buyNumber(_ *http.Request, f url.Values, _ []string) (int, any)
 	switch {
 	case p.NeedsBundle && bundle == "":
 		return 0, &apiError{http.StatusBadRequest, 21649, fmt.Sprintf("Phone Number %s requires a Bundle: give BundleSid", p.PhoneNumber)}
+	case p.NeedsBundle:
+		// A regulatory bundle of the peer's must be approved and of the number's country and type.
+		if ok, why := s.bundleCovers(bundle, p); !ok {
+			return 0, &apiError{http.StatusBadRequest, 21649, fmt.Sprintf("Phone Number %s requires an approved Bundle: %s", p.PhoneNumber, why)}
+		}
 	case p.AddressRequirements != "none" && address == "" && bundle == "":
 		return 0, &apiError{http.StatusBadRequest, 21631, fmt.Sprintf("Phone Number %s requires an Address (%s): give AddressSid", p.PhoneNumber, p.AddressRequirements)}
 	}

@@ -119,6 +119,10 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
+	// compliance is the Regulatory Compliance state (bundles.go), made on first use.
+	compliance *compliance
+	rcOnce     sync.Once
+
 	mu            sync.Mutex
 	closed        bool
 	delay         time.Duration
