@@ -58,7 +58,7 @@ func (t ProviderType) CredentialKeys() (required, optional []string) {
 	case ProviderOpenAI:
 		// A local OpenAI-compatible server (Ollama, vLLM) may take no key.
 		return nil, []string{ProviderKeyAPIKey}
-	case ProviderAnthropic, ProviderGoogle, ProviderMistral:
+	case ProviderAnthropic, ProviderGoogle, ProviderMistral, ProviderWebRisk:
 		return []string{ProviderKeyAPIKey}, nil
 	default:
 		return nil, nil

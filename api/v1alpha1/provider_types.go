@@ -22,7 +22,7 @@ import (
 
 // ProviderType names the upstream a Provider is an account at; it decides the channels the
 // Provider serves and the credentials its Secret holds.
-// +kubebuilder:validation:Enum=twilio;telegram;meta;smtp;openai;anthropic;google;mistral
+// +kubebuilder:validation:Enum=twilio;telegram;meta;smtp;openai;anthropic;google;mistral;webrisk
 type ProviderType string
 
 const (
@@ -41,6 +41,10 @@ const (
 	ProviderAnthropic ProviderType = "anthropic"
 	ProviderGoogle    ProviderType = "google"
 	ProviderMistral   ProviderType = "mistral"
+	// ProviderWebRisk is the installation's threat intelligence for URL verification
+	// (docs/urls.md): Google's Web Risk Lookup API, with an API key. Only one in the
+	// installation's namespace is used.
+	ProviderWebRisk ProviderType = "webrisk"
 )
 
 // IsModel reports whether t is a language model API (an agent's), not a messaging upstream.

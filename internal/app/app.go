@@ -73,6 +73,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/transport/registry"
 	"github.com/switchboard-io/switchboard/internal/transport/sandbox"
 	"github.com/switchboard-io/switchboard/internal/unsubscribe"
+	"github.com/switchboard-io/switchboard/internal/urlcheck"
 	"github.com/switchboard-io/switchboard/internal/worker"
 )
 
@@ -429,6 +430,14 @@ func Run(ctx context.Context, cfg Config) error {
 				return fmt.Errorf("add upload sweeper: %w", err)
 			}
 		}
+		urls := &urlcheck.Service{Pool: cfg.Pool, Lookup: transports, Log: log.WithName("urls"),
+			Policies: &risk.Policies{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}}
+		messages.SetURLGate(urls)
+		if cfg.Role.runs(RoleWorker) {
+			if err := mgr.Add(&urlcheck.Rechecker{Service: urls}); err != nil {
+				return fmt.Errorf("add URL rechecker: %w", err)
+			}
+		}
 		registrations := tendlc.NewService(cfg.Pool, mgr.GetClient(), transports, nil)
 		messages.SetTenDLC(registrations)
 		broadcasts := broadcast.NewService(cfg.Pool, mgr.GetClient(), queue, delivery.NewService(mgr.GetClient()),
@@ -474,7 +483,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.Role.runs(RoleAPI) {
 			domains := emaildomain.NewService(mgr.GetClient(), mgr.GetAPIReader(), verifier(kubewrite.FieldManager))
 			templates := template.NewService(mgr.GetClient(), mgr.GetAPIReader(), reviewer(kubewrite.FieldManager))
-			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, invitations(kubewrite.FieldManager), invitationKey, unsubscribes, emailChecks, agentRuntime, know, calls, phoneNumbers, resolver, checks, log); err != nil {
+			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, invitations(kubewrite.FieldManager), invitationKey, unsubscribes, emailChecks, agentRuntime, know, calls, phoneNumbers, urls, resolver, checks, log); err != nil {
 				return err
 			}
 		}
@@ -490,7 +499,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	messages *message.Service, transports *registry.Registry, domains *emaildomain.Service, templates *template.Service,
 	registrations *tendlc.Service, broadcasts *broadcast.Service, invitations *invitation.Service, invitationKey []byte,
 	unsubscribes *unsubscribe.Service, emailChecks *emailcheck.Checker, agentRuntime *agent.Runtime, know *knowledge.Service,
-	calls *call.Service, phoneNumbers *numbers.Service, resolver *dnsresolve.Resolver, checks map[string]healthz.Checker,
+	calls *call.Service, phoneNumbers *numbers.Service, urls *urlcheck.Service, resolver *dnsresolve.Resolver, checks map[string]healthz.Checker,
 	log logr.Logger) error {
 	auth := apikey.NewAuthenticator(keys, cfg.Pool, log.WithName("apikeys"))
 	if err := mgr.Add(auth); err != nil {
@@ -540,6 +549,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Calls:           calls,
 		Numbers:         phoneNumbers,
 		Regulatory:      &regulatory.Service{Pool: cfg.Pool},
+		URLs:            urls,
 		PublicURL:       cfg.PublicURL,
 		Voices:          cfg.Voices,
 		Invitations:     invitations,

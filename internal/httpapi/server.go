@@ -36,6 +36,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/template"
 	"github.com/switchboard-io/switchboard/internal/tendlc"
 	"github.com/switchboard-io/switchboard/internal/unsubscribe"
+	"github.com/switchboard-io/switchboard/internal/urlcheck"
 )
 
 // KeyUsage records that a key was used; it must not block the request.
@@ -69,6 +70,8 @@ type Server struct {
 	numbers *numbers.Service
 	// regulatory keeps the addresses and documents numbers need.
 	regulatory *regulatory.Service
+	// urls verifies the URLs projects send.
+	urls *urlcheck.Service
 	// publicURL is where clients reach the API (upload URLs point there); "" the request's host.
 	publicURL string
 	// voices are the agents' voices (nil: the shipped catalogue).
@@ -126,6 +129,8 @@ type Options struct {
 	Numbers *numbers.Service
 	// Regulatory keeps the addresses and documents numbers need.
 	Regulatory *regulatory.Service
+	// URLs verifies the URLs projects send.
+	URLs *urlcheck.Service
 	// PublicURL is where clients reach the API (--public-url); "" uses the request's host.
 	PublicURL string
 	// Voices are what GET /v1/agents/voices lists; nil: the shipped catalogue.
@@ -178,7 +183,7 @@ func New(o Options) (*Server, error) {
 	}
 	return &Server{
 		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
-		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, knowledge: o.Knowledge, calls: o.Calls, numbers: o.Numbers, regulatory: o.Regulatory, publicURL: o.PublicURL, voices: o.Voices, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
+		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, knowledge: o.Knowledge, calls: o.Calls, numbers: o.Numbers, regulatory: o.Regulatory, urls: o.URLs, publicURL: o.PublicURL, voices: o.Voices, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks, pages: o.Pages,
 		unsubscribe: o.Unsubscribe,

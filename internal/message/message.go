@@ -32,6 +32,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/randid"
 	"github.com/switchboard-io/switchboard/internal/risk"
 	"github.com/switchboard-io/switchboard/internal/transport"
+	"github.com/switchboard-io/switchboard/internal/urlcheck"
 )
 
 // Limits of a send's fields.
@@ -129,6 +130,8 @@ type Service struct {
 	prices *billing.Prices
 	// risk reviews sms, sms_oneway, email and voice sends; nil reviews nothing.
 	risk *risk.Policies
+	// urls verifies the URLs of live sends; nil verifies none.
+	urls *urlcheck.Service
 	// suspended caches projects' sending suspensions; supportURL is where a suspended project
 	// is sent.
 	suspended  suspensions

@@ -16,6 +16,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/risk"
 	"github.com/switchboard-io/switchboard/internal/transport"
+	"github.com/switchboard-io/switchboard/internal/urlcheck"
 )
 
 // Risk review error codes (spec: Message).
@@ -28,6 +29,7 @@ const (
 
 // refunded are the failures whose charge is returned: the message never went.
 var refunded = map[string]bool{ErrRiskRejected: true, ErrRiskBlocked: true, ErrRiskReviewExpired: true, ErrSendingSuspended: true,
+	urlcheck.ErrURLRejected: true, urlcheck.ErrURLMalicious: true,
 	// registry.ErrNumberNotOwned: the sender's number changed hands before the message went.
 	"NUMBER_NOT_OWNED": true}
 
@@ -45,12 +47,18 @@ type refusal struct {
 // review decides m by its project's risk policy: nil to go on; a refusal to fail it (refused
 // or blocked); held when it now waits for an operator.
 func (s *Service) review(ctx context.Context, m db.Message) (f *refusal, held bool, err error) {
-	if s.risk == nil || !risk.Reviewed[m.Channel] || m.Direction != "outbound" || m.RiskReviewed || m.RiskHold {
+	if (s.risk == nil && s.urls == nil) || !risk.Reviewed[m.Channel] || m.Direction != "outbound" || m.RiskReviewed || m.RiskHold {
 		return nil, m.RiskHold, nil
 	}
-	pol, d, err := s.decide(ctx, m)
-	if err != nil || pol == nil {
-		return nil, false, err
+	var pol *risk.Policy
+	var d risk.Decision
+	if s.risk != nil {
+		if pol, d, err = s.decide(ctx, m); err != nil {
+			return nil, false, err
+		}
+	}
+	if pol == nil {
+		return s.reviewURLs(ctx, m, nil)
 	}
 	now := s.now().UTC()
 	switch d.Outcome {
@@ -63,7 +71,92 @@ func (s *Service) review(ctx context.Context, m db.Message) (f *refusal, held bo
 	case risk.Hold:
 		return nil, true, s.hold(ctx, m, d, now, pol.Window)
 	}
-	return nil, false, nil
+	return s.reviewURLs(ctx, m, pol)
+}
+
+// ruleURLVerification is the rule of a hold that waits for the message's URLs to be verified.
+const ruleURLVerification = "url_verification"
+
+// SetURLGate makes dispatch verify the URLs of live sms, sms_oneway and email sends
+// (docs/urls.md): a message with a rejected or malicious URL fails, one whose URL waits for a
+// verdict is held until it has one.
+func (s *Service) SetURLGate(g *urlcheck.Service) { s.urls = g }
+
+// urlChecked are the channels whose links are verified.
+var urlChecked = map[string]bool{"sms": true, "sms_oneway": true, "email": true}
+
+// reviewURLs verifies m's URLs; pol (nil: none) sets the hold's window and counts refusals
+// toward a suspension.
+func (s *Service) reviewURLs(ctx context.Context, m db.Message, pol *risk.Policy) (*refusal, bool, error) {
+	if s.urls == nil || m.TestMode || !urlChecked[m.Channel] {
+		return nil, false, nil
+	}
+	g, err := s.urlGate(ctx, m)
+	if err != nil {
+		return nil, false, err
+	}
+	if g.Code != "" {
+		r := &refusal{Failure: &transport.Failure{Code: g.Code, Message: g.Reason}}
+		if pol != nil {
+			r.suspendAfter, r.suspendWithin = pol.SuspendAfter, pol.SuspendWithin
+		}
+		return r, false, nil
+	}
+	if len(g.Waiting) == 0 {
+		return nil, false, nil
+	}
+	window := risk.DefaultReviewWindow
+	if pol != nil {
+		window = pol.Window
+	}
+	d := risk.Decision{Rule: ruleURLVerification, Reason: "waiting for the verification of " + strings.Join(g.Waiting, ", ")}
+	return nil, true, s.hold(ctx, m, d, s.now().UTC(), window)
+}
+
+func (s *Service) urlGate(ctx context.Context, m db.Message) (urlcheck.Gate, error) {
+	f := risk.Features(m.Channel, m.Recipient, deref(m.Body), deref(m.Subject), "")
+	links := make([]string, len(f.Links))
+	for i, l := range f.Links {
+		links[i] = l.URL
+	}
+	return s.urls.Check(ctx, m.Project, m.TestMode, links)
+}
+
+// ReleaseURLHolds decides the messages held for their URLs whose URLs now have verdicts: all
+// approved, the message goes; one rejected or malicious, it fails (refunded). It returns how
+// many it decided.
+func (s *Service) ReleaseURLHolds(ctx context.Context) (int, error) {
+	if s.urls == nil {
+		return 0, nil
+	}
+	holds, err := db.New(s.pool).OpenURLHolds(ctx, 500)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, h := range holds {
+		m, err := db.New(s.pool).GetMessageByID(ctx, h.MessageID)
+		if err != nil {
+			return n, err
+		}
+		g, err := s.urlGate(ctx, m)
+		if err != nil {
+			return n, err
+		}
+		switch {
+		case g.Code != "":
+			err = s.endHold(ctx, m.ID, "refused", "URL verification", &transport.Failure{Code: g.Code, Message: g.Reason})
+		case len(g.Waiting) == 0:
+			err = s.endHold(ctx, m.ID, "approved", "URL verification", nil)
+		default:
+			continue
+		}
+		if err != nil && apperror.As(err) == nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }
 
 // decide is what m's project's risk policy says of it; a nil policy reviews nothing.
@@ -245,6 +338,7 @@ func (h *HoldExpirer) Start(ctx context.Context) error {
 		case <-t.C:
 			_, _ = h.Service.ExpireHolds(ctx) // tried again at the next tick
 			_, _ = h.Service.DecideHoldsByProjects(ctx)
+			_, _ = h.Service.ReleaseURLHolds(ctx)
 		}
 	}
 }

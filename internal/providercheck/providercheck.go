@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/transport/registry"
 	"github.com/switchboard-io/switchboard/internal/transport/smtp"
 	"github.com/switchboard-io/switchboard/internal/transport/twilio"
+	"github.com/switchboard-io/switchboard/internal/transport/webrisk"
 )
 
 // Checks are the credential checks by Provider type. A telegram Provider has no credentials of
@@ -23,7 +24,7 @@ import (
 func Checks() map[v1alpha1.ProviderType]controller.CredentialCheck {
 	return map[v1alpha1.ProviderType]controller.CredentialCheck{v1alpha1.ProviderTwilio: Twilio, v1alpha1.ProviderSMTP: SMTP,
 		v1alpha1.ProviderMeta: Meta, v1alpha1.ProviderOpenAI: Model, v1alpha1.ProviderMistral: Model,
-		v1alpha1.ProviderAnthropic: Model, v1alpha1.ProviderGoogle: Model}
+		v1alpha1.ProviderAnthropic: Model, v1alpha1.ProviderGoogle: Model, v1alpha1.ProviderWebRisk: WebRisk}
 }
 
 // modelChecker is an llm adapter that can check its account.
@@ -121,4 +122,26 @@ func Twilio(ctx context.Context, p *v1alpha1.Provider, creds map[string][]byte) 
 		return "", err
 	}
 	return fmt.Sprintf("%s (%s)", info.FriendlyName, sid), nil
+}
+
+// webRiskProbe is the URL a webrisk Provider's key is checked with: one no threat list has.
+const webRiskProbe = "https://example.com/"
+
+// WebRisk looks a known URL up with the Provider's API key (Web Risk's uris.search): a key
+// Google refuses wraps controller.ErrCredentialsRejected; any other failure is returned as
+// unreachable. No error carries the key.
+func WebRisk(ctx context.Context, p *v1alpha1.Provider, creds map[string][]byte) (string, error) {
+	c, err := webrisk.New(webrisk.Config{BaseURL: p.Spec.BaseURL, APIKey: string(creds[v1alpha1.ProviderKeyAPIKey])})
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", controller.ErrCredentialsRejected, err)
+	}
+	_, err = c.Lookup(ctx, webRiskProbe)
+	var we *webrisk.Error
+	switch {
+	case err == nil:
+		return "", nil
+	case errors.As(err, &we) && we.KeyRejected():
+		return "", fmt.Errorf("%w: %w", controller.ErrCredentialsRejected, err)
+	}
+	return "", fmt.Errorf("look %s up: %w", webRiskProbe, err)
 }

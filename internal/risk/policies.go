@@ -40,6 +40,9 @@ type Policy struct {
 	Invalid error
 	// External, when set, decides instead of the rules (reviewer: external).
 	External *External
+	// Lists are the policy's named lists; blockedDomains and allowedDomains also decide URL
+	// verification (docs/urls.md).
+	Lists map[string][]string
 }
 
 // Policies finds the RiskPolicy of a project (its namespace's, else the installation's) and
@@ -144,6 +147,7 @@ func (p *Policies) compile(rp *v1alpha1.RiskPolicy) *Policy {
 		}
 	}
 	c.Rules, c.Invalid = Compile(rules, rp.Spec.Lists)
+	c.Lists = rp.Spec.Lists
 	p.compiled[rp.UID] = compiledPolicy{generation: rp.Generation, policy: c}
 	return c
 }

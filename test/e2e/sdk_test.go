@@ -96,6 +96,13 @@ func TestNumbersThroughThePublishedClient(t *testing.T) {
 	runDevScript(t, "numbers.cjs")
 }
 
+// TestRegulatoryThroughThePublishedClient drives @zavudev/sdk's addresses, regulatory documents
+// (the file uploaded to the upload URL it asks for) and URL verification against the built
+// binary, with a test key.
+func TestRegulatoryThroughThePublishedClient(t *testing.T) {
+	runDevScript(t, "regulatory.cjs")
+}
+
 // runDevScript runs a script of test/e2e/sdk against `switchboard dev` (its seeded sender and
 // test key) and fails unless it ends with ok.
 func runDevScript(t *testing.T, script string) {

@@ -629,6 +629,13 @@ type TenDlcCampaign struct {
 	ApprovedAt            *time.Time
 }
 
+type UrlVerdict struct {
+	Url       string
+	Threats   []string
+	CheckedAt time.Time
+	ExpiresAt time.Time
+}
+
 type UsageCounter struct {
 	Project     string
 	TestMode    bool
@@ -636,6 +643,23 @@ type UsageCounter struct {
 	Period      string
 	PeriodStart time.Time
 	Used        int64
+}
+
+type VerifiedUrl struct {
+	ID               string
+	Project          string
+	TestMode         bool
+	Url              string
+	Host             string
+	Domain           string
+	Status           string
+	ApprovalType     *string
+	Reason           *string
+	EscalationReason *string
+	DecidedBy        *string
+	CheckedAt        *time.Time
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
 }
 
 type WebhookDelivery struct {

@@ -203,6 +203,40 @@ func (q *Queries) OpenHoldsHeldBefore(ctx context.Context, arg OpenHoldsHeldBefo
 	return items, nil
 }
 
+const openURLHolds = `-- name: OpenURLHolds :many
+SELECT h.message_id, h.project, h.test_mode FROM risk_holds h
+WHERE h.decided_at IS NULL AND h.rule = 'url_verification'
+ORDER BY h.held_at
+LIMIT $1
+`
+
+type OpenURLHoldsRow struct {
+	MessageID string
+	Project   string
+	TestMode  bool
+}
+
+// Messages waiting for their URLs' verification (rule url_verification), oldest first.
+func (q *Queries) OpenURLHolds(ctx context.Context, maxRows int32) ([]OpenURLHoldsRow, error) {
+	rows, err := q.db.Query(ctx, openURLHolds, maxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []OpenURLHoldsRow
+	for rows.Next() {
+		var i OpenURLHoldsRow
+		if err := rows.Scan(&i.MessageID, &i.Project, &i.TestMode); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const recordHold = `-- name: RecordHold :exec
 INSERT INTO risk_holds (message_id, project, test_mode, rule, reason, held_at, expires_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)

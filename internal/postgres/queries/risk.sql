@@ -45,3 +45,10 @@ SELECT message_id FROM risk_holds
 WHERE project = @project AND decided_at IS NULL AND held_at < @before
 ORDER BY held_at
 LIMIT @max_rows;
+
+-- name: OpenURLHolds :many
+-- Messages waiting for their URLs' verification (rule url_verification), oldest first.
+SELECT h.message_id, h.project, h.test_mode FROM risk_holds h
+WHERE h.decided_at IS NULL AND h.rule = 'url_verification'
+ORDER BY h.held_at
+LIMIT @max_rows;
