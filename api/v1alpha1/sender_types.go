@@ -195,6 +195,12 @@ type ConnectedAccount struct {
 	// Profile is the WhatsApp business profile shown to contacts (WhatsApp accounts only).
 	// +optional
 	Profile *BusinessProfile `json:"profile,omitempty"`
+
+	// Coexistence says the WhatsApp number was onboarded from the WhatsApp Business app, which
+	// it keeps using: its contacts and chat history may be synced once (docs/whatsapp-sync.md).
+	// WhatsApp accounts only.
+	// +optional
+	Coexistence bool `json:"coexistence,omitempty"`
 }
 
 // BusinessProfile is a WhatsApp business profile (spec: WhatsApp business profile update).

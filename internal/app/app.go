@@ -74,6 +74,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/transport/sandbox"
 	"github.com/switchboard-io/switchboard/internal/unsubscribe"
 	"github.com/switchboard-io/switchboard/internal/urlcheck"
+	"github.com/switchboard-io/switchboard/internal/whatsappsync"
 	"github.com/switchboard-io/switchboard/internal/worker"
 )
 
@@ -520,6 +521,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	if err != nil {
 		return err
 	}
+	whatsAppSync := &whatsappsync.Service{Pool: cfg.Pool, Reader: mgr.GetClient(), Starter: transports, Messages: messages}
 	senders := sender.NewService(mgr.GetClient(), mgr.GetAPIReader(), transports).WithURLPolicy(cfg.Delivery.Client.URLPolicy()).
 		WithProfiles(transports).WithPictures(transports, transports.AttachmentHTTP).WithNumberLookup(transports)
 	// Bots attached when webhook secret tokens derived from the bot's id get a random one.
@@ -550,6 +552,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Numbers:         phoneNumbers,
 		Regulatory:      &regulatory.Service{Pool: cfg.Pool},
 		URLs:            urls,
+		WhatsAppSync:    whatsAppSync,
 		PublicURL:       cfg.PublicURL,
 		Voices:          cfg.Voices,
 		Invitations:     invitations,
@@ -563,7 +566,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		ReadyChecks:     checks,
 		Pages:           pages,
 		Unsubscribe:     unsubscribe.NewHandler(unsubscribes, log.WithName("unsubscribe")),
-		Callbacks: &callback.Handler{Messages: messages, Calls: calls, Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), PublicURL: cfg.PublicURL,
+		Callbacks: &callback.Handler{Messages: messages, Calls: calls, WhatsAppSync: whatsAppSync, Reader: mgr.GetClient(), Live: mgr.GetAPIReader(), PublicURL: cfg.PublicURL,
 			InstallationNamespace: cfg.InstallationNamespace, Bots: transports,
 			Templates: templates.Reviewer(), Media: transports,
 			Log: log.WithName("callbacks")},

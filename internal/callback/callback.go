@@ -22,6 +22,7 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/call"
 	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/whatsappsync"
 	"github.com/switchboard-io/switchboard/internal/templatereview"
 	"github.com/switchboard-io/switchboard/internal/transport"
 	"github.com/switchboard-io/switchboard/internal/transport/telegram"
@@ -36,6 +37,8 @@ type Handler struct {
 	Messages *message.Service
 	// Calls holds voice calls; nil serves none of their callbacks.
 	Calls *call.Service
+	// WhatsAppSync takes what coexistence numbers' WhatsApp Business apps sync; nil ignores it.
+	WhatsAppSync *whatsappsync.Service
 	// Reader reads Providers, Senders and their Secrets (the informer cache). Nothing a request
 	// names before it is verified is read anywhere else: an unauthenticated caller cannot make
 	// Switchboard read the API server.

@@ -136,6 +136,61 @@ func (h *Handler) metaEvents(r *http.Request, p *v1alpha1.Provider, events *meta
 			return err
 		}
 	}
+	return h.coexistence(ctx, p, events.Coexistence)
+}
+
+// coexistence takes what a coexistence number's WhatsApp Business app syncs: its contacts, its
+// history, and echoes of what the business sends from the app. A number no sender of the
+// Provider's reach has (another project's) is logged and left alone.
+func (h *Handler) coexistence(ctx context.Context, p *v1alpha1.Provider, c meta.Coexistence) error {
+	if h.WhatsAppSync == nil {
+		return nil
+	}
+	provider := p.Namespace + "/" + p.Name
+	wa := v1alpha1.ChannelWhatsApp
+	for _, cs := range c.ContactSyncs {
+		snd, err := h.accountSender(ctx, p, wa, cs.PhoneNumberID)
+		if err != nil {
+			return err
+		}
+		if snd == nil {
+			h.logUnknownAccount(provider, string(wa), cs.PhoneNumberID)
+			continue
+		}
+		if err := h.WhatsAppSync.Contacts(ctx, snd, cs); err != nil {
+			return err
+		}
+	}
+	for _, hs := range c.HistorySyncs {
+		snd, err := h.accountSender(ctx, p, wa, hs.PhoneNumberID)
+		if err != nil {
+			return err
+		}
+		if snd == nil {
+			h.logUnknownAccount(provider, string(wa), hs.PhoneNumberID)
+			continue
+		}
+		if err := h.WhatsAppSync.History(ctx, snd, hs); err != nil {
+			return err
+		}
+	}
+	byAccount := map[string][]meta.HookMessage{}
+	for _, e := range c.Echoes {
+		byAccount[e.AccountID] = append(byAccount[e.AccountID], e)
+	}
+	for account, echoes := range byAccount {
+		snd, err := h.accountSender(ctx, p, wa, account)
+		if err != nil {
+			return err
+		}
+		if snd == nil {
+			h.logUnknownAccount(provider, string(wa), account)
+			continue
+		}
+		if err := h.WhatsAppSync.Echoes(ctx, snd, echoes); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

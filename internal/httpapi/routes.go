@@ -214,7 +214,7 @@ func (s *Server) routes() []route {
 // allRoutes is the route table: the core's, then each area's own.
 func (s *Server) allRoutes() []route {
 	out := s.routes()
-	for _, area := range [][]route{s.agentRoutes(), s.agentToolRoutes(), s.agentExtraRoutes(), s.agentKnowledgeRoutes(), s.agentFlowRoutes(), s.callRoutes(), s.numberRoutes(), s.regulatoryRoutes(), s.urlRoutes()} {
+	for _, area := range [][]route{s.agentRoutes(), s.agentToolRoutes(), s.agentExtraRoutes(), s.agentKnowledgeRoutes(), s.agentFlowRoutes(), s.callRoutes(), s.numberRoutes(), s.regulatoryRoutes(), s.urlRoutes(), s.whatsAppSyncRoutes()} {
 		out = append(out, area...)
 	}
 	return out

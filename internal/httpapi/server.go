@@ -37,6 +37,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/tendlc"
 	"github.com/switchboard-io/switchboard/internal/unsubscribe"
 	"github.com/switchboard-io/switchboard/internal/urlcheck"
+	"github.com/switchboard-io/switchboard/internal/whatsappsync"
 )
 
 // KeyUsage records that a key was used; it must not block the request.
@@ -72,6 +73,8 @@ type Server struct {
 	regulatory *regulatory.Service
 	// urls verifies the URLs projects send.
 	urls *urlcheck.Service
+	// whatsAppSync syncs coexistence numbers' WhatsApp Business app data.
+	whatsAppSync *whatsappsync.Service
 	// publicURL is where clients reach the API (upload URLs point there); "" the request's host.
 	publicURL string
 	// voices are the agents' voices (nil: the shipped catalogue).
@@ -131,6 +134,8 @@ type Options struct {
 	Regulatory *regulatory.Service
 	// URLs verifies the URLs projects send.
 	URLs *urlcheck.Service
+	// WhatsAppSync syncs coexistence numbers' WhatsApp Business app data.
+	WhatsAppSync *whatsappsync.Service
 	// PublicURL is where clients reach the API (--public-url); "" uses the request's host.
 	PublicURL string
 	// Voices are what GET /v1/agents/voices lists; nil: the shipped catalogue.
@@ -183,7 +188,7 @@ func New(o Options) (*Server, error) {
 	}
 	return &Server{
 		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
-		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, knowledge: o.Knowledge, calls: o.Calls, numbers: o.Numbers, regulatory: o.Regulatory, urls: o.URLs, publicURL: o.PublicURL, voices: o.Voices, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
+		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, knowledge: o.Knowledge, calls: o.Calls, numbers: o.Numbers, regulatory: o.Regulatory, urls: o.URLs, whatsAppSync: o.WhatsAppSync, publicURL: o.PublicURL, voices: o.Voices, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks, pages: o.Pages,
 		unsubscribe: o.Unsubscribe,

@@ -84,6 +84,9 @@ type Options struct {
 	// Headers are header fields an outbound email carries besides its own: a broadcast's
 	// List-Unsubscribe and List-Unsubscribe-Post.
 	Headers map[string]string `json:"headers,omitempty"`
+	// Mirrored says the message came from the WhatsApp Business app of a coexistence number
+	// (history, or echo of one the business sent from the app): kept, never counted or announced.
+	Mirrored string `json:"mirrored,omitempty"`
 }
 
 var languageTag = regexp.MustCompile(`^[a-z]{2,3}(-[A-Za-z0-9]{2,8})*$`)

@@ -60,6 +60,9 @@ type thread struct {
 	contactID   *string
 	profileName *string
 	referral    []byte
+	// mirrored: a message of a coexistence number's app (history, echo): it opens no window and
+	// is not unread.
+	mirrored bool
 }
 
 // record stores msg and records it in its conversation inside tx, in one statement.
@@ -81,13 +84,18 @@ func recordAll(ctx context.Context, tx pgx.Tx, threads []thread) ([]db.RecordMes
 		var window *time.Time
 		if m.Direction == "inbound" {
 			address, ours, unread = m.Originator, m.Recipient, 1
+			if t.mirrored {
+				unread = 0
+			}
 			// WhatsApp, Messenger and Instagram let the business answer freely for 24 hours
 			// after the contact writes (a Messenger or Instagram contact is an id of that
 			// channel alone, so the conversation's window is that channel's).
 			switch v1alpha1.Channel(m.Channel) {
 			case v1alpha1.ChannelWhatsApp, v1alpha1.ChannelMessenger, v1alpha1.ChannelInstagram:
-				w := m.CreatedAt.Add(WhatsAppWindow)
-				window = &w
+				if !t.mirrored {
+					w := m.CreatedAt.Add(WhatsAppWindow)
+					window = &w
+				}
 			}
 		}
 		params[i] = db.RecordMessageParams{

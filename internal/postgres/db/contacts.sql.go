@@ -551,6 +551,23 @@ func (q *Queries) MoveConversations(ctx context.Context, arg MoveConversationsPa
 	return err
 }
 
+const nameContactIfUnnamed = `-- name: NameContactIfUnnamed :exec
+UPDATE contacts SET display_name = $1, updated_at = $2
+WHERE id = $3 AND (display_name IS NULL OR display_name = '')
+`
+
+type NameContactIfUnnamedParams struct {
+	DisplayName *string
+	Now         time.Time
+	ID          string
+}
+
+// A name from the WhatsApp Business app's contacts, for a contact the project has not named.
+func (q *Queries) NameContactIfUnnamed(ctx context.Context, arg NameContactIfUnnamedParams) error {
+	_, err := q.db.Exec(ctx, nameContactIfUnnamed, arg.DisplayName, arg.Now, arg.ID)
+	return err
+}
+
 const promoteOldestChannel = `-- name: PromoteOldestChannel :exec
 UPDATE contact_channels SET is_primary = true, updated_at = $1
 WHERE id = (SELECT o.id FROM contact_channels o WHERE o.contact_id = $2 AND o.channel = $3

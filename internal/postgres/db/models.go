@@ -691,3 +691,16 @@ type WebhookDeliveryAttempt struct {
 	Error        *string
 	ResponseBody *string
 }
+
+type WhatsappSync struct {
+	Project     string
+	Sender      string
+	TestMode    bool
+	Kind        string
+	Status      string
+	RequestID   *string
+	Items       int32
+	RequestedAt time.Time
+	CompletedAt *time.Time
+	UpdatedAt   time.Time
+}

@@ -162,3 +162,8 @@ UPDATE contact_channels SET contact_id = @target, updated_at = @updated_at WHERE
 -- name: MoveConversations :exec
 UPDATE conversations SET contact_id = @target::text, updated_at = @updated_at
 WHERE contact_id = @source::text AND project = @project AND test_mode = @test_mode;
+
+-- name: NameContactIfUnnamed :exec
+-- A name from the WhatsApp Business app's contacts, for a contact the project has not named.
+UPDATE contacts SET display_name = @display_name, updated_at = @now
+WHERE id = @id AND (display_name IS NULL OR display_name = '');
