@@ -22,10 +22,10 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/call"
 	"github.com/switchboard-io/switchboard/internal/message"
-	"github.com/switchboard-io/switchboard/internal/whatsappsync"
 	"github.com/switchboard-io/switchboard/internal/templatereview"
 	"github.com/switchboard-io/switchboard/internal/transport"
 	"github.com/switchboard-io/switchboard/internal/transport/telegram"
+	"github.com/switchboard-io/switchboard/internal/whatsappsync"
 )
 
 // maxBody bounds a callback's body: a status or an SMS is a few kilobytes, a Telegram update
