@@ -45,11 +45,13 @@ func seedResources(ctx context.Context, k8s client.Client) error {
 				SMS:         &v1alpha1.Activation{Active: true},
 				SMSOneway:   &v1alpha1.Enablement{Enabled: true},
 				Voice:       &v1alpha1.Enablement{Enabled: true},
-				WhatsApp:    &v1alpha1.ConnectedAccount{AccountID: "sandbox-whatsapp", DisplayPhoneNumber: "+1 500-555-0006", DisplayName: "Sandbox", Active: true},
-				Telegram:    &v1alpha1.ConnectedAccount{AccountID: "sandbox-telegram", DisplayName: "sandbox_bot", Active: true},
-				Instagram:   &v1alpha1.ConnectedAccount{AccountID: "sandbox-instagram", DisplayName: "sandbox", Active: true},
-				Messenger:   &v1alpha1.ConnectedAccount{AccountID: "sandbox-messenger", DisplayName: "Sandbox page", Active: true},
-				Email:       &v1alpha1.EmailSettings{Address: "hello@sandbox.switchboard.local", FromName: "Switchboard sandbox", ReceivingEnabled: true},
+				// Its WhatsApp is a coexistence number, so that the Business app syncs can be tried.
+				WhatsApp: &v1alpha1.ConnectedAccount{AccountID: "sandbox-whatsapp", DisplayPhoneNumber: "+1 500-555-0006", DisplayName: "Sandbox", Active: true,
+					Coexistence: true},
+				Telegram:  &v1alpha1.ConnectedAccount{AccountID: "sandbox-telegram", DisplayName: "sandbox_bot", Active: true},
+				Instagram: &v1alpha1.ConnectedAccount{AccountID: "sandbox-instagram", DisplayName: "sandbox", Active: true},
+				Messenger: &v1alpha1.ConnectedAccount{AccountID: "sandbox-messenger", DisplayName: "Sandbox page", Active: true},
+				Email:     &v1alpha1.EmailSettings{Address: "hello@sandbox.switchboard.local", FromName: "Switchboard sandbox", ReceivingEnabled: true},
 			},
 		},
 	}

@@ -103,6 +103,13 @@ func TestRegulatoryThroughThePublishedClient(t *testing.T) {
 	runDevScript(t, "regulatory.cjs")
 }
 
+// TestWhatsAppSyncThroughThePublishedClient drives @zavudev/sdk's WhatsApp coexistence sync
+// against the built binary, with a test key: the dev system's sandbox WhatsApp number is a
+// coexistence one.
+func TestWhatsAppSyncThroughThePublishedClient(t *testing.T) {
+	runDevScript(t, "whatsapp-sync.cjs")
+}
+
 // runDevScript runs a script of test/e2e/sdk against `switchboard dev` (its seeded sender and
 // test key) and fails unless it ends with ok.
 func runDevScript(t *testing.T, script string) {
