@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/kubewrite"
+	"github.com/switchboard-io/switchboard/internal/periodic"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
@@ -50,22 +51,12 @@ const DefaultSettleAfter = 2 * purchaseTimeout
 
 // Start implements manager.Runnable.
 func (r *Renewer) Start(ctx context.Context) error {
-	every := r.Every
-	if every <= 0 {
-		every = time.Minute
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
+	periodic.Run(ctx, r.Every, time.Minute, func(ctx context.Context) {
 		if err := r.Run(ctx); err != nil && ctx.Err() == nil {
 			r.Service.Log.Error(err, "renewing phone numbers")
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	})
+	return nil
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: every worker renews (the rows

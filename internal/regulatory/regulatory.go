@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/periodic"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/randid"
 )
@@ -462,24 +463,14 @@ type Sweeper struct {
 
 // Start implements manager.Runnable.
 func (w *Sweeper) Start(ctx context.Context) error {
-	every := w.Every
-	if every <= 0 {
-		every = time.Hour
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
+	periodic.Run(ctx, w.Every, time.Hour, func(ctx context.Context) {
 		if n, err := w.Service.SweepUploads(ctx); err != nil && ctx.Err() == nil {
 			w.Log.Error(err, "deleting expired document uploads")
 		} else if n > 0 {
 			w.Log.V(1).Info("deleted expired document uploads", "count", n)
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	})
+	return nil
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: any worker may sweep.

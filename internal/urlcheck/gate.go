@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/switchboard-io/switchboard/internal/periodic"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
@@ -87,26 +88,22 @@ func (r *Rechecker) Start(ctx context.Context) error {
 	if every <= 0 {
 		every = time.Minute
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
+	periodic.Run(ctx, every, every, func(ctx context.Context) {
 		s := r.Service
 		rows, err := db.New(s.Pool).PendingVerifiedURLs(ctx, db.PendingVerifiedURLsParams{Before: s.now().Add(-every), MaxRows: 500})
 		if err != nil {
-			s.Log.Error(err, "listing pending URLs")
-			continue
+			if ctx.Err() == nil {
+				s.Log.Error(err, "listing pending URLs")
+			}
+			return
 		}
 		for _, row := range rows {
 			if _, err := s.decide(ctx, row); err != nil && ctx.Err() == nil {
 				s.Log.Error(err, "looking a pending URL up again", "url", row.ID)
 			}
 		}
-	}
+	})
+	return nil
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable: any worker may.
