@@ -35,6 +35,7 @@ func TestUsageErrorsExitTwoWithUsageOnStderr(t *testing.T) {
 		"balance of nobody":    {"balance", "show", "--database-url", "postgres://x@127.0.0.1:1/x"},
 		"decide nothing":       {"review", "approve", "--database-url", "postgres://x@127.0.0.1:1/x"},
 		"decide no broadcast":  {"broadcast", "refuse", "--database-url", "postgres://x@127.0.0.1:1/x"},
+		"decide no url":        {"review", "urls", "approve", "--database-url", "postgres://x@127.0.0.1:1/x"},
 		"interval below zero":  {"manager", "--template-sync-interval", "-1s", "--database-url", "postgres://x@127.0.0.1:1/x"},
 		"smtp conns below 0":   {"api", "--smtp-max-connections-per-ip", "-1", "--database-url", "postgres://x@127.0.0.1:1/x"},
 		"smtp budget too low":  {"api", "--smtp-listen", "127.0.0.1:0", "--smtp-max-buffered-bytes", "1024", "--database-url", "postgres://x@127.0.0.1:1/x"},
