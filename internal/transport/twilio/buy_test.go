@@ -15,7 +15,6 @@ import (
 )
 
 const (
-	bundle  = "BU0123456789abcdef0123456789abcdef"
 	address = "AD0123456789abcdef0123456789abcdef"
 )
 
@@ -151,6 +150,7 @@ func TestBuyNumber(t *testing.T) {
 		}
 	}
 	// With what they need they are bought: the bundle covers the address too.
+	bundle := peer.AddApprovedBundle("DE", "local", "business")
 	if b, err := tr.BuyNumber(ctx, twilio.Purchase{PhoneNumber: "+4930900100", BundleSID: bundle}); err != nil || b.AddressRequirements != "local" || b.SMS {
 		t.Errorf("DE with a bundle: %+v, %v", b, err)
 	}

@@ -162,6 +162,26 @@ func (c *compliance) document(sid string) *rcDocument {
 	return find(c.documents, func(d *rcDocument) bool { return d.sid == sid })
 }
 
+// AddApprovedBundle makes a twilio-approved Regulatory Compliance bundle of the regulation of
+// country, numberType (Twilio's: local, mobile, toll-free) and endUserType, as if one had been
+// submitted and approved, and returns its sid: what buys the numbers that need one. It panics
+// when the peer has no such regulation.
+func (s *Server) AddApprovedBundle(country, numberType, endUserType string) string {
+	for _, reg := range s.regulationsTable(false) {
+		if reg["iso_country"] != country || reg["number_type"] != numberType || reg["end_user_type"] != endUserType {
+			continue
+		}
+		b := &rcBundle{sid: sid("BU"), friendlyName: "approved", email: "compliance@example.com", regulation: reg,
+			status: BundleTwilioApproved, decision: BundleTwilioApproved}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		c := s.rc()
+		c.bundles = append(c.bundles, b)
+		return b.sid
+	}
+	panic(fmt.Sprintf("twiliotest: AddApprovedBundle: no regulation of %s %s numbers for %s end users", country, numberType, endUserType))
+}
+
 func (c *compliance) bundle(sid string) *rcBundle {
 	return find(c.bundles, func(b *rcBundle) bool { return b.sid == sid })
 }
@@ -826,7 +846,7 @@ func (s *Server) bundleCovers(bundle string, p *forSale) (bool, string) {
 			find(s.reg.trustProducts, func(x *Bundle) bool { return x.SID == bundle }) != nil {
 			return false, fmt.Sprintf("Bundle %s is a Trust Hub bundle, not a Regulatory Compliance bundle", bundle)
 		}
-		return true, ""
+		return false, fmt.Sprintf("Bundle %s was not found", bundle)
 	}
 	typ := regulationNumberTypes[p.typ]
 	switch {

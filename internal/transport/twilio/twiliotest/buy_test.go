@@ -11,8 +11,6 @@ import (
 	"github.com/switchboard-io/switchboard/internal/transport/twilio/twiliotest"
 )
 
-const bundleSID = "BU0123456789abcdef0123456789abcdef"
-
 // numbersOf are the phone numbers of an AvailablePhoneNumbers answer.
 func numbersOf(body map[string]any) string {
 	var out []string
@@ -162,6 +160,7 @@ func TestPeerBuyAndRelease(t *testing.T) {
 	}
 
 	de := url.Values{"PhoneNumber": {"+4930900100"}}
+	bundleSID := peer.AddApprovedBundle("DE", "local", "business")
 	withBundle := url.Values{"PhoneNumber": {"+4930900100"}, "BundleSid": {bundleSID}}
 	for _, c := range []struct {
 		name         string
@@ -171,6 +170,7 @@ func TestPeerBuyAndRelease(t *testing.T) {
 		{"bought already", buy, 400, 21422},
 		{"never for sale", url.Values{"PhoneNumber": {"+14155559999"}}, 400, 21422},
 		{"no bundle", de, 400, 21649},
+		{"a bundle Twilio does not have", url.Values{"PhoneNumber": {"+4930900100"}, "BundleSid": {"BU0123456789abcdef0123456789abcdef"}}, 400, 21649},
 		{"no number", url.Values{}, 400, 21450},
 		{"no number in the area code", url.Values{"AreaCode": {"212"}}, 400, 21452},
 		{"bad BundleSid", url.Values{"PhoneNumber": {"+4930900100"}, "BundleSid": {"BUnope"}}, 400, 20001},
