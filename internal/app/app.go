@@ -418,7 +418,8 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}
 		phoneNumbers := &numbers.Service{Shops: transports, Sandbox: numbers.Sandbox{}, Pool: cfg.Pool, Kube: mgr.GetClient(),
-			Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace, Month: cfg.Numbers.Month, Log: log.WithName("numbers"),
+			Records: &regulatory.Service{Pool: cfg.Pool},
+			Reader:  mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace, Month: cfg.Numbers.Month, Log: log.WithName("numbers"),
 			Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace},
 			Money: &billing.Service{Pool: cfg.Pool, Reader: mgr.GetClient(),
 				Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}}}

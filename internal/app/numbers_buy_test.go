@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -300,5 +301,113 @@ func TestUnansweredPurchases(t *testing.T) {
 	})
 	if got := balanceOf(t, in, live); !near(got, start-1) {
 		t.Errorf("balance after settling a purchase made = %.4f, want %.4f", got, start-1)
+	}
+}
+
+// TestBuyNumbersWithBundles: a number whose country's regulation asks for a bundle is refused,
+// naming what is missing, until the project has the records; then the purchase (charged) waits,
+// pending, for the bundle made of its address, document and details, which Twilio's review
+// approves: the number is bought with it and the records are verified. A rejected bundle fails
+// its purchase (refunded) and rejects its document with the reason.
+func TestBuyNumbersWithBundles(t *testing.T) {
+	peer := twiliotest.NewServer(t)
+	rcv := newHookReceiver(t)
+	in := start(t, publicAtListener, rcv.trusted(), func(c *app.Config) {
+		c.Numbers = app.NumberOptions{RenewEvery: 200 * time.Millisecond}
+	})
+	acme, live := twilioProject(t, in, peer, rcv)
+	numberPrices(t, in, acme, "1.00")
+	credit(t, in, acme, "20")
+	waitFor(t, func() bool {
+		r := in.get("/v1/phone-numbers/available?countryCode=US", live)
+		return r.status == 200 && len(r.body["items"].([]any)) > 0
+	})
+	start := balanceOf(t, in, live)
+
+	r := in.post("/v1/phone-numbers", live, `{"phoneNumber":"+4930900100"}`)
+	if r.status != 400 || !hasFieldError(r.body, "phoneNumber") {
+		t.Fatalf("a DE number without records = %d %v", r.status, r.body)
+	}
+	for _, want := range []string{"an address in DE", "business_registration", "business_website"} {
+		if msg := fieldErrors(r)[0].(map[string]any)["message"].(string); !strings.Contains(msg, want) {
+			t.Errorf("the refusal does not name %q: %s", want, msg)
+		}
+	}
+	if balanceOf(t, in, live) != start || len(peer.Bundles()) != 0 {
+		t.Error("a refused purchase charged or submitted something")
+	}
+
+	// The records.
+	addr := in.post("/v1/addresses", live, `{"countryCode":"DE","locality":"Berlin","postalCode":"10117","streetAddress":"Friedrichstr. 1","businessName":"Acme GmbH"}`)
+	if addr.status != 201 {
+		t.Fatalf("address = %d %v", addr.status, addr.body)
+	}
+	document := func(typ string) string {
+		t.Helper()
+		pdf := []byte("%PDF-1.7\n" + strings.Repeat("x", 2048))
+		up := upload(in, "POST", uploadURL(t, in, live), "application/pdf", pdf)
+		r := in.post("/v1/documents", live, `{"documentType":"`+typ+`","name":"`+typ+`","fileSize":`+strconv.Itoa(len(pdf))+
+			`,"mimeType":"application/pdf","storageId":"`+up.body["storageId"].(string)+`"}`)
+		if r.status != 201 {
+			t.Fatalf("document = %d %v", r.status, r.body)
+		}
+		return r.body["document"].(map[string]any)["id"].(string)
+	}
+	excerpt := document("business_registration")
+
+	r = in.post("/v1/phone-numbers", live, `{"phoneNumber":"+4930900100","name":"Berlin","details":{"business_website":"https://acme.example"}}`)
+	if r.status != 201 || r.body["phoneNumber"].(map[string]any)["status"] != "pending" {
+		t.Fatalf("a DE purchase = %d %v", r.status, r.body)
+	}
+	id := r.body["phoneNumber"].(map[string]any)["id"].(string)
+	if got := balanceOf(t, in, live); !near(got, start-6.5) {
+		t.Errorf("balance while the bundle is reviewed = %.4f, want %.4f", got, start-6.5)
+	}
+	bundles := peer.Bundles()
+	if len(bundles) != 1 || bundles[0].ISOCountry != "DE" || bundles[0].EndUserType != "business" {
+		t.Fatalf("bundles submitted: %+v", bundles)
+	}
+	if items := in.get("/v1/phone-numbers?status=pending", live).body["items"].([]any); len(items) != 1 || items[0].(map[string]any)["id"] != id {
+		t.Errorf("pending numbers: %v", items)
+	}
+	waitFor(t, func() bool { return ownedNumber(t, in, live, id)["status"] == "active" })
+	if n := ownedNumber(t, in, live, id); n["name"] != "Berlin" || n["phoneNumber"] != "+4930900100" {
+		t.Errorf("the bought number = %v", n)
+	}
+	var bought *twiliotest.IncomingNumber
+	for _, b := range peer.Bought() {
+		if b.PhoneNumber == "+4930900100" {
+			bought = &b
+		}
+	}
+	if bought == nil || bought.BundleSID != bundles[0].SID {
+		t.Fatalf("bought at Twilio: %+v (bundle %s)", peer.Bought(), bundles[0].SID)
+	}
+	if a := in.get("/v1/addresses/"+addr.body["address"].(map[string]any)["id"].(string), live).body["address"].(map[string]any); a["status"] != "verified" {
+		t.Errorf("the bundle's address = %v", a)
+	}
+	if d := in.get("/v1/documents/"+excerpt, live).body["document"].(map[string]any); d["status"] != "verified" {
+		t.Errorf("the bundle's document = %v", d)
+	}
+	if r := in.delete("/v1/documents/"+excerpt, live); r.status != 409 {
+		t.Errorf("DELETE a verified document = %d", r.status)
+	}
+
+	// A rejected bundle: the purchase fails, refunded; the document is rejected.
+	peer.RejectBundles("The passport scan is not readable")
+	passport := document("passport")
+	before := balanceOf(t, in, live)
+	r = in.post("/v1/phone-numbers", live, `{"phoneNumber":"+447700900100","details":{"first_name":"Ana","last_name":"Lee"}}`)
+	if r.status != 201 || r.body["phoneNumber"].(map[string]any)["status"] != "pending" {
+		t.Fatalf("a GB purchase = %d %v", r.status, r.body)
+	}
+	gb := r.body["phoneNumber"].(map[string]any)["id"].(string)
+	waitFor(t, func() bool { return in.get("/v1/phone-numbers/"+gb, live).status == 404 })
+	if got := balanceOf(t, in, live); !near(got, before) {
+		t.Errorf("balance after a rejected bundle = %.4f, want %.4f", got, before)
+	}
+	d := in.get("/v1/documents/"+passport, live).body["document"].(map[string]any)
+	if d["status"] != "rejected" || !strings.Contains(d["rejectionReason"].(string), "not readable") {
+		t.Errorf("the rejected bundle's document = %v", d)
 	}
 }

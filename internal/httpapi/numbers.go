@@ -33,13 +33,15 @@ func (s *Server) numberRoutes() []route {
 type purchaseRequest struct {
 	PhoneNumber *string `json:"phoneNumber"`
 	Name        *string `json:"name"`
+	// Details are Switchboard's extension: a regulation's details the project's records do not hold.
+	Details map[string]string `json:"details"`
 }
 
 func (req purchaseRequest) purchase() (numbers.Purchase, error) {
 	if req.PhoneNumber == nil {
 		return numbers.Purchase{}, apperror.InvalidFields(apperror.FieldError{Path: "phoneNumber", Message: "is required"})
 	}
-	return numbers.Purchase{PhoneNumber: *req.PhoneNumber, Name: req.Name}, nil
+	return numbers.Purchase{PhoneNumber: *req.PhoneNumber, Name: req.Name, Details: req.Details}, nil
 }
 
 func (s *Server) buyNumber(w http.ResponseWriter, r *http.Request) {

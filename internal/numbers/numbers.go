@@ -75,6 +75,8 @@ type Service struct {
 	Reader client.Reader
 	// Senders gives numbers to senders.
 	Senders Senders
+	// Records are the project's addresses and documents, which bundles are made of.
+	Records Records
 	// InstallationNamespace is where the PhoneNumbers of numbers bought with the installation's
 	// account are (assigned to their projects).
 	InstallationNamespace string
@@ -211,6 +213,9 @@ type Rule struct {
 	Description string
 	// Accepted are the document types that meet a document rule.
 	Accepted []string
+	// Fields are the details a textual rule asks for, and those a document carries, by their
+	// machine names (business_name…).
+	Fields []string
 }
 
 // Regulator lists what a country's regulations ask of a number's buyer.

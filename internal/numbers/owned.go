@@ -34,9 +34,10 @@ import (
 
 // Seller is a shop that sells its numbers (a twilio account).
 type Seller interface {
-	// Buy buys number for the account, its inbound messages and calls pointed at Switchboard.
-	// A refusal that buying again would meet too wraps ErrUnavailable or ErrNeedsBundle.
-	Buy(ctx context.Context, number, name string) (Bought, error)
+	// Buy buys number for the account (with bundleSID, an approved regulatory bundle, for the
+	// numbers that need one), its inbound messages and calls pointed at Switchboard. A refusal
+	// that buying again would meet too wraps ErrUnavailable or ErrNeedsBundle.
+	Buy(ctx context.Context, number, name, bundleSID string) (Bought, error)
 	// Find tells whether the account holds number (a purchase whose answer was lost).
 	Find(ctx context.Context, number string) (Bought, bool, error)
 }
@@ -103,6 +104,9 @@ var OwnedStatuses = []string{StatusActive, StatusSuspended, StatusPending}
 type Purchase struct {
 	PhoneNumber string
 	Name        *string
+	// Details are the values a country's regulation asks of the buyer that the project's
+	// records do not hold (business_website…), by the field's name (Switchboard's extension).
+	Details map[string]string
 }
 
 // Change is PATCH /v1/phone-numbers/{id}: a nil field is unchanged, a pointer to "" clears it.
@@ -175,6 +179,7 @@ func (s *Service) Buy(ctx context.Context, key apikey.Key, in Purchase) (Owned, 
 	}
 	var monthly, upfront billing.Micros
 	var payer billing.Account
+	var plan *bundlePlan
 	if !key.TestMode() {
 		list, err := s.Prices.For(ctx, project)
 		if err != nil {
@@ -190,9 +195,9 @@ func (s *Service) Buy(ctx context.Context, key apikey.Key, in Purchase) (Owned, 
 		if rules, err := s.rulesOf(ctx, shop, country, typ); err != nil {
 			return Owned{}, err
 		} else if len(rules) > 0 {
-			return Owned{}, apperror.InvalidFields(apperror.FieldError{Path: "phoneNumber", Message: fmt.Sprintf(
-				"%s %s numbers need a regulatory bundle (GET /v1/phone-numbers/requirements?countryCode=%s&type=%s), which this project does not have",
-				country, typ, country, typ)})
+			if plan, err = s.planBundle(ctx, project, acct, country, typ, rules, in.Details); err != nil {
+				return Owned{}, err
+			}
 		}
 		if payer, err = s.Money.Account(ctx, project); err != nil {
 			return Owned{}, err
@@ -218,6 +223,30 @@ func (s *Service) Buy(ctx context.Context, key apikey.Key, in Purchase) (Owned, 
 		return Owned{}, err
 	}
 
+	bundleSID := ""
+	if plan != nil {
+		b := plan.existing
+		if b == nil {
+			submitted, err := s.submitBundle(ctx, project, acct, plan)
+			if err != nil {
+				if e := apperror.As(err); e != nil {
+					return Owned{}, s.fail(ctx, row, err.Error(), err)
+				}
+				return Owned{}, s.fail(ctx, row, err.Error(), apperror.InvalidFields(apperror.FieldError{Path: "phoneNumber",
+					Message: "the regulatory bundle was not accepted for review: " + err.Error()}))
+			}
+			b = &submitted
+		}
+		if b.Status != BundleApproved {
+			// The purchase waits for the review: the renewer buys it once the bundle is approved.
+			if err := db.New(s.Pool).SetPhoneNumberBundle(ctx, db.SetPhoneNumberBundleParams{ID: row.ID, Bundle: &b.ID, DisplayName: in.Name}); err != nil {
+				return Owned{}, err
+			}
+			row.Bundle, row.DisplayName = &b.ID, in.Name
+			return s.awaiting(row), nil
+		}
+		bundleSID = b.BundleSid
+	}
 	bought := Bought{SMS: offer.SMS, Voice: offer.Voice, MMS: offer.MMS}
 	if !key.TestMode() {
 		seller, ok := shop.(Seller)
@@ -229,7 +258,7 @@ func (s *Service) Buy(ctx context.Context, key apikey.Key, in Purchase) (Owned, 
 			name = *in.Name
 		}
 		buyCtx, cancel := context.WithTimeout(ctx, purchaseTimeout)
-		bought, err = seller.Buy(buyCtx, number, name)
+		bought, err = seller.Buy(buyCtx, number, name, bundleSID)
 		cancel()
 		switch {
 		case errors.Is(err, ErrUnavailable):
@@ -268,6 +297,8 @@ func (s *Service) find(ctx context.Context, shop Shop, number string) (Offer, st
 	if parsed, err := phonenumbers.Parse(number, ""); err == nil {
 		if r := phonenumbers.GetRegionCodeForNumber(parsed); r != "" && r != "ZZ" {
 			country = r
+		} else if r := phonenumbers.GetRegionCodeForCountryCode(int(parsed.GetCountryCode())); r != "" && r != "ZZ" {
+			country = r // a number the plan does not know (a reserved range): its calling code's main country
 		}
 		// The type the number plan says first: fewer searches.
 		switch phonenumbers.GetNumberType(parsed) {
@@ -515,18 +546,42 @@ func (s *Service) List(ctx context.Context, project, status string) ([]Owned, er
 		byResource[rows[i].Namespace+"/"+rows[i].Resource] = &rows[i]
 	}
 	out := []Owned{}
+	shown := map[string]bool{}
 	for i := range items {
+		shown[items[i].Namespace+"/"+items[i].Name] = true
 		v := s.viewOf(&items[i], byResource[items[i].Namespace+"/"+items[i].Name])
 		if status == "" || v.Status == status {
 			out = append(out, v)
 		}
 	}
+	for _, r := range rows {
+		if r.State == "buying" && r.Bundle != nil && !shown[r.Namespace+"/"+r.Resource] && (status == "" || status == StatusPending) {
+			out = append(out, s.awaiting(r))
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
+			return out[i].CreatedAt.After(out[j].CreatedAt)
+		}
+		return out[i].ID > out[j].ID
+	})
 	return out, nil
 }
 
 // Get is one of the project's numbers by id (its PhoneNumber's name).
 func (s *Service) Get(ctx context.Context, project, id string) (Owned, error) {
 	pn, err := s.get(ctx, project, id)
+	if e := apperror.As(err); e != nil && e.Kind == apperror.NotFound {
+		rows, lerr := db.New(s.Pool).PhoneNumbersOfProject(ctx, project)
+		if lerr != nil {
+			return Owned{}, lerr
+		}
+		for _, r := range rows {
+			if r.Resource == id && r.State == "buying" && r.Bundle != nil {
+				return s.awaiting(r), nil
+			}
+		}
+	}
 	if err != nil {
 		return Owned{}, err
 	}
@@ -636,6 +691,20 @@ func (s *Service) Release(ctx context.Context, project, id string) error {
 		return db.New(s.Pool).ReleasePhoneNumber(ctx, db.ReleasePhoneNumberParams{ID: row.ID, Now: s.now()})
 	}
 	return nil
+}
+
+// awaiting is a purchase waiting for its bundle's review, as the API shows it: pending, no
+// PhoneNumber yet.
+func (s *Service) awaiting(row db.PhoneNumber) Owned {
+	monthly := billing.Micros(row.MonthlyMicros)
+	updated := row.UpdatedAt.UTC()
+	v := Owned{ID: row.Resource, PhoneNumber: row.Number, Capabilities: row.Capabilities, CreatedAt: row.CreatedAt.UTC(),
+		Status: StatusPending, Name: deref(row.DisplayName), UpdatedAt: &updated,
+		Pricing: OwnedPricing{MonthlyCost: monthly.Cents(), MonthlyPrice: monthly.USD(), UpfrontCost: billing.Micros(row.UpfrontMicros).Cents()}}
+	if v.Capabilities == nil {
+		v.Capabilities = []string{}
+	}
+	return v
 }
 
 // view is pn as the API shows it, with its purchase (row, read when nil).

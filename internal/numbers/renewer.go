@@ -65,7 +65,7 @@ func (r *Renewer) NeedLeaderElection() bool { return false }
 
 // Run does one round: settles, renews.
 func (r *Renewer) Run(ctx context.Context) error {
-	return errors.Join(r.settle(ctx), r.renew(ctx))
+	return errors.Join(r.reviewBundles(ctx), r.settle(ctx), r.renew(ctx))
 }
 
 // settle finishes or refunds the purchases nobody recorded the outcome of: the account that was

@@ -451,6 +451,22 @@ type MessageIdempotencyKey struct {
 	CreatedAt time.Time
 }
 
+type NumberBundle struct {
+	ID            string
+	Project       string
+	Provider      string
+	Country       string
+	NumberType    string
+	EndUserType   string
+	BundleSid     string
+	Status        string
+	FailureReason *string
+	Address       *string
+	Documents     []string
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
 type OptOut struct {
 	Project    string
 	TestMode   bool
@@ -481,6 +497,8 @@ type PhoneNumber struct {
 	Failure       *string
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	Bundle        *string
+	DisplayName   *string
 }
 
 type RegulatoryAddress struct {

@@ -37,7 +37,7 @@ func (q *Queries) BoughtPhoneNumber(ctx context.Context, arg BoughtPhoneNumberPa
 }
 
 const duePhoneNumbers = `-- name: DuePhoneNumbers :many
-SELECT id, project, number, test_mode, namespace, resource, provider, number_sid, number_type, country, capabilities, monthly_micros, upfront_micros, state, renews_at, months, suspended_at, released_at, failure, created_at, updated_at FROM phone_numbers WHERE state IN ('active', 'suspended') AND renews_at <= $1
+SELECT id, project, number, test_mode, namespace, resource, provider, number_sid, number_type, country, capabilities, monthly_micros, upfront_micros, state, renews_at, months, suspended_at, released_at, failure, created_at, updated_at, bundle, display_name FROM phone_numbers WHERE state IN ('active', 'suspended') AND renews_at <= $1
 ORDER BY renews_at LIMIT $2 FOR UPDATE SKIP LOCKED
 `
 
@@ -78,6 +78,8 @@ func (q *Queries) DuePhoneNumbers(ctx context.Context, arg DuePhoneNumbersParams
 			&i.Failure,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Bundle,
+			&i.DisplayName,
 		); err != nil {
 			return nil, err
 		}
@@ -105,7 +107,7 @@ func (q *Queries) FailPhoneNumber(ctx context.Context, arg FailPhoneNumberParams
 }
 
 const heldPhoneNumber = `-- name: HeldPhoneNumber :one
-SELECT id, project, number, test_mode, namespace, resource, provider, number_sid, number_type, country, capabilities, monthly_micros, upfront_micros, state, renews_at, months, suspended_at, released_at, failure, created_at, updated_at FROM phone_numbers WHERE project = $1 AND number = $2 AND state IN ('buying', 'active', 'suspended')
+SELECT id, project, number, test_mode, namespace, resource, provider, number_sid, number_type, country, capabilities, monthly_micros, upfront_micros, state, renews_at, months, suspended_at, released_at, failure, created_at, updated_at, bundle, display_name FROM phone_numbers WHERE project = $1 AND number = $2 AND state IN ('buying', 'active', 'suspended')
 `
 
 type HeldPhoneNumberParams struct {
@@ -139,6 +141,8 @@ func (q *Queries) HeldPhoneNumber(ctx context.Context, arg HeldPhoneNumberParams
 		&i.Failure,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Bundle,
+		&i.DisplayName,
 	)
 	return i, err
 }
@@ -149,7 +153,7 @@ INSERT INTO phone_numbers (id, project, number, test_mode, namespace, resource, 
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
     $10, $11, $12, 'buying', $13, $14, $14)
 ON CONFLICT DO NOTHING
-RETURNING id, project, number, test_mode, namespace, resource, provider, number_sid, number_type, country, capabilities, monthly_micros, upfront_micros, state, renews_at, months, suspended_at, released_at, failure, created_at, updated_at
+RETURNING id, project, number, test_mode, namespace, resource, provider, number_sid, number_type, country, capabilities, monthly_micros, upfront_micros, state, renews_at, months, suspended_at, released_at, failure, created_at, updated_at, bundle, display_name
 `
 
 type InsertPhoneNumberParams struct {
@@ -209,12 +213,14 @@ func (q *Queries) InsertPhoneNumber(ctx context.Context, arg InsertPhoneNumberPa
 		&i.Failure,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Bundle,
+		&i.DisplayName,
 	)
 	return i, err
 }
 
 const lockPhoneNumber = `-- name: LockPhoneNumber :one
-SELECT id, project, number, test_mode, namespace, resource, provider, number_sid, number_type, country, capabilities, monthly_micros, upfront_micros, state, renews_at, months, suspended_at, released_at, failure, created_at, updated_at FROM phone_numbers WHERE id = $1 FOR UPDATE
+SELECT id, project, number, test_mode, namespace, resource, provider, number_sid, number_type, country, capabilities, monthly_micros, upfront_micros, state, renews_at, months, suspended_at, released_at, failure, created_at, updated_at, bundle, display_name FROM phone_numbers WHERE id = $1 FOR UPDATE
 `
 
 func (q *Queries) LockPhoneNumber(ctx context.Context, id string) (PhoneNumber, error) {
@@ -242,12 +248,14 @@ func (q *Queries) LockPhoneNumber(ctx context.Context, id string) (PhoneNumber, 
 		&i.Failure,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Bundle,
+		&i.DisplayName,
 	)
 	return i, err
 }
 
 const phoneNumberOfResource = `-- name: PhoneNumberOfResource :one
-SELECT id, project, number, test_mode, namespace, resource, provider, number_sid, number_type, country, capabilities, monthly_micros, upfront_micros, state, renews_at, months, suspended_at, released_at, failure, created_at, updated_at FROM phone_numbers WHERE namespace = $1 AND resource = $2 AND state IN ('buying', 'active', 'suspended')
+SELECT id, project, number, test_mode, namespace, resource, provider, number_sid, number_type, country, capabilities, monthly_micros, upfront_micros, state, renews_at, months, suspended_at, released_at, failure, created_at, updated_at, bundle, display_name FROM phone_numbers WHERE namespace = $1 AND resource = $2 AND state IN ('buying', 'active', 'suspended')
 `
 
 type PhoneNumberOfResourceParams struct {
@@ -281,12 +289,14 @@ func (q *Queries) PhoneNumberOfResource(ctx context.Context, arg PhoneNumberOfRe
 		&i.Failure,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.Bundle,
+		&i.DisplayName,
 	)
 	return i, err
 }
 
 const phoneNumbersOfProject = `-- name: PhoneNumbersOfProject :many
-SELECT id, project, number, test_mode, namespace, resource, provider, number_sid, number_type, country, capabilities, monthly_micros, upfront_micros, state, renews_at, months, suspended_at, released_at, failure, created_at, updated_at FROM phone_numbers WHERE project = $1 AND state IN ('buying', 'active', 'suspended')
+SELECT id, project, number, test_mode, namespace, resource, provider, number_sid, number_type, country, capabilities, monthly_micros, upfront_micros, state, renews_at, months, suspended_at, released_at, failure, created_at, updated_at, bundle, display_name FROM phone_numbers WHERE project = $1 AND state IN ('buying', 'active', 'suspended')
 `
 
 func (q *Queries) PhoneNumbersOfProject(ctx context.Context, project string) ([]PhoneNumber, error) {
@@ -320,6 +330,8 @@ func (q *Queries) PhoneNumbersOfProject(ctx context.Context, project string) ([]
 			&i.Failure,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Bundle,
+			&i.DisplayName,
 		); err != nil {
 			return nil, err
 		}
@@ -364,7 +376,9 @@ func (q *Queries) RenewPhoneNumber(ctx context.Context, arg RenewPhoneNumberPara
 }
 
 const staleBuyingPhoneNumbers = `-- name: StaleBuyingPhoneNumbers :many
-SELECT id, project, number, test_mode, namespace, resource, provider, number_sid, number_type, country, capabilities, monthly_micros, upfront_micros, state, renews_at, months, suspended_at, released_at, failure, created_at, updated_at FROM phone_numbers WHERE state = 'buying' AND created_at < $1 ORDER BY created_at LIMIT $2
+SELECT id, project, number, test_mode, namespace, resource, provider, number_sid, number_type, country, capabilities, monthly_micros, upfront_micros, state, renews_at, months, suspended_at, released_at, failure, created_at, updated_at, bundle, display_name FROM phone_numbers p WHERE p.state = 'buying' AND p.created_at < $1
+  AND (p.bundle IS NULL OR EXISTS (SELECT 1 FROM number_bundles b WHERE b.id = p.bundle AND b.status = 'approved'))
+ORDER BY p.created_at LIMIT $2
 `
 
 type StaleBuyingPhoneNumbersParams struct {
@@ -373,6 +387,7 @@ type StaleBuyingPhoneNumbersParams struct {
 }
 
 // Purchases whose outcome nobody recorded (the process died, the provider did not answer).
+// A purchase waiting for its bundle's review is not one of them.
 func (q *Queries) StaleBuyingPhoneNumbers(ctx context.Context, arg StaleBuyingPhoneNumbersParams) ([]PhoneNumber, error) {
 	rows, err := q.db.Query(ctx, staleBuyingPhoneNumbers, arg.Before, arg.MaxRows)
 	if err != nil {
@@ -404,6 +419,8 @@ func (q *Queries) StaleBuyingPhoneNumbers(ctx context.Context, arg StaleBuyingPh
 			&i.Failure,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.Bundle,
+			&i.DisplayName,
 		); err != nil {
 			return nil, err
 		}

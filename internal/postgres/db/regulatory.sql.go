@@ -10,6 +10,84 @@ import (
 	"time"
 )
 
+const bundleAddress = `-- name: BundleAddress :one
+SELECT id, project, country_code, locality, postal_code, street_address, extended_address, administrative_area, business_name, first_name, last_name, status, provider_sid, created_at, updated_at FROM regulatory_addresses WHERE project = $1 AND country_code = $2 AND status <> 'rejected'
+ORDER BY created_at DESC LIMIT 1
+`
+
+type BundleAddressParams struct {
+	Project     string
+	CountryCode string
+}
+
+// The project's newest address of a country that no review rejected.
+func (q *Queries) BundleAddress(ctx context.Context, arg BundleAddressParams) (RegulatoryAddress, error) {
+	row := q.db.QueryRow(ctx, bundleAddress, arg.Project, arg.CountryCode)
+	var i RegulatoryAddress
+	err := row.Scan(
+		&i.ID,
+		&i.Project,
+		&i.CountryCode,
+		&i.Locality,
+		&i.PostalCode,
+		&i.StreetAddress,
+		&i.ExtendedAddress,
+		&i.AdministrativeArea,
+		&i.BusinessName,
+		&i.FirstName,
+		&i.LastName,
+		&i.Status,
+		&i.ProviderSid,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const bundleDocuments = `-- name: BundleDocuments :many
+SELECT id, project, document_type, name, upload, mime_type, file_size, status, rejection_reason, provider_sid, created_at, updated_at FROM regulatory_documents WHERE project = $1 AND document_type = ANY($2::text[]) AND status <> 'rejected'
+ORDER BY created_at DESC
+`
+
+type BundleDocumentsParams struct {
+	Project string
+	Types   []string
+}
+
+// The project's documents of the types that no review rejected, newest first.
+func (q *Queries) BundleDocuments(ctx context.Context, arg BundleDocumentsParams) ([]RegulatoryDocument, error) {
+	rows, err := q.db.Query(ctx, bundleDocuments, arg.Project, arg.Types)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RegulatoryDocument
+	for rows.Next() {
+		var i RegulatoryDocument
+		if err := rows.Scan(
+			&i.ID,
+			&i.Project,
+			&i.DocumentType,
+			&i.Name,
+			&i.Upload,
+			&i.MimeType,
+			&i.FileSize,
+			&i.Status,
+			&i.RejectionReason,
+			&i.ProviderSid,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const deleteExpiredRegulatoryUploads = `-- name: DeleteExpiredRegulatoryUploads :execrows
 DELETE FROM regulatory_uploads u
 WHERE u.expires_at < $1
@@ -482,6 +560,57 @@ func (q *Queries) RegulatoryUploadByToken(ctx context.Context, tokenHash []byte)
 		&i.CreatedAt,
 	)
 	return i, err
+}
+
+const reviewRegulatoryAddress = `-- name: ReviewRegulatoryAddress :exec
+UPDATE regulatory_addresses SET status = $1, provider_sid = coalesce(provider_sid, $2), updated_at = $3
+WHERE id = $4 AND project = $5
+`
+
+type ReviewRegulatoryAddressParams struct {
+	Status      string
+	ProviderSid *string
+	Now         time.Time
+	ID          string
+	Project     string
+}
+
+func (q *Queries) ReviewRegulatoryAddress(ctx context.Context, arg ReviewRegulatoryAddressParams) error {
+	_, err := q.db.Exec(ctx, reviewRegulatoryAddress,
+		arg.Status,
+		arg.ProviderSid,
+		arg.Now,
+		arg.ID,
+		arg.Project,
+	)
+	return err
+}
+
+const reviewRegulatoryDocuments = `-- name: ReviewRegulatoryDocuments :exec
+UPDATE regulatory_documents SET status = $1, rejection_reason = $2,
+    provider_sid = coalesce(provider_sid, $3), updated_at = $4
+WHERE project = $5 AND id = ANY($6::text[])
+`
+
+type ReviewRegulatoryDocumentsParams struct {
+	Status          string
+	RejectionReason *string
+	ProviderSid     *string
+	Now             time.Time
+	Project         string
+	Ids             []string
+}
+
+func (q *Queries) ReviewRegulatoryDocuments(ctx context.Context, arg ReviewRegulatoryDocumentsParams) error {
+	_, err := q.db.Exec(ctx, reviewRegulatoryDocuments,
+		arg.Status,
+		arg.RejectionReason,
+		arg.ProviderSid,
+		arg.Now,
+		arg.Project,
+		arg.Ids,
+	)
+	return err
 }
 
 const takeRegulatoryUpload = `-- name: TakeRegulatoryUpload :one

@@ -35,7 +35,10 @@ WHERE id = @id AND state IN ('active', 'suspended');
 
 -- name: StaleBuyingPhoneNumbers :many
 -- Purchases whose outcome nobody recorded (the process died, the provider did not answer).
-SELECT * FROM phone_numbers WHERE state = 'buying' AND created_at < @before ORDER BY created_at LIMIT @max_rows;
+-- A purchase waiting for its bundle's review is not one of them.
+SELECT * FROM phone_numbers p WHERE p.state = 'buying' AND p.created_at < @before
+  AND (p.bundle IS NULL OR EXISTS (SELECT 1 FROM number_bundles b WHERE b.id = p.bundle AND b.status = 'approved'))
+ORDER BY p.created_at LIMIT @max_rows;
 
 -- name: DuePhoneNumbers :many
 -- Numbers whose paid month is over, locked for one renewer.

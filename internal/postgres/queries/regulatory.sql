@@ -74,3 +74,22 @@ RETURNING upload;
 
 -- name: DeleteRegulatoryUpload :exec
 DELETE FROM regulatory_uploads WHERE id = @id;
+
+-- name: BundleAddress :one
+-- The project's newest address of a country that no review rejected.
+SELECT * FROM regulatory_addresses WHERE project = @project AND country_code = @country_code AND status <> 'rejected'
+ORDER BY created_at DESC LIMIT 1;
+
+-- name: BundleDocuments :many
+-- The project's documents of the types that no review rejected, newest first.
+SELECT * FROM regulatory_documents WHERE project = @project AND document_type = ANY(@types::text[]) AND status <> 'rejected'
+ORDER BY created_at DESC;
+
+-- name: ReviewRegulatoryAddress :exec
+UPDATE regulatory_addresses SET status = @status, provider_sid = coalesce(provider_sid, sqlc.narg(provider_sid)), updated_at = @now
+WHERE id = @id AND project = @project;
+
+-- name: ReviewRegulatoryDocuments :exec
+UPDATE regulatory_documents SET status = @status, rejection_reason = sqlc.narg(rejection_reason),
+    provider_sid = coalesce(provider_sid, sqlc.narg(provider_sid)), updated_at = @now
+WHERE project = @project AND id = ANY(@ids::text[]);

@@ -76,8 +76,9 @@ type twilioShop struct {
 var _ numbers.Seller = twilioShop{}
 
 // Buy implements numbers.Seller.
-func (s twilioShop) Buy(ctx context.Context, number, name string) (numbers.Bought, error) {
-	b, err := s.t.BuyNumber(ctx, twilio.Purchase{PhoneNumber: number, FriendlyName: name, SMSURL: s.sms, VoiceURL: s.voice, StatusCallback: s.status})
+func (s twilioShop) Buy(ctx context.Context, number, name, bundleSID string) (numbers.Bought, error) {
+	b, err := s.t.BuyNumber(ctx, twilio.Purchase{PhoneNumber: number, FriendlyName: name, SMSURL: s.sms, VoiceURL: s.voice, StatusCallback: s.status,
+		BundleSID: bundleSID})
 	switch {
 	case errors.Is(err, twilio.ErrNumberUnavailable):
 		return numbers.Bought{}, fmt.Errorf("%w: %w", numbers.ErrUnavailable, err)
@@ -139,7 +140,7 @@ func (s twilioShop) Rules(ctx context.Context, country, numberType string) ([]nu
 	}
 	out := make([]numbers.Rule, 0, len(reqs))
 	for _, r := range reqs {
-		rule := numbers.Rule{EndUserType: r.EndUserType, Name: r.Name, Description: r.Description}
+		rule := numbers.Rule{EndUserType: r.EndUserType, Name: r.Name, Description: r.Description, Fields: r.Fields}
 		switch r.Type {
 		case twilio.RequirementText:
 			rule.Kind = "textual"
@@ -163,4 +164,71 @@ func (s twilioShop) Rules(ctx context.Context, country, numberType string) ([]nu
 		out = append(out, rule)
 	}
 	return out, nil
+}
+
+// twilioDocumentTypes are Twilio's supporting document types of the client's documentType values
+// (the reverse of documentTypes).
+var twilioDocumentTypes = map[string]string{
+	"passport": "passport", "national_id": "government_issued_document", "drivers_license": "drivers_license",
+	"utility_bill": "utility_bill", "tax_id": "tax_document", "business_registration": "commercial_registrar_excerpt",
+	"proof_of_address": "utility_bill",
+}
+
+var _ numbers.Bundler = twilioShop{}
+
+// SubmitBundle implements numbers.Bundler: the bundle made in Twilio's Regulatory Compliance and
+// submitted for review, its status posted to no callback (the renewer polls it).
+func (s twilioShop) SubmitBundle(ctx context.Context, b numbers.BundleRequest) (string, error) {
+	req := twilio.BundleRequest{EndUserType: b.EndUserType, Country: b.Country, NumberType: b.Type, Email: "compliance@switchboard.invalid",
+		EndUser: twilio.EndUser{FriendlyName: b.EndUserName, Attributes: b.Attributes}}
+	if a := b.Address; a != nil {
+		name := strings.TrimSpace(firstNonEmpty(deref(a.BusinessName), deref(a.FirstName)+" "+deref(a.LastName)))
+		req.Address = &twilio.AddressInput{CustomerName: name, Street: a.StreetAddress, StreetSecondary: deref(a.ExtendedAddress),
+			City: a.Locality, Region: firstNonEmpty(deref(a.AdministrativeArea), a.Locality), PostalCode: a.PostalCode, ISOCountry: a.CountryCode}
+	}
+	for _, d := range b.Documents {
+		typ, ok := twilioDocumentTypes[d.Type]
+		if !ok {
+			return "", apperror.InvalidFields(apperror.FieldError{Path: "phoneNumber", Message: "a document of type " + d.Type + " cannot go in a regulatory bundle"})
+		}
+		req.Documents = append(req.Documents, twilio.SupportingDocumentInput{FriendlyName: d.Name, Type: typ, Attributes: d.Attributes,
+			File: d.File, MimeType: d.MimeType})
+	}
+	out, err := s.t.CreateBundle(ctx, req)
+	var re *twilio.RegistrationError
+	if errors.As(err, &re) {
+		return "", apperror.InvalidFields(apperror.FieldError{Path: "phoneNumber", Message: "Twilio refused the regulatory bundle: " + re.Message})
+	}
+	return out.SID, err
+}
+
+// BundleStatus implements numbers.Bundler.
+func (s twilioShop) BundleStatus(ctx context.Context, sid string) (string, string, error) {
+	b, err := s.t.BundleStatus(ctx, sid)
+	if err != nil {
+		return "", "", err
+	}
+	switch b.Status {
+	case twilio.BundleApproved, twilio.BundleProvisionallyApproved:
+		return numbers.BundleApproved, "", nil
+	case twilio.BundleRejected:
+		return numbers.BundleRejected, b.FailureReason, nil
+	}
+	return numbers.BundlePending, "", nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if strings.TrimSpace(v) != "" {
+			return v
+		}
+	}
+	return ""
 }
