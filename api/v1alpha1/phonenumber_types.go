@@ -90,6 +90,10 @@ const (
 	PhoneNumberKeepAnnotation = "messaging.switchboard.io/keep-number"
 	// PhoneNumberReleaseFinalizer holds a bought PhoneNumber until its number is released.
 	PhoneNumberReleaseFinalizer = "messaging.switchboard.io/release-number"
+	// PhoneNumberNameAnnotation is the project's name for the number (the API's name). An
+	// annotation, not spec: renaming a number changes nothing of its claim, so nothing that
+	// waits on its status (its senders) sees it being checked again.
+	PhoneNumberNameAnnotation = "messaging.switchboard.io/display-name"
 )
 
 // Reasons of a Sender's NumberOwned condition.
@@ -151,11 +155,6 @@ type PhoneNumberSpec struct {
 	// +kubebuilder:validation:MaxItems=3
 	// +optional
 	Capabilities []PhoneCapability `json:"capabilities,omitempty"`
-
-	// DisplayName is the project's name for the number (the API's name).
-	// +kubebuilder:validation:MaxLength=64
-	// +optional
-	DisplayName string `json:"displayName,omitempty"`
 }
 
 // PhoneNumberAccount is what the provider account that holds a number reports of it.

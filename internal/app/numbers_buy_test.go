@@ -139,6 +139,11 @@ func TestBuyNumbers(t *testing.T) {
 		t.Fatalf("sender main after the assignment: %v", snd.body)
 	}
 	waitFor(t, func() bool { return ownedNumber(t, in, live, id)["senderId"] == "main" })
+	// The sender's SMS is on again once its controller saw the number held.
+	waitFor(t, func() bool {
+		chans, _ := in.get("/v1/senders/main", live).body["channels"].([]any)
+		return slices.Contains(chans, any("sms"))
+	})
 	if code, _, err := peer.SendInbound(ctx, bought[0].SMSURL, "+15551230009", "+14155550102", "Hello there"); err != nil || code != 200 {
 		t.Fatalf("inbound SMS = %d %v", code, err)
 	}

@@ -269,11 +269,20 @@ func (s *Service) afterReview(ctx context.Context, shop Shop, row db.PhoneNumber
 	if status != BundleApproved {
 		return s.fail(ctx, row, "the regulatory bundle was rejected: "+reason, nil)
 	}
+	return s.buyWithBundle(ctx, shop, row, b.BundleSid)
+}
+
+// buyWithBundle buys a purchase's number with its approved bundle. A refusal fails it
+// (refunded); no answer leaves it to the settling round, which asks the account.
+func (s *Service) buyWithBundle(ctx context.Context, shop Shop, row db.PhoneNumber, bundleSID string) error {
 	seller, ok := shop.(Seller)
 	if !ok {
 		return s.fail(ctx, row, "the account sells no numbers", nil)
 	}
-	bought, err := seller.Buy(ctx, row.Number, deref(row.DisplayName), b.BundleSid)
+	if err := db.New(s.Pool).TouchPhoneNumber(ctx, db.TouchPhoneNumberParams{ID: row.ID, Now: s.now()}); err != nil {
+		return err
+	}
+	bought, err := seller.Buy(ctx, row.Number, deref(row.DisplayName), bundleSID)
 	switch {
 	case errors.Is(err, ErrUnavailable), errors.Is(err, ErrNeedsBundle), apperror.As(err) != nil:
 		return s.fail(ctx, row, err.Error(), nil)

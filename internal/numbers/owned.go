@@ -396,7 +396,7 @@ func (s *Service) finish(ctx context.Context, row db.PhoneNumber, b Bought, name
 		pn.Spec.Capabilities = append(pn.Spec.Capabilities, v1alpha1.PhoneCapability(c))
 	}
 	if name != nil {
-		pn.Spec.DisplayName = *name
+		pn.Annotations[v1alpha1.PhoneNumberNameAnnotation] = *name
 	}
 	err := kubewrite.Write(ctx, s.Kube, pn)
 	if apierrors.IsAlreadyExists(err) {
@@ -447,9 +447,6 @@ func (s *Service) adopt(ctx context.Context, want *v1alpha1.PhoneNumber) error {
 		want.Spec.Provider = ""
 	}
 	have.Spec.Capabilities = want.Spec.Capabilities
-	if want.Spec.DisplayName != "" {
-		have.Spec.DisplayName = want.Spec.DisplayName
-	}
 	if err := s.Kube.Patch(ctx, &have, client.MergeFrom(before), client.FieldOwner(kubewrite.FieldManager)); err != nil {
 		return err
 	}
@@ -615,9 +612,16 @@ func (s *Service) Update(ctx context.Context, project, id string, c Change) (Own
 			return Owned{}, err
 		}
 	}
-	if c.Name != nil && *c.Name != pn.Spec.DisplayName {
+	if c.Name != nil && *c.Name != pn.Annotations[v1alpha1.PhoneNumberNameAnnotation] {
 		before := pn.DeepCopy()
-		pn.Spec.DisplayName = *c.Name
+		if pn.Annotations == nil {
+			pn.Annotations = map[string]string{}
+		}
+		if *c.Name == "" {
+			delete(pn.Annotations, v1alpha1.PhoneNumberNameAnnotation)
+		} else {
+			pn.Annotations[v1alpha1.PhoneNumberNameAnnotation] = *c.Name
+		}
 		if err := s.Kube.Patch(ctx, pn, client.MergeFrom(before), client.FieldOwner(kubewrite.FieldManager)); err != nil {
 			return Owned{}, fmt.Errorf("rename phone number %s/%s: %w", pn.Namespace, pn.Name, err)
 		}
@@ -723,7 +727,7 @@ func (s *Service) view(ctx context.Context, pn *v1alpha1.PhoneNumber, row *db.Ph
 
 func (s *Service) viewOf(pn *v1alpha1.PhoneNumber, row *db.PhoneNumber) Owned {
 	v := Owned{ID: pn.Name, PhoneNumber: pn.Spec.Number, Capabilities: []string{}, CreatedAt: pn.CreationTimestamp.UTC(),
-		Name: pn.Spec.DisplayName, Status: StatusPending}
+		Name: pn.Annotations[v1alpha1.PhoneNumberNameAnnotation], Status: StatusPending}
 	caps := pn.Status.Capabilities
 	if len(caps) == 0 {
 		caps = pn.Spec.Capabilities

@@ -111,6 +111,13 @@ func (r *Renewer) settle(ctx context.Context) error {
 			_, err = s.finish(ctx, row, b, nil)
 			errs = append(errs, err)
 			s.Log.Info("a purchase without an answer was bought: the number is the project's", "purchase", row.ID)
+		case row.Bundle != nil:
+			// Its bundle was approved and the purchase had no answer: it is tried again.
+			b, err := db.New(s.Pool).GetNumberBundle(ctx, *row.Bundle)
+			if err == nil {
+				err = s.buyWithBundle(ctx, shop, row, b.BundleSid)
+			}
+			errs = append(errs, err)
 		default:
 			err := s.fail(ctx, row, "the account did not buy the number", nil)
 			errs = append(errs, err)

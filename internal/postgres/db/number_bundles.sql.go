@@ -32,6 +32,31 @@ func (q *Queries) DecideNumberBundle(ctx context.Context, arg DecideNumberBundle
 	return err
 }
 
+const getNumberBundle = `-- name: GetNumberBundle :one
+SELECT id, project, provider, country, number_type, end_user_type, bundle_sid, status, failure_reason, address, documents, created_at, updated_at FROM number_bundles WHERE id = $1
+`
+
+func (q *Queries) GetNumberBundle(ctx context.Context, id string) (NumberBundle, error) {
+	row := q.db.QueryRow(ctx, getNumberBundle, id)
+	var i NumberBundle
+	err := row.Scan(
+		&i.ID,
+		&i.Project,
+		&i.Provider,
+		&i.Country,
+		&i.NumberType,
+		&i.EndUserType,
+		&i.BundleSid,
+		&i.Status,
+		&i.FailureReason,
+		&i.Address,
+		&i.Documents,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const insertNumberBundle = `-- name: InsertNumberBundle :one
 INSERT INTO number_bundles (id, project, provider, country, number_type, end_user_type, bundle_sid, status, address, documents,
     created_at, updated_at)

@@ -376,7 +376,7 @@ func (q *Queries) RenewPhoneNumber(ctx context.Context, arg RenewPhoneNumberPara
 }
 
 const staleBuyingPhoneNumbers = `-- name: StaleBuyingPhoneNumbers :many
-SELECT id, project, number, test_mode, namespace, resource, provider, number_sid, number_type, country, capabilities, monthly_micros, upfront_micros, state, renews_at, months, suspended_at, released_at, failure, created_at, updated_at, bundle, display_name FROM phone_numbers p WHERE p.state = 'buying' AND p.created_at < $1
+SELECT id, project, number, test_mode, namespace, resource, provider, number_sid, number_type, country, capabilities, monthly_micros, upfront_micros, state, renews_at, months, suspended_at, released_at, failure, created_at, updated_at, bundle, display_name FROM phone_numbers p WHERE p.state = 'buying' AND p.updated_at < $1
   AND (p.bundle IS NULL OR EXISTS (SELECT 1 FROM number_bundles b WHERE b.id = p.bundle AND b.status = 'approved'))
 ORDER BY p.created_at LIMIT $2
 `
@@ -443,5 +443,20 @@ type SuspendPhoneNumberParams struct {
 
 func (q *Queries) SuspendPhoneNumber(ctx context.Context, arg SuspendPhoneNumberParams) error {
 	_, err := q.db.Exec(ctx, suspendPhoneNumber, arg.Now, arg.ID)
+	return err
+}
+
+const touchPhoneNumber = `-- name: TouchPhoneNumber :exec
+UPDATE phone_numbers SET updated_at = $1 WHERE id = $2
+`
+
+type TouchPhoneNumberParams struct {
+	Now time.Time
+	ID  string
+}
+
+// A purchase is being tried (again) now: the settling round leaves it alone for a while.
+func (q *Queries) TouchPhoneNumber(ctx context.Context, arg TouchPhoneNumberParams) error {
+	_, err := q.db.Exec(ctx, touchPhoneNumber, arg.Now, arg.ID)
 	return err
 }

@@ -35,7 +35,7 @@ CREATE TABLE phone_numbers (
 -- One purchase of a number per project at a time (the provider sells it to one account).
 CREATE UNIQUE INDEX phone_numbers_held ON phone_numbers (project, number) WHERE state IN ('buying', 'active', 'suspended');
 CREATE INDEX phone_numbers_due ON phone_numbers (renews_at) WHERE state IN ('active', 'suspended');
-CREATE INDEX phone_numbers_buying ON phone_numbers (created_at) WHERE state = 'buying';
+CREATE INDEX phone_numbers_buying ON phone_numbers (updated_at) WHERE state = 'buying';
 CREATE INDEX phone_numbers_resource ON phone_numbers (namespace, resource) WHERE state IN ('buying', 'active', 'suspended');
 
 -- +goose Down

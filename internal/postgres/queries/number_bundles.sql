@@ -24,3 +24,6 @@ SELECT * FROM phone_numbers WHERE bundle = @bundle AND state = 'buying' ORDER BY
 
 -- name: SetPhoneNumberBundle :exec
 UPDATE phone_numbers SET bundle = @bundle, display_name = sqlc.narg(display_name) WHERE id = @id;
+
+-- name: GetNumberBundle :one
+SELECT * FROM number_bundles WHERE id = @id;

@@ -36,7 +36,7 @@ WHERE id = @id AND state IN ('active', 'suspended');
 -- name: StaleBuyingPhoneNumbers :many
 -- Purchases whose outcome nobody recorded (the process died, the provider did not answer).
 -- A purchase waiting for its bundle's review is not one of them.
-SELECT * FROM phone_numbers p WHERE p.state = 'buying' AND p.created_at < @before
+SELECT * FROM phone_numbers p WHERE p.state = 'buying' AND p.updated_at < @before
   AND (p.bundle IS NULL OR EXISTS (SELECT 1 FROM number_bundles b WHERE b.id = p.bundle AND b.status = 'approved'))
 ORDER BY p.created_at LIMIT @max_rows;
 
@@ -52,3 +52,7 @@ WHERE id = @id;
 
 -- name: SuspendPhoneNumber :exec
 UPDATE phone_numbers SET state = 'suspended', suspended_at = coalesce(suspended_at, @now::timestamptz), updated_at = @now::timestamptz WHERE id = @id;
+
+-- name: TouchPhoneNumber :exec
+-- A purchase is being tried (again) now: the settling round leaves it alone for a while.
+UPDATE phone_numbers SET updated_at = @now WHERE id = @id;
