@@ -121,6 +121,8 @@ type Config struct {
 	Calls CallOptions
 	// Numbers paces the renewals of bought phone numbers.
 	Numbers NumberOptions
+	// DocumentStore keeps regulatory documents' files; nil keeps them in Postgres.
+	DocumentStore regulatory.Store
 	// KnowledgeSweepEvery is how often deleted agents' knowledge is deleted and stale vectors
 	// re-embedded (0: knowledge.SweepEvery; tests shorten it).
 	KnowledgeSweepEvery time.Duration
@@ -418,7 +420,7 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 		}
 		phoneNumbers := &numbers.Service{Shops: transports, Sandbox: numbers.Sandbox{}, Pool: cfg.Pool, Kube: mgr.GetClient(),
-			Records: &regulatory.Service{Pool: cfg.Pool},
+			Records: &regulatory.Service{Pool: cfg.Pool, Files: cfg.DocumentStore},
 			Reader:  mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace, Month: cfg.Numbers.Month, Log: log.WithName("numbers"),
 			Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace},
 			Money: &billing.Service{Pool: cfg.Pool, Reader: mgr.GetClient(),
@@ -428,7 +430,7 @@ func Run(ctx context.Context, cfg Config) error {
 				Events: mgr.GetEventRecorderFor("switchboard-worker")}); err != nil {
 				return fmt.Errorf("add number renewer: %w", err)
 			}
-			if err := mgr.Add(&regulatory.Sweeper{Service: &regulatory.Service{Pool: cfg.Pool}, Log: log.WithName("regulatory")}); err != nil {
+			if err := mgr.Add(&regulatory.Sweeper{Service: &regulatory.Service{Pool: cfg.Pool, Files: cfg.DocumentStore}, Log: log.WithName("regulatory")}); err != nil {
 				return fmt.Errorf("add upload sweeper: %w", err)
 			}
 		}
@@ -551,7 +553,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Knowledge:       know,
 		Calls:           calls,
 		Numbers:         phoneNumbers,
-		Regulatory:      &regulatory.Service{Pool: cfg.Pool},
+		Regulatory:      &regulatory.Service{Pool: cfg.Pool, Files: cfg.DocumentStore},
 		URLs:            urls,
 		WhatsAppSync:    whatsAppSync,
 		PublicURL:       cfg.PublicURL,

@@ -2,14 +2,21 @@ package app_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/app"
+	"github.com/switchboard-io/switchboard/internal/regulatory"
 )
 
 // upload sends data as contentType to an upload URL (no key) with method.
@@ -205,5 +212,55 @@ func TestRegulatoryDocuments(t *testing.T) {
 	}
 	if n := in.count(`SELECT count(*) FROM regulatory_file_chunks WHERE upload = $1`, storage); n != 0 {
 		t.Errorf("%d chunks left of a deleted document", n)
+	}
+}
+
+// TestRegulatoryDocumentsInS3: with --document-store an S3 bucket (a loopback S3 server), the
+// upload keeps the file as an object (nothing in Postgres), the document reads it back, and
+// deleting the document deletes the object.
+func TestRegulatoryDocumentsInS3(t *testing.T) {
+	backend := s3mem.New()
+	if err := backend.CreateBucket("docs"); err != nil {
+		t.Fatal(err)
+	}
+	s3 := httptest.NewServer(gofakes3.New(backend).Server())
+	t.Cleanup(s3.Close)
+	t.Setenv("AWS_ACCESS_KEY_ID", "switchboard")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "switchboard-secret")
+	store, err := regulatory.OpenS3("s3://docs/switchboard?endpoint=" + strings.TrimPrefix(s3.URL, "http://") + "&insecure=true&region=us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := start(t, func(c *app.Config) { c.DocumentStore = store })
+	acme := newProject(t, in, v1alpha1.ProjectSpec{})
+	key := newKey(t, in, acme, apikey.Live)
+
+	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte("p"), 3000)...)
+	r := upload(in, "POST", uploadURL(t, in, key), "image/png", png)
+	if r.status != 200 {
+		t.Fatalf("upload = %d %v", r.status, r.body)
+	}
+	storage := r.body["storageId"].(string)
+	if n := in.count(`SELECT count(*) FROM regulatory_file_chunks WHERE upload = $1`, storage); n != 0 {
+		t.Errorf("%d chunks in Postgres with an S3 store", n)
+	}
+	ctx := context.Background()
+	if got, err := store.Get(ctx, storage); err != nil || !bytes.Equal(got, png) {
+		t.Fatalf("the object = %d bytes, %v", len(got), err)
+	}
+	d := in.post("/v1/documents", key, `{"documentType":"national_id","name":"ID","fileSize":`+strconv.Itoa(len(png))+`,"mimeType":"image/png","storageId":"`+storage+`"}`)
+	if d.status != 201 {
+		t.Fatalf("document = %d %v", d.status, d.body)
+	}
+	id := d.body["document"].(map[string]any)["id"].(string)
+	svc := &regulatory.Service{Pool: in.db, Files: store}
+	if got, err := svc.File(ctx, acme, id); err != nil || !bytes.Equal(got, png) {
+		t.Errorf("the document's file = %d bytes, %v", len(got), err)
+	}
+	if r := in.delete("/v1/documents/"+id, key); r.status != 204 {
+		t.Fatalf("DELETE = %d %v", r.status, r.body)
+	}
+	if _, err := store.Get(ctx, storage); err == nil {
+		t.Error("the object outlived its document")
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/emaildomain"
 	"github.com/switchboard-io/switchboard/internal/mailin"
 	"github.com/switchboard-io/switchboard/internal/postgres"
+	"github.com/switchboard-io/switchboard/internal/regulatory"
 )
 
 type roleFlags struct {
@@ -49,6 +50,7 @@ type roleFlags struct {
 	webhookAllow      []string
 	telegramAPI       string
 	publicURL         string
+	documentStore     string
 	installationNS    string
 	projectEndpoints  bool
 	dispatchAttempts  int
@@ -127,6 +129,8 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 			"the installation's address as providers reach it, e.g. https://switchboard.example.com; their callbacks arrive under /callbacks/ (env SWITCHBOARD_PUBLIC_URL); empty: no delivery receipts or inbound messages from providers")
 	}
 	if r != app.RoleManager {
+		fl.StringVar(&f.documentStore, "document-store", envOr("SWITCHBOARD_DOCUMENT_STORE", ""),
+			"where regulatory documents' files are kept: empty keeps them in Postgres; s3://bucket/prefix?endpoint=host:port&region=r keeps them in an S3-compatible bucket (&insecure=true for plain HTTP), with the credentials of AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (env SWITCHBOARD_DOCUMENT_STORE)")
 		fl.StringVar(&f.telegramAPI, "telegram-api-url", "https://api.telegram.org",
 			"the Telegram Bot API's address (a proxy or a local Bot API server), for bots whose Provider names none")
 	}
@@ -270,6 +274,14 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		}
 		defer smtpListener.Close()
 	}
+	var documents regulatory.Store
+	if f.documentStore != "" {
+		store, err := regulatory.OpenS3(f.documentStore)
+		if err != nil {
+			return &UsageError{Err: fmt.Errorf("--document-store: %w", err)}
+		}
+		documents = store
+	}
 	var rdb *redis.Client
 	if f.redisURL != "" {
 		opts, err := redis.ParseURL(f.redisURL)
@@ -306,6 +318,7 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		Delivery:                delivery.WorkerOptions{Client: delivery.ClientOptions{Allow: allow}},
 		TelegramAPI:             f.telegramAPI,
 		PublicURL:               f.publicURL,
+		DocumentStore:           documents,
 		DispatchAttempts:        f.dispatchAttempts,
 		InstallationNamespace:   f.installationNS,
 		AllowProjectEndpoints:   f.projectEndpoints,

@@ -1,7 +1,6 @@
 package regulatory
 
 import (
-	"bytes"
 	"context"
 	"errors"
 
@@ -30,17 +29,16 @@ func (s *Service) BundleAddress(ctx context.Context, project, country string) (*
 // BundleDocument is the project's newest document of one of types that no review rejected,
 // with its file; nil when it has none.
 func (s *Service) BundleDocument(ctx context.Context, project string, types []string) (*Document, []byte, error) {
-	q := db.New(s.Pool)
-	rows, err := q.BundleDocuments(ctx, db.BundleDocumentsParams{Project: project, Types: types})
+	rows, err := db.New(s.Pool).BundleDocuments(ctx, db.BundleDocumentsParams{Project: project, Types: types})
 	if err != nil || len(rows) == 0 {
 		return nil, nil, err
 	}
-	chunks, err := q.RegulatoryFileChunks(ctx, rows[0].Upload)
+	file, err := s.files().Get(ctx, rows[0].Upload)
 	if err != nil {
 		return nil, nil, err
 	}
 	d := documentView(rows[0])
-	return &d, bytes.Join(chunks, nil), nil
+	return &d, file, nil
 }
 
 // Reviewed keeps a review's outcome on the records a bundle was made of: verified (with the

@@ -5,7 +5,6 @@
 package regulatory
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -49,9 +48,18 @@ const UploadPath = "/v1/documents/uploads/"
 // Service keeps the records.
 type Service struct {
 	Pool *pgxpool.Pool
+	// Files keeps documents' files: Postgres when nil.
+	Files Store
 	// UploadTTL is how long an upload URL is good for (DefaultUploadTTL when zero).
 	UploadTTL time.Duration
 	Clock     func() time.Time
+}
+
+func (s *Service) files() Store {
+	if s.Files != nil {
+		return s.Files
+	}
+	return Postgres{Pool: s.Pool}
 }
 
 func (s *Service) now() time.Time {
@@ -281,11 +289,8 @@ func (s *Service) Receive(ctx context.Context, token, contentType string, body i
 			return err
 		}
 		id = up.ID
-		for seq, off := int32(0), 0; off < len(data); seq, off = seq+1, off+chunkSize {
-			if err := q.InsertRegulatoryFileChunk(ctx, db.InsertRegulatoryFileChunkParams{Upload: up.ID, Seq: seq,
-				Data: data[off:min(off+chunkSize, len(data))]}); err != nil {
-				return err
-			}
+		if err := s.files().Put(ctx, tx, up.ID, mime, data); err != nil {
+			return err
 		}
 		sum := sha256.Sum256(data)
 		size := int64(len(data))
@@ -420,9 +425,11 @@ func (s *Service) DeleteDocument(ctx context.Context, project, id string) error 
 	if _, err := s.GetDocument(ctx, project, id); err != nil {
 		return err
 	}
-	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+	var upload string
+	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		q := db.New(tx)
-		upload, err := q.DeleteRegulatoryDocument(ctx, db.DeleteRegulatoryDocumentParams{ID: id, Project: project})
+		var err error
+		upload, err = q.DeleteRegulatoryDocument(ctx, db.DeleteRegulatoryDocumentParams{ID: id, Project: project})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return apperror.New(apperror.Conflict, "conflict", "The document is verified: a phone number's regulatory bundle rests on it.")
 		}
@@ -431,26 +438,35 @@ func (s *Service) DeleteDocument(ctx context.Context, project, id string) error 
 		}
 		return q.DeleteRegulatoryUpload(ctx, upload)
 	})
+	if err != nil {
+		return err
+	}
+	return s.files().Delete(ctx, upload)
 }
 
 // File reads a document's file (a bundle submits it).
 func (s *Service) File(ctx context.Context, project, documentID string) ([]byte, error) {
-	q := db.New(s.Pool)
-	d, err := q.GetRegulatoryDocument(ctx, db.GetRegulatoryDocumentParams{ID: documentID, Project: project})
+	d, err := db.New(s.Pool).GetRegulatoryDocument(ctx, db.GetRegulatoryDocumentParams{ID: documentID, Project: project})
 	if err != nil {
 		return nil, err
 	}
-	chunks, err := q.RegulatoryFileChunks(ctx, d.Upload)
-	if err != nil {
-		return nil, err
-	}
-	return bytes.Join(chunks, nil), nil
+	return s.files().Get(ctx, d.Upload)
 }
 
 // SweepUploads deletes upload URLs never used, and files no document took, a day after they
 // expired.
 func (s *Service) SweepUploads(ctx context.Context) (int64, error) {
-	return db.New(s.Pool).DeleteExpiredRegulatoryUploads(ctx, s.now().Add(-24*time.Hour))
+	gone, err := db.New(s.Pool).DeleteExpiredRegulatoryUploads(ctx, s.now().Add(-24*time.Hour))
+	if err != nil {
+		return 0, err
+	}
+	var errs []error
+	for _, g := range gone {
+		if g.HadFile {
+			errs = append(errs, s.files().Delete(ctx, g.ID))
+		}
+	}
+	return int64(len(gone)), errors.Join(errs...)
 }
 
 // Sweeper deletes expired uploads now and then (a worker runs it).

@@ -88,19 +88,37 @@ func (q *Queries) BundleDocuments(ctx context.Context, arg BundleDocumentsParams
 	return items, nil
 }
 
-const deleteExpiredRegulatoryUploads = `-- name: DeleteExpiredRegulatoryUploads :execrows
+const deleteExpiredRegulatoryUploads = `-- name: DeleteExpiredRegulatoryUploads :many
 DELETE FROM regulatory_uploads u
 WHERE u.expires_at < $1
   AND NOT EXISTS (SELECT 1 FROM regulatory_documents d WHERE d.upload = u.id)
+RETURNING u.id, (u.uploaded_at IS NOT NULL)::boolean AS had_file
 `
 
+type DeleteExpiredRegulatoryUploadsRow struct {
+	ID      string
+	HadFile bool
+}
+
 // Upload URLs never used, and files no document took, once they are a day past their expiry.
-func (q *Queries) DeleteExpiredRegulatoryUploads(ctx context.Context, before time.Time) (int64, error) {
-	result, err := q.db.Exec(ctx, deleteExpiredRegulatoryUploads, before)
+func (q *Queries) DeleteExpiredRegulatoryUploads(ctx context.Context, before time.Time) ([]DeleteExpiredRegulatoryUploadsRow, error) {
+	rows, err := q.db.Query(ctx, deleteExpiredRegulatoryUploads, before)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	var items []DeleteExpiredRegulatoryUploadsRow
+	for rows.Next() {
+		var i DeleteExpiredRegulatoryUploadsRow
+		if err := rows.Scan(&i.ID, &i.HadFile); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const deleteRegulatoryAddress = `-- name: DeleteRegulatoryAddress :execrows

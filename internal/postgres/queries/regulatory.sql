@@ -45,11 +45,12 @@ SELECT * FROM regulatory_uploads WHERE id = @id AND project = @project;
 -- name: RegulatoryFileChunks :many
 SELECT data FROM regulatory_file_chunks WHERE upload = @upload ORDER BY seq;
 
--- name: DeleteExpiredRegulatoryUploads :execrows
+-- name: DeleteExpiredRegulatoryUploads :many
 -- Upload URLs never used, and files no document took, once they are a day past their expiry.
 DELETE FROM regulatory_uploads u
 WHERE u.expires_at < @before
-  AND NOT EXISTS (SELECT 1 FROM regulatory_documents d WHERE d.upload = u.id);
+  AND NOT EXISTS (SELECT 1 FROM regulatory_documents d WHERE d.upload = u.id)
+RETURNING u.id, (u.uploaded_at IS NOT NULL)::boolean AS had_file;
 
 -- name: InsertRegulatoryDocument :one
 INSERT INTO regulatory_documents (id, project, document_type, name, upload, mime_type, file_size, status, created_at, updated_at)
