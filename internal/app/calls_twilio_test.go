@@ -161,7 +161,13 @@ func TestInboundCallThroughTwilio(t *testing.T) {
 		Spec: v1alpha1.PhoneNumberSpec{Number: "+14155550188", Project: acme, Capabilities: []v1alpha1.PhoneCapability{v1alpha1.CapabilitySMS}}}
 	in.createObjects(t, pn)
 	waitNumberReady(t, in, pn, metav1.ConditionTrue)
-	r := in.post("/v1/senders", key, `{"name":"SMS only","phoneNumber":"+14155550188","enableVoice":true}`)
+	// The API reads the PhoneNumber from its cache, which may be a moment behind: until it sees
+	// the number held, the refusal is about the number (a refusal changes nothing, so ask again).
+	var r response
+	waitFor(t, func() bool {
+		r = in.post("/v1/senders", key, `{"name":"SMS only","phoneNumber":"+14155550188","enableVoice":true}`)
+		return !strings.Contains(fmt.Sprint(r.body), "being checked")
+	})
 	if r.status != 400 || !strings.Contains(fmt.Sprint(r.body), "enableVoice") {
 		t.Errorf("voice on an SMS-only number = %d %v", r.status, r.body)
 	}
