@@ -419,8 +419,10 @@ func Run(ctx context.Context, cfg Config) error {
 				return fmt.Errorf("add knowledge sweeper: %w", err)
 			}
 		}
+		// The project's regulatory records: the API's, bundles' and the upload sweeper's.
+		records := &regulatory.Service{Pool: cfg.Pool, Files: cfg.DocumentStore}
 		phoneNumbers := &numbers.Service{Shops: transports, Sandbox: numbers.Sandbox{}, Pool: cfg.Pool, Kube: mgr.GetClient(),
-			Records: &regulatory.Service{Pool: cfg.Pool, Files: cfg.DocumentStore},
+			Records: records,
 			Reader:  mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace, Month: cfg.Numbers.Month, Log: log.WithName("numbers"),
 			Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace},
 			Money: &billing.Service{Pool: cfg.Pool, Reader: mgr.GetClient(),
@@ -430,7 +432,7 @@ func Run(ctx context.Context, cfg Config) error {
 				Events: mgr.GetEventRecorderFor("switchboard-worker")}); err != nil {
 				return fmt.Errorf("add number renewer: %w", err)
 			}
-			if err := mgr.Add(&regulatory.Sweeper{Service: &regulatory.Service{Pool: cfg.Pool, Files: cfg.DocumentStore}, Log: log.WithName("regulatory")}); err != nil {
+			if err := mgr.Add(&regulatory.Sweeper{Service: records, Log: log.WithName("regulatory")}); err != nil {
 				return fmt.Errorf("add upload sweeper: %w", err)
 			}
 		}

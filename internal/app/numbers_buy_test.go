@@ -188,6 +188,24 @@ func TestBuyNumbers(t *testing.T) {
 	if r := in.delete("/v1/phone-numbers/"+sandboxID, test); r.status != 204 {
 		t.Errorf("release of a sandbox number = %d %v", r.status, r.body)
 	}
+
+	// v2 buys and turns SMS on: the number is an address with an sms channel; v2 refusals list
+	// their fields; the number is then a v1 number like any other.
+	r = in.post("/v2/numbers", test, `{"phoneNumber":"+15005550302","name":"v2 line"}`)
+	if r.status != 201 {
+		t.Fatalf("POST /v2/numbers = %d %v", r.status, r.body)
+	}
+	v2n, ch := r.body["phoneNumber"].(map[string]any), r.body["channel"].(map[string]any)
+	if v2n["status"] != "active" || v2n["phoneNumber"] != "+15005550302" || ch["type"] != "sms" || ch["address"] != "+15005550302" || ch["active"] != true {
+		t.Errorf("v2 purchase = %v, channel %v", v2n, ch)
+	}
+	waitFor(t, func() bool { return ownedNumber(t, in, test, v2n["id"].(string))["senderId"] == ch["v1SenderId"] })
+	if r := in.post("/v2/numbers", test, `{"name":"x"}`); r.status != 400 || !hasFieldError(r.body, "phoneNumber") {
+		t.Errorf("POST /v2/numbers without a number = %d %v", r.status, r.body)
+	}
+	if r := in.get("/v2/numbers", test); r.status != 404 {
+		t.Errorf("GET /v2/numbers = %d, want 404 (no v2 list)", r.status)
+	}
 	if r := in.get("/v1/phone-numbers/nope", live); r.status != 404 || r.body["code"] != "not_found" {
 		t.Errorf("unknown number = %d %v", r.status, r.body)
 	}

@@ -1,6 +1,7 @@
 package numbers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -171,7 +172,7 @@ func (s *Service) fill(ctx context.Context, project, country, typ, user string, 
 			plan.docs = append(plan.docs, doc.ID)
 		}
 	}
-	plan.request.EndUserName = firstOf(plan.request.Attributes["business_name"],
+	plan.request.EndUserName = cmp.Or(plan.request.Attributes["business_name"],
 		strings.TrimSpace(plan.request.Attributes["first_name"]+" "+plan.request.Attributes["last_name"]), project)
 	return plan, missing, nil
 }
@@ -181,15 +182,6 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-func firstOf(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // submitBundle submits plan's bundle at acct and records it pending.

@@ -442,10 +442,6 @@ func (s *Service) adopt(ctx context.Context, want *v1alpha1.PhoneNumber) error {
 			have.Finalizers = append(have.Finalizers, f)
 		}
 	}
-	if have.Spec.Provider == "" && have.Namespace != s.InstallationNamespace {
-		// provider is set at creation only: a claim without one keeps proving through any account.
-		want.Spec.Provider = ""
-	}
 	have.Spec.Capabilities = want.Spec.Capabilities
 	if err := s.Kube.Patch(ctx, &have, client.MergeFrom(before), client.FieldOwner(kubewrite.FieldManager)); err != nil {
 		return err

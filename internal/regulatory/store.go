@@ -30,7 +30,7 @@ type Store interface {
 }
 
 // Postgres keeps files in regulatory_file_chunks (the upload row's cascade deletes them).
-type Postgres struct{ Pool interface{ db.DBTX } }
+type Postgres struct{ Pool db.DBTX }
 
 // Put implements Store.
 func (p Postgres) Put(ctx context.Context, tx pgx.Tx, id, _ string, data []byte) error {

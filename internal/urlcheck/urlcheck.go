@@ -81,10 +81,8 @@ type Service struct {
 	Pool     *pgxpool.Pool
 	Lookup   Lookup
 	Policies Policies
-	// Decided, when set, is told of every URL that got its verdict (held messages wait on it).
-	Decided func(ctx context.Context, project string, testMode bool)
-	Clock   func() time.Time
-	Log     logr.Logger
+	Clock    func() time.Time
+	Log      logr.Logger
 }
 
 func (s *Service) now() time.Time {
@@ -288,9 +286,6 @@ func (s *Service) set(ctx context.Context, row db.VerifiedUrl, v verdict, by str
 	}
 	if err != nil {
 		return row, err
-	}
-	if s.Decided != nil {
-		s.Decided(ctx, out.Project, out.TestMode)
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -182,9 +183,9 @@ func (s twilioShop) SubmitBundle(ctx context.Context, b numbers.BundleRequest) (
 	req := twilio.BundleRequest{EndUserType: b.EndUserType, Country: b.Country, NumberType: b.Type, Email: "compliance@switchboard.invalid",
 		EndUser: twilio.EndUser{FriendlyName: b.EndUserName, Attributes: b.Attributes}}
 	if a := b.Address; a != nil {
-		name := strings.TrimSpace(firstNonEmpty(deref(a.BusinessName), deref(a.FirstName)+" "+deref(a.LastName)))
+		name := cmp.Or(deref(a.BusinessName), strings.TrimSpace(deref(a.FirstName)+" "+deref(a.LastName)))
 		req.Address = &twilio.AddressInput{CustomerName: name, Street: a.StreetAddress, StreetSecondary: deref(a.ExtendedAddress),
-			City: a.Locality, Region: firstNonEmpty(deref(a.AdministrativeArea), a.Locality), PostalCode: a.PostalCode, ISOCountry: a.CountryCode}
+			City: a.Locality, Region: cmp.Or(deref(a.AdministrativeArea), a.Locality), PostalCode: a.PostalCode, ISOCountry: a.CountryCode}
 	}
 	for _, d := range b.Documents {
 		typ, ok := twilioDocumentTypes[d.Type]
@@ -222,13 +223,4 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-func firstNonEmpty(vs ...string) string {
-	for _, v := range vs {
-		if strings.TrimSpace(v) != "" {
-			return v
-		}
-	}
-	return ""
 }
