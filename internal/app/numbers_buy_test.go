@@ -171,6 +171,28 @@ func TestBuyNumbers(t *testing.T) {
 		t.Error("the released number's renewals did not stop")
 	}
 
+	// kubectl delete of a PhoneNumber annotated keep-number: gone from the project, kept in the
+	// account.
+	r = in.post("/v1/phone-numbers", live, `{"phoneNumber":"+14155550103"}`)
+	if r.status != 201 {
+		t.Fatalf("purchase = %d %v", r.status, r.body)
+	}
+	kept := &v1alpha1.PhoneNumber{}
+	if err := in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: "pn-14155550103"}, kept); err != nil {
+		t.Fatal(err)
+	}
+	kept.Annotations[v1alpha1.PhoneNumberKeepAnnotation] = "true"
+	if err := in.k8s.Update(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.k8s.Delete(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return in.k8s.Get(ctx, client.ObjectKeyFromObject(kept), kept) != nil })
+	if b := peer.Bought(); len(b) != 1 || b[0].PhoneNumber != "+14155550103" {
+		t.Errorf("a kept number was released at Twilio: %+v", b)
+	}
+
 	// Test keys: the sandbox's numbers, for nothing; real ones are not theirs to buy.
 	before = balanceOf(t, in, live)
 	r = in.post("/v1/phone-numbers", test, `{"phoneNumber":"+15005550301"}`)
@@ -182,7 +204,7 @@ func TestBuyNumbers(t *testing.T) {
 	if p := ownedNumber(t, in, live, sandboxID)["pricing"].(map[string]any); p["monthlyCost"] != 0.0 || balanceOf(t, in, live) != before {
 		t.Errorf("a sandbox number cost %v", p)
 	}
-	if r := in.post("/v1/phone-numbers", test, `{"phoneNumber":"+14155550103"}`); r.status != 400 || len(peer.Bought()) != 0 {
+	if r := in.post("/v1/phone-numbers", test, `{"phoneNumber":"+14155550103"}`); r.status != 400 || len(peer.Bought()) != 1 {
 		t.Errorf("a test key buying a real number = %d %v", r.status, r.body)
 	}
 	if r := in.delete("/v1/phone-numbers/"+sandboxID, test); r.status != 204 {

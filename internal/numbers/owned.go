@@ -155,7 +155,16 @@ func (s *Service) Buy(ctx context.Context, key apikey.Key, in Purchase) (Owned, 
 		return Owned{}, apperror.New(apperror.Conflict, "conflict", fmt.Sprintf("%s is this project's already (GET /v1/phone-numbers).", number))
 	}
 	if held, err := db.New(s.Pool).HeldPhoneNumber(ctx, db.HeldPhoneNumberParams{Project: project, Number: number}); err == nil {
-		return Owned{}, apperror.New(apperror.Conflict, "conflict", fmt.Sprintf("%s is this project's already, or being bought (%s).", number, held.Resource))
+		// A purchase whose PhoneNumber was deleted (kubectl delete) holds nothing any more: its
+		// billing ends now rather than at its next renewal.
+		if gone, err := s.resourceGone(ctx, s.Reader, held); err != nil {
+			return Owned{}, err
+		} else if !gone {
+			return Owned{}, apperror.New(apperror.Conflict, "conflict", fmt.Sprintf("%s is this project's already, or being bought (%s).", number, held.Resource))
+		}
+		if err := db.New(s.Pool).ReleasePhoneNumber(ctx, db.ReleasePhoneNumberParams{ID: held.ID, Now: s.now()}); err != nil {
+			return Owned{}, err
+		}
 	} else if !errors.Is(err, pgx.ErrNoRows) {
 		return Owned{}, err
 	}
@@ -281,6 +290,23 @@ func (s *Service) Buy(ctx context.Context, key apikey.Key, in Purchase) (Owned, 
 		return Owned{}, err
 	}
 	return s.view(ctx, pn, nil)
+}
+
+// resourceGone tells whether an active purchase's PhoneNumber is gone (deleted, or being
+// deleted). A purchase still buying, or waiting for its bundle, has none yet.
+func (s *Service) resourceGone(ctx context.Context, r client.Reader, row db.PhoneNumber) (bool, error) {
+	if row.State == "buying" {
+		return false, nil
+	}
+	var pn v1alpha1.PhoneNumber
+	err := r.Get(ctx, client.ObjectKey{Namespace: row.Namespace, Name: row.Resource}, &pn)
+	if apierrors.IsNotFound(err) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return !pn.DeletionTimestamp.IsZero() || pn.Annotations[v1alpha1.PhoneNumberPurchaseAnnotation] != row.ID, nil
 }
 
 // providerRef names a Provider as the rows do: namespace/name; "" for the sandbox.

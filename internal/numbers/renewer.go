@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -142,7 +141,7 @@ func (r *Renewer) renew(ctx context.Context) error {
 			}
 			done = len(due)
 			for _, row := range due {
-				gone, err := r.gone(ctx, row)
+				gone, err := s.resourceGone(ctx, r.Live, row)
 				if err != nil {
 					return err
 				}
@@ -188,19 +187,6 @@ func (r *Renewer) renew(ctx context.Context) error {
 			return nil
 		}
 	}
-}
-
-// gone tells whether row's PhoneNumber was deleted (or replaced): its number is no longer paid for.
-func (r *Renewer) gone(ctx context.Context, row db.PhoneNumber) (bool, error) {
-	var pn v1alpha1.PhoneNumber
-	err := r.Live.Get(ctx, client.ObjectKey{Namespace: row.Namespace, Name: row.Resource}, &pn)
-	if apierrors.IsNotFound(err) {
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return !pn.DeletionTimestamp.IsZero() || pn.Annotations[v1alpha1.PhoneNumberPurchaseAnnotation] != row.ID, nil
 }
 
 // charge takes a month of row from its project's balance inside tx; false when the balance
