@@ -47,6 +47,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/emailcheck"
 	"github.com/switchboard-io/switchboard/internal/emaildomain"
 	"github.com/switchboard-io/switchboard/internal/emailin"
+	"github.com/switchboard-io/switchboard/internal/functions"
 	"github.com/switchboard-io/switchboard/internal/httpapi"
 	"github.com/switchboard-io/switchboard/internal/index"
 	"github.com/switchboard-io/switchboard/internal/invitation"
@@ -121,6 +122,8 @@ type Config struct {
 	Calls CallOptions
 	// Numbers paces the renewals of bought phone numbers.
 	Numbers NumberOptions
+	// Functions says how functions are built and run.
+	Functions FunctionOptions
 	// DocumentStore keeps regulatory documents' files; nil keeps them in Postgres.
 	DocumentStore regulatory.Store
 	// KnowledgeSweepEvery is how often deleted agents' knowledge is deleted and stale vectors
@@ -285,10 +288,17 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 
+	// Every event goes to the webhooks subscribed to it and to the functions it triggers.
+	events := func() *delivery.Service {
+		d := delivery.NewService(mgr.GetClient())
+		d.Functions = functions.NewSubscribers(mgr.GetClient())
+		return d
+	}
+	functionsAPI := functions.NewService(mgr.GetClient(), mgr.GetAPIReader(), cfg.Pool, keys, cfg.PublicURL)
 	resolver := dnsresolve.New(cfg.DNSServer, dnsTimeout)
 	verifier := func(fieldManager string) *domainverify.Verifier {
 		return &domainverify.Verifier{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), FieldManager: fieldManager,
-			Resolver: resolver, Config: cfg.Email, Pool: cfg.Pool, Deliveries: delivery.NewService(mgr.GetClient())}
+			Resolver: resolver, Config: cfg.Email, Pool: cfg.Pool, Deliveries: events()}
 	}
 	// Templates are submitted to WhatsApp through the meta Provider of the sender's channel,
 	// which the transport registry resolves (it reads only the informer cache).
@@ -296,7 +306,7 @@ func Run(ctx context.Context, cfg Config) error {
 		AllowProjectEndpoints: cfg.AllowProjectEndpoints}
 	reviewer := func(fieldManager string) *templatereview.Reviewer {
 		return &templatereview.Reviewer{Client: mgr.GetClient(), Live: mgr.GetAPIReader(), FieldManager: fieldManager,
-			Account: accounts, Pool: cfg.Pool, Deliveries: delivery.NewService(mgr.GetClient())}
+			Account: accounts, Pool: cfg.Pool, Deliveries: events()}
 	}
 	// Invitation links carry a token derived from one key every replica shares.
 	invitationKey, err := postgres.SharedSecret(ctx, cfg.Pool, invitation.KeyName, invitation.KeySize)
@@ -309,7 +319,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	invitations := func(fieldManager string) *invitation.Service {
-		return invitation.NewService(mgr.GetClient(), mgr.GetAPIReader(), cfg.Pool, delivery.NewService(mgr.GetClient()),
+		return invitation.NewService(mgr.GetClient(), mgr.GetAPIReader(), cfg.Pool, events(),
 			invitationKey, cfg.dashboardURL()).WithFieldManager(fieldManager)
 	}
 	if serveWebhooks {
@@ -332,7 +342,8 @@ func Run(ctx context.Context, cfg Config) error {
 			ProviderChecks: providercheck.Checks(), InstallationNamespace: cfg.InstallationNamespace,
 			AllowProjectProviderEndpoints: cfg.AllowProjectEndpoints, EmailDomains: verifier("switchboard-manager"),
 			Templates: reviewer("switchboard-manager"), WhatsApp: accounts, WhatsAppEvery: cfg.WhatsAppStatusEvery,
-			Invitations: invitations("switchboard-manager"), InvitationAbandonAfter: cfg.InvitationAbandonAfter}); err != nil {
+			Invitations: invitations("switchboard-manager"), InvitationAbandonAfter: cfg.InvitationAbandonAfter,
+			Functions: functionsAPI}); err != nil {
 			return fmt.Errorf("set up controllers: %w", err)
 		}
 		syncer := &template.Syncer{Service: template.NewService(mgr.GetClient(), mgr.GetAPIReader(), reviewer("switchboard-manager")),
@@ -354,7 +365,7 @@ func Run(ctx context.Context, cfg Config) error {
 		// Start the informers the API and the workers read before reporting ready, not on the
 		// first request or job.
 		for _, obj := range []client.Object{&v1alpha1.Project{}, &v1alpha1.Sender{}, &v1alpha1.Provider{}, &v1alpha1.PhoneNumber{}, &v1alpha1.EmailDomain{},
-			&v1alpha1.Template{}, &v1alpha1.PriceList{}, &v1alpha1.RiskPolicy{}, &v1alpha1.Agent{}, &corev1.Secret{}} {
+			&v1alpha1.Template{}, &v1alpha1.PriceList{}, &v1alpha1.RiskPolicy{}, &v1alpha1.Agent{}, &v1alpha1.Function{}, &corev1.Secret{}} {
 			if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
 				return fmt.Errorf("watch %T: %w", obj, err)
 			}
@@ -379,7 +390,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return err
 		}
-		messages := message.NewService(cfg.Pool, mgr.GetClient(), delivery.NewService(mgr.GetClient()), queue, transports, registry.Carries)
+		messages := message.NewService(cfg.Pool, mgr.GetClient(), events(), queue, transports, registry.Carries)
 		emailChecks := &emailcheck.Checker{Pool: cfg.Pool, Resolver: resolver}
 		messages.SetEmailPreflight(emailChecks)
 		messages.SetReceipts(transports)
@@ -400,7 +411,7 @@ func Run(ctx context.Context, cfg Config) error {
 			Fetch: knowledge.NewFetcher(cfg.Delivery.Client.HTTPClient(knowledge.FetchTimeout)), Log: log.WithName("knowledge")}
 		know.Index = vectorindex.New(know.LoadVectors, vectorindex.Options{MemoryBudget: cfg.KnowledgeMemory, Metrics: ctrlmetrics.Registry})
 		agentRuntime.Knowledge, knowledgeWorker.Service = know, know
-		calls := &call.Service{Pool: cfg.Pool, Reader: mgr.GetClient(), Events: delivery.NewService(mgr.GetClient()), Carriers: transports,
+		calls := &call.Service{Pool: cfg.Pool, Reader: mgr.GetClient(), Events: events(), Carriers: transports,
 			Admit: messages, Speaker: agentRuntime, Minute: cfg.Calls.Minute, TurnTimeout: cfg.Calls.TurnTimeout, Log: log.WithName("calls"),
 			Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}}
 		calls.Sandbox = &call.Sandbox{Service: calls, Ring: cfg.Calls.SandboxRing, Pause: cfg.Calls.SandboxPause}
@@ -446,7 +457,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		registrations := tendlc.NewService(cfg.Pool, mgr.GetClient(), transports, nil)
 		messages.SetTenDLC(registrations)
-		broadcasts := broadcast.NewService(cfg.Pool, mgr.GetClient(), queue, delivery.NewService(mgr.GetClient()),
+		broadcasts := broadcast.NewService(cfg.Pool, mgr.GetClient(), queue, events(),
 			&risk.Policies{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace})
 		broadcastReview.Service = broadcasts
 		broadcasts.SetTenDLC(registrations)
@@ -459,6 +470,10 @@ func Run(ctx context.Context, cfg Config) error {
 			messages.SetDispatchAttempts(cfg.DispatchAttempts)
 		}
 		dispatch.Service, dispatchMany.Service = messages, messages
+		invoker, err := functionInvoker(mgr, cfg)
+		if err != nil {
+			return err
+		}
 		// The sandbox's steps come in bursts (every message sent 0.5 s ago is delivered now):
 		// they share transactions.
 		statuses := messages.NewStatusBatcher()
@@ -480,6 +495,9 @@ func Run(ctx context.Context, cfg Config) error {
 			if err := mgr.Add(&broadcast.Fanout{Service: broadcasts, Log: log.WithName("broadcasts"), Chunk: cfg.BroadcastChunk}); err != nil {
 				return fmt.Errorf("add broadcast fan-out: %w", err)
 			}
+			if err := addFunctionWorkers(mgr, cfg, functionsAPI, invoker, log.WithName("functions")); err != nil {
+				return err
+			}
 			deliveryOpts := cfg.Delivery
 			deliveryOpts.Log = log.WithName("deliveries")
 			if err := mgr.Add(delivery.NewWorker(cfg.Pool, mgr.GetClient(), mgr.GetAPIReader(), deliveryOpts)); err != nil {
@@ -489,7 +507,8 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.Role.runs(RoleAPI) {
 			domains := emaildomain.NewService(mgr.GetClient(), mgr.GetAPIReader(), verifier(kubewrite.FieldManager))
 			templates := template.NewService(mgr.GetClient(), mgr.GetAPIReader(), reviewer(kubewrite.FieldManager))
-			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, invitations(kubewrite.FieldManager), invitationKey, unsubscribes, emailChecks, agentRuntime, know, calls, phoneNumbers, urls, resolver, checks, log); err != nil {
+			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, invitations(kubewrite.FieldManager), invitationKey, unsubscribes, emailChecks, agentRuntime, know, calls, phoneNumbers, urls, resolver, checks,
+				functionParts{service: functionsAPI, http: &functions.HTTPHandler{Reader: mgr.GetClient(), Invoker: invoker, Log: log.WithName("functions")}}, log); err != nil {
 				return err
 			}
 		}
@@ -506,7 +525,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	registrations *tendlc.Service, broadcasts *broadcast.Service, invitations *invitation.Service, invitationKey []byte,
 	unsubscribes *unsubscribe.Service, emailChecks *emailcheck.Checker, agentRuntime *agent.Runtime, know *knowledge.Service,
 	calls *call.Service, phoneNumbers *numbers.Service, urls *urlcheck.Service, resolver *dnsresolve.Resolver, checks map[string]healthz.Checker,
-	log logr.Logger) error {
+	fns functionParts, log logr.Logger) error {
 	auth := apikey.NewAuthenticator(keys, cfg.Pool, log.WithName("apikeys"))
 	if err := mgr.Add(auth); err != nil {
 		return fmt.Errorf("add key authenticator: %w", err)
@@ -558,6 +577,8 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Regulatory:      &regulatory.Service{Pool: cfg.Pool, Files: cfg.DocumentStore},
 		URLs:            urls,
 		WhatsAppSync:    whatsAppSync,
+		Functions:       fns.service,
+		FunctionHTTP:    fns.http,
 		PublicURL:       cfg.PublicURL,
 		Voices:          cfg.Voices,
 		Invitations:     invitations,

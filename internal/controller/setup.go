@@ -11,6 +11,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/domainverify"
+	"github.com/switchboard-io/switchboard/internal/functions"
 	"github.com/switchboard-io/switchboard/internal/invitation"
 	"github.com/switchboard-io/switchboard/internal/phonenumber"
 	"github.com/switchboard-io/switchboard/internal/templatereview"
@@ -50,6 +51,8 @@ type Options struct {
 	Invitations *invitation.Service
 	// InvitationAbandonAfter fails an invitation in progress for longer (DefaultAbandonAfter when zero).
 	InvitationAbandonAfter time.Duration
+	// Functions keeps functions' keys, triggers and deployments; nil runs no Function controller.
+	Functions *functions.Service
 }
 
 // Setup registers every reconciler with the manager. The field indexes (index.Register) must be
@@ -86,6 +89,11 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 	if opts.Invitations != nil {
 		if err := (&InvitationReconciler{Client: mgr.GetClient(), Invitations: opts.Invitations,
 			AbandonAfter: opts.InvitationAbandonAfter}).SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
+	if opts.Functions != nil {
+		if err := (&FunctionReconciler{Client: mgr.GetClient(), Functions: opts.Functions}).SetupWithManager(mgr); err != nil {
 			return err
 		}
 	}

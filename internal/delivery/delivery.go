@@ -63,6 +63,14 @@ func ModeOf(testMode bool) Mode {
 type Service struct {
 	resolver resolver
 	now      func() time.Time
+	// Functions, when set, queues the runs of the functions the events trigger, in the same
+	// transaction: functions read the outbox webhooks read.
+	Functions Subscribers
+}
+
+// Subscribers are the outbox's other readers: the functions events trigger.
+type Subscribers interface {
+	Enqueue(ctx context.Context, tx pgx.Tx, events []Event) error
 }
 
 // NewService returns a Service reading endpoints through reader.
@@ -80,6 +88,11 @@ func (s *Service) Enqueue(ctx context.Context, tx pgx.Tx, ev Event) ([]string, e
 func (s *Service) EnqueueAll(ctx context.Context, tx pgx.Tx, events ...Event) ([]string, error) {
 	if len(events) == 0 {
 		return nil, nil
+	}
+	if s.Functions != nil {
+		if err := s.Functions.Enqueue(ctx, tx, events); err != nil {
+			return nil, err
+		}
 	}
 	var p db.InsertWebhookDeliveriesParams
 	// Each endpoint is read once for all the events (a broadcast's chunk has a thousand).

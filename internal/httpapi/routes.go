@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
@@ -31,7 +32,11 @@ type route struct {
 	permission apikey.Permission
 	// maxBody bounds the request body; 0 means defaultMaxBody.
 	maxBody int64
-	handle  http.HandlerFunc
+	// dispatched routes are mounted behind one ServeMux pattern per method and length, and
+	// picked by their literal segments: ServeMux refuses pairs such as
+	// GET /v1/functions/deployments/{deploymentId} and GET /v1/functions/{functionId}/logs.
+	dispatched bool
+	handle     http.HandlerFunc
 }
 
 // sendMaxBody bounds a send's body. Email attachments may carry 40 MB (40 MiB) of content in
@@ -214,7 +219,7 @@ func (s *Server) routes() []route {
 // allRoutes is the route table: the core's, then each area's own.
 func (s *Server) allRoutes() []route {
 	out := s.routes()
-	for _, area := range [][]route{s.agentRoutes(), s.agentToolRoutes(), s.agentExtraRoutes(), s.agentKnowledgeRoutes(), s.agentFlowRoutes(), s.callRoutes(), s.numberRoutes(), s.regulatoryRoutes(), s.urlRoutes(), s.whatsAppSyncRoutes()} {
+	for _, area := range [][]route{s.agentRoutes(), s.agentToolRoutes(), s.agentExtraRoutes(), s.agentKnowledgeRoutes(), s.agentFlowRoutes(), s.callRoutes(), s.numberRoutes(), s.regulatoryRoutes(), s.urlRoutes(), s.whatsAppSyncRoutes(), s.functionRoutes()} {
 		out = append(out, area...)
 	}
 	return out
@@ -227,10 +232,6 @@ var wrongMethodIsNotFound = []string{"/v2/numbers", "/v2/functions"}
 // with another method, and a 404 for any other path under /v1 and /v2.
 func (s *Server) register(mux *http.ServeMux) {
 	table := s.allRoutes()
-	for _, rt := range table {
-		rt.handle = s.refuseNUL(rt.handle)
-		mux.Handle(rt.method+" "+rt.path, s.guard(rt))
-	}
 	// A request no row takes: a known path with another method is 405 with Allow (404 on the
 	// paths the spec says), anything else 404. Matched here, not with one method-less pattern per
 	// path: ServeMux refuses overlapping ones such as /v1/contacts/phone/{phoneNumber} and
@@ -253,9 +254,77 @@ func (s *Server) register(mux *http.ServeMux) {
 		w.Header().Set("Allow", strings.Join(allowed, ", "))
 		s.writeError(w, r, methodNotAllowed(r.Method, allowed))
 	}})
+	groups := map[string][]route{}
+	var order []string
+	for _, rt := range table {
+		rt.handle = s.refuseNUL(rt.handle)
+		if rt.dispatched {
+			pattern := rt.method + " " + genericPath(rt.path)
+			if _, ok := groups[pattern]; !ok {
+				order = append(order, pattern)
+			}
+			groups[pattern] = append(groups[pattern], rt)
+			continue
+		}
+		mux.Handle(rt.method+" "+rt.path, s.guard(rt))
+	}
+	for _, pattern := range order {
+		mux.Handle(pattern, s.dispatch(groups[pattern], unknown))
+	}
 	mux.Handle("/v1/", unknown)
 	mux.Handle("/v2/", unknown)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { s.writeError(w, r, notFound()) })
+}
+
+// genericPath is the ServeMux pattern dispatched routes share: the version and area kept, every
+// later segment a wildcard ({s3}, {s4}, …).
+func genericPath(path string) string {
+	segs := strings.Split(path, "/")
+	for i := 3; i < len(segs); i++ {
+		segs[i] = "{s" + strconv.Itoa(i) + "}"
+	}
+	return strings.Join(segs, "/")
+}
+
+// dispatch serves a group of dispatched routes: the one whose path matches with the most
+// literal segments, behind its own checks, with its path values set; else unknown.
+func (s *Server) dispatch(group []route, unknown http.Handler) http.Handler {
+	// A literal segment wins over a wildcard at the first position where two paths differ:
+	// /v1/functions/deployments/{deploymentId} before /v1/functions/{functionId}/logs.
+	group = slices.Clone(group)
+	slices.SortStableFunc(group, func(a, b route) int {
+		as, bs := strings.Split(a.path, "/"), strings.Split(b.path, "/")
+		for i := range min(len(as), len(bs)) {
+			aw, bw := strings.HasPrefix(as[i], "{"), strings.HasPrefix(bs[i], "{")
+			if aw != bw {
+				if bw {
+					return -1
+				}
+				return 1
+			}
+		}
+		return 0
+	})
+	guarded := make([]http.Handler, len(group))
+	for i, rt := range group {
+		guarded[i] = s.guard(rt)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path := r.URL.EscapedPath()
+		for i, rt := range group {
+			if !matchPath(rt.path, path) {
+				continue
+			}
+			for j, seg := range strings.Split(rt.path, "/") {
+				if strings.HasPrefix(seg, "{") {
+					r.SetPathValue(strings.Trim(seg, "{}"), r.PathValue("s"+strconv.Itoa(j)))
+				}
+			}
+			guarded[i].ServeHTTP(w, r)
+			return
+		}
+		unknown.ServeHTTP(w, r)
+	})
 }
 
 // matchPath tells whether a request path fits a route's path, whose {name} segments each match

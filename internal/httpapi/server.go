@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/contact"
 	"github.com/switchboard-io/switchboard/internal/emailcheck"
 	"github.com/switchboard-io/switchboard/internal/emaildomain"
+	"github.com/switchboard-io/switchboard/internal/functions"
 	"github.com/switchboard-io/switchboard/internal/invitation"
 	"github.com/switchboard-io/switchboard/internal/knowledge"
 	"github.com/switchboard-io/switchboard/internal/message"
@@ -75,6 +76,8 @@ type Server struct {
 	urls *urlcheck.Service
 	// whatsAppSync syncs coexistence numbers' WhatsApp Business app data.
 	whatsAppSync *whatsappsync.Service
+	functions    *functions.Service
+	functionHTTP http.Handler
 	// publicURL is where clients reach the API (upload URLs point there); "" the request's host.
 	publicURL string
 	// voices are the agents' voices (nil: the shipped catalogue).
@@ -136,6 +139,11 @@ type Options struct {
 	URLs *urlcheck.Service
 	// WhatsAppSync syncs coexistence numbers' WhatsApp Business app data.
 	WhatsAppSync *whatsappsync.Service
+	// Functions keeps the projects' functions.
+	Functions *functions.Service
+	// FunctionHTTP serves functions' public URLs under /fn/ (no API key: the URL's token finds
+	// the function); nil serves none.
+	FunctionHTTP http.Handler
 	// PublicURL is where clients reach the API (--public-url); "" uses the request's host.
 	PublicURL string
 	// Voices are what GET /v1/agents/voices lists; nil: the shipped catalogue.
@@ -188,7 +196,7 @@ func New(o Options) (*Server, error) {
 	}
 	return &Server{
 		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
-		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, knowledge: o.Knowledge, calls: o.Calls, numbers: o.Numbers, regulatory: o.Regulatory, urls: o.URLs, whatsAppSync: o.WhatsAppSync, publicURL: o.PublicURL, voices: o.Voices, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
+		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, knowledge: o.Knowledge, calls: o.Calls, numbers: o.Numbers, regulatory: o.Regulatory, urls: o.URLs, whatsAppSync: o.WhatsAppSync, functions: o.Functions, functionHTTP: o.FunctionHTTP, publicURL: o.PublicURL, voices: o.Voices, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks, pages: o.Pages,
 		unsubscribe: o.Unsubscribe,
@@ -216,6 +224,9 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.callbacks != nil {
 		mux.Handle("/callbacks/", s.callbacks)
+	}
+	if s.functionHTTP != nil {
+		mux.Handle(functions.HTTPPath, s.functionHTTP)
 	}
 	s.register(mux)
 	return paceBodies(mux, bodyGrace, bodyMinRate)

@@ -34,6 +34,9 @@ const (
 	// PhoneNumberNumber indexes PhoneNumbers by spec.number: the claims on one number, across
 	// namespaces, so the send path and inbound messages find its owner without reading them all.
 	PhoneNumberNumber = "spec.number"
+	// FunctionURLToken indexes Functions by the token of their public URL, so an HTTP
+	// invocation finds its function without reading them all.
+	FunctionURLToken = "urlToken"
 )
 
 // Register adds every index to indexer.
@@ -63,6 +66,14 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 		return []string{o.(*v1alpha1.EmailDomain).Spec.Domain}
 	}); err != nil {
 		return fmt.Errorf("index email domains by domain: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &v1alpha1.Function{}, FunctionURLToken, func(o client.Object) []string {
+		if t := o.GetAnnotations()[v1alpha1.FunctionURLTokenAnnotation]; t != "" {
+			return []string{t}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index functions by URL token: %w", err)
 	}
 	if err := indexer.IndexField(ctx, &v1alpha1.Invitation{}, InvitationToken, func(o client.Object) []string {
 		if h := o.(*v1alpha1.Invitation).Status.TokenHash; h != "" {

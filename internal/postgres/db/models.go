@@ -312,6 +312,110 @@ type EmailSuppression struct {
 	BroadcastID *string
 }
 
+type FunctionDeployment struct {
+	ID           string
+	Project      string
+	FunctionUid  string
+	FunctionName string
+	Version      int32
+	Status       string
+	Source       string
+	GitCommit    *string
+	GitMessage   *string
+	RolledBackTo *int32
+	Files        []byte
+	Entrypoint   string
+	Dependencies []byte
+	SourceBytes  int32
+	SourceDigest string
+	Runtime      string
+	Bundle       []byte
+	BundleSha256 *string
+	BundleBytes  *int32
+	BuildLogs    *string
+	PackageLock  *string
+	ErrorMessage *string
+	Attempts     int32
+	LeaseUntil   *time.Time
+	CreatedAt    time.Time
+	DeployedAt   *time.Time
+}
+
+type FunctionDraft struct {
+	FunctionUid  string
+	Project      string
+	FunctionName string
+	Files        []byte
+	Entrypoint   string
+	Dependencies []byte
+	UpdatedAt    time.Time
+}
+
+type FunctionGitLink struct {
+	ID            string
+	Project       string
+	FunctionUid   string
+	FunctionName  string
+	Owner         string
+	Repo          string
+	Branch        string
+	RootDir       *string
+	AutoDeploy    bool
+	Connection    string
+	LastStatus    *string
+	LastError     *string
+	LastCommitSha *string
+	LastCommitMsg *string
+	LastDeployAt  *time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+type FunctionLog struct {
+	ID           int64
+	Project      string
+	FunctionUid  string
+	DeploymentID *string
+	InvocationID *string
+	At           time.Time
+	Stream       string
+	Message      string
+}
+
+type FunctionRun struct {
+	ID            string
+	Project       string
+	FunctionUid   string
+	FunctionName  string
+	TriggerID     *string
+	EventID       string
+	EventType     string
+	Event         []byte
+	Status        string
+	Attempts      int32
+	NextAttemptAt time.Time
+	Error         *string
+	DeploymentID  *string
+	DurationMs    *int32
+	CreatedAt     time.Time
+	FinishedAt    *time.Time
+}
+
+type FunctionTrigger struct {
+	ID           string
+	Project      string
+	FunctionUid  string
+	FunctionName string
+	EventType    string
+	Sender       *string
+	Cron         *string
+	Active       bool
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	LastRunAt    *time.Time
+	NextRunAt    *time.Time
+}
+
 type InvitationAnnouncement struct {
 	Project       string
 	InvitationUid string

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package functionrun
+
+func alive(pid int) bool { return false }

@@ -1,0 +1,102 @@
+// Package functionrun runs functions' bundles (internal/functionbuild) in warm Node.js
+// processes: one process per deployment, reused by its invocations, talking NDJSON with the
+// supervisor over two extra pipes (runner.js). The runtime module the bundles import,
+// @zavudev/functions (and its alias @switchboard/functions), is functions.js.
+//
+// Runtime is the interface the platform uses; Local is the implementation for one machine
+// (`make run`), with Node's permission model as the sandbox: a function reads its own folder
+// only, writes no file and starts no process.
+package functionrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Deployment is one built version of a function, as a runtime runs it.
+type Deployment struct {
+	ID         string // unique deployment id; names the warm process
+	FunctionID string
+	Bundle     []byte // bundle.js (CommonJS)
+	// Env is the function's environment (its secrets and platform variables). Nothing of the
+	// host's environment leaks in; TZ=UTC and NODE_ENV=production are set, and
+	// SWITCHBOARD_FUNCTION_ID and SWITCHBOARD_DEPLOYMENT_ID when Env lacks them. NODE_OPTIONS
+	// is dropped: it could lift the sandbox.
+	Env      map[string]string
+	MemoryMB int           // heap limit (--max-old-space-size); 0 means DefaultMemoryMB
+	Timeout  time.Duration // per invocation; 0 means DefaultTimeout
+}
+
+// Defaults of a Deployment's zero fields.
+const (
+	DefaultMemoryMB = 128
+	DefaultTimeout  = 3 * time.Second
+)
+
+// Invocation is one run of the handler.
+type Invocation struct {
+	ID    string          // invocation id; every log line carries it
+	Event json.RawMessage // the `event` argument (a JSON object); nil means {}
+}
+
+// LogLine is one line a run printed.
+type LogLine struct {
+	Time time.Time
+	// Stream is "log", "info", "warn", "error", "debug" (console.* and ctx.log = "log"),
+	// "stdout", "stderr" (raw writes), or "platform" (the runtime's own lines: timeouts,
+	// crashes, truncation).
+	Stream  string
+	Message string
+}
+
+// Streams of LogLine.
+const (
+	StreamLog      = "log"
+	StreamStdout   = "stdout"
+	StreamStderr   = "stderr"
+	StreamPlatform = "platform"
+)
+
+// Reason says why a run failed.
+type Reason string
+
+// Reasons of a failed run.
+const (
+	ReasonNone    Reason = ""
+	ReasonError   Reason = "error"   // the handler threw or rejected
+	ReasonTimeout Reason = "timeout" // it ran past Timeout
+	ReasonMemory  Reason = "memory"  // the process ran out of heap
+	ReasonCrash   Reason = "crash"   // the process exited or could not load the bundle
+)
+
+// Result is the outcome of one invocation.
+type Result struct {
+	// Value is the JSON of the handler's return value ("null" for undefined); nil on failure.
+	Value  json.RawMessage
+	Reason Reason
+	// Error is a human-readable reason, "" on success: the thrown error's message and stack,
+	// "timed out after 3s", "out of memory (128 MB)", "the runtime exited with code 3".
+	Error string
+	Logs  []LogLine
+	// Duration is the run's time from the request to its answer: it leaves out starting the
+	// process and waiting for a free slot.
+	Duration time.Duration
+	Cold     bool // this invocation started the process
+}
+
+// Runtime runs deployments.
+type Runtime interface {
+	// Invoke runs inv on d's process, starting it if needed. It returns an error only when the
+	// platform itself failed (node missing, a pipe broke before the request was written) or
+	// ctx ended; a function's own failure is a Result with a Reason.
+	Invoke(ctx context.Context, d *Deployment, inv Invocation) (Result, error)
+	// Retire stops the warm process of a deployment that no longer serves (idempotent).
+	Retire(deploymentID string)
+	// Close stops every process.
+	Close() error
+}
+
+// ErrClosed is Invoke's error after Close.
+var ErrClosed = errors.New("functionrun: the runtime is closed")
