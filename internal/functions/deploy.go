@@ -109,8 +109,21 @@ func (s *Service) Deploy(ctx context.Context, f *v1alpha1.Function, edit DraftEd
 			return Deployment{}, err
 		}
 	}
-	dep, _, err := s.newDeployment(ctx, f, d, SourceUpload, "", "", nil)
-	return dep, err
+	dep, reused, err := s.newDeployment(ctx, f, d, SourceUpload, "", "", nil)
+	if err != nil || reused {
+		return dep, err
+	}
+	return dep, s.announce(ctx, f, dep.ID)
+}
+
+// announce names the newest deployment on the resource: the controller follows its build into
+// the resource's status, and kubectl shows it.
+func (s *Service) announce(ctx context.Context, f *v1alpha1.Function, deployment string) error {
+	_, err := s.change(ctx, f, func(f *v1alpha1.Function) error {
+		f.Annotations[LatestDeploymentAnnotation] = deployment
+		return nil
+	})
+	return err
 }
 
 // Rollback copies a deployment's source onto the draft and deploys it as a new version; it
@@ -144,6 +157,9 @@ func (s *Service) Rollback(ctx context.Context, f *v1alpha1.Function, deployment
 	version := row.Version
 	dep, _, err := s.newDeployment(ctx, f, old, SourceRollback, "", "", &version)
 	if err != nil {
+		return Deployment{}, nil, 0, err
+	}
+	if err := s.announce(ctx, f, dep.ID); err != nil {
 		return Deployment{}, nil, 0, err
 	}
 	if prev.Empty() {

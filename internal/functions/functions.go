@@ -32,6 +32,8 @@ const (
 	CreatedAtAnnotation = "messaging.switchboard.io/created-at"
 	// UpdatedAtAnnotation is when the API last changed the function or its draft.
 	UpdatedAtAnnotation = "messaging.switchboard.io/updated-at"
+	// LatestDeploymentAnnotation names the function's newest deployment made through the API.
+	LatestDeploymentAnnotation = "messaging.switchboard.io/latest-deployment"
 	// URLTokenAnnotation is the unguessable part of the function's public URL.
 	URLTokenAnnotation = v1alpha1.FunctionURLTokenAnnotation
 )
@@ -179,24 +181,39 @@ func (s *Service) Create(ctx context.Context, project, slug string, mode v1alpha
 	if err != nil {
 		return nil, err
 	}
+	// The key is made first and named on the resource from its creation, so the controller,
+	// which provisions a key for functions applied without one, never makes a second.
+	secret, key, err := s.keys.Create(ctx, project, "function "+slug, keyEnvironment(mode), []string{string(apikey.PermissionAll)})
+	if err != nil {
+		return nil, fmt.Errorf("provision the key of function %s: %w", slug, err)
+	}
 	now := s.now().UTC().Truncate(time.Microsecond).Format(time.RFC3339Nano)
 	f := &v1alpha1.Function{ObjectMeta: metav1.ObjectMeta{Namespace: project, Name: slug,
-		Annotations: map[string]string{CreatedAtAnnotation: now, UpdatedAtAnnotation: now, URLTokenAnnotation: token}},
+		Annotations: map[string]string{CreatedAtAnnotation: now, UpdatedAtAnnotation: now, URLTokenAnnotation: token,
+			v1alpha1.FunctionKeyIDAnnotation: key.ID}},
 		Spec: v1alpha1.FunctionSpec{Runtime: v1alpha1.RuntimeNodeJS24, MemoryMB: 256, TimeoutSeconds: 10, Mode: mode}}
 	in.apply(f)
 	if err := kubewrite.Write(ctx, s.client, f); err != nil {
+		_, _ = s.keys.Revoke(context.WithoutCancel(ctx), project, key.ID)
 		if apierrors.IsAlreadyExists(err) || strings.Contains(err.Error(), "already exists") {
 			return nil, apperror.InvalidFields(apperror.FieldError{Path: "slug", Message: fmt.Sprintf("%s is taken: a slug is unique in the project", slug)})
 		}
 		return nil, err
 	}
+	if err := s.keepKey(ctx, f, secret, key.ID); err != nil {
+		return nil, err
+	}
 	if err := s.saveDraft(ctx, f, draft); err != nil {
 		return nil, err
 	}
-	if err := s.provisionKey(ctx, f); err != nil {
-		return nil, err
-	}
 	return f, nil
+}
+
+func keyEnvironment(mode v1alpha1.FunctionMode) apikey.Environment {
+	if mode == v1alpha1.FunctionTest {
+		return apikey.Test
+	}
+	return apikey.Live
 }
 
 // tokenAlphabet spells public URL tokens.
@@ -218,36 +235,42 @@ func checkSlug(slug string) string {
 }
 
 // provisionKey makes the function's own API key, unless it has one, and keeps it in the
-// function's Secret: every run holds it as ZAVU_API_KEY.
+// function's Secret: every run holds it as ZAVU_API_KEY. A key already kept in the Secret (a
+// provisioning cut short before it named the key on the resource) is the one it keeps.
 func (s *Service) provisionKey(ctx context.Context, f *v1alpha1.Function) error {
 	if f.Annotations[v1alpha1.FunctionKeyIDAnnotation] != "" {
 		return nil
 	}
-	env := apikey.Live
-	if f.Spec.Mode == v1alpha1.FunctionTest {
-		env = apikey.Test
-	}
-	secret, key, err := s.keys.Create(ctx, f.Namespace, "function "+f.Name, env, []string{string(apikey.PermissionAll)})
-	if err != nil {
-		return fmt.Errorf("provision the key of function %s: %w", f.Name, err)
-	}
-	if err := s.writeSecret(ctx, f, func(data map[string][]byte, times map[string]secretTimes) error {
-		data[EnvAPIKey] = []byte(secret)
-		now := s.now().UnixMilli()
-		times[EnvAPIKey] = secretTimes{Created: now, Updated: now}
-		return nil
-	}); err != nil {
-		_, _ = s.keys.Revoke(ctx, f.Namespace, key.ID)
-		return err
+	var existing corev1.Secret
+	err := s.live.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: SecretName(f)}, &existing)
+	keyID := existing.Annotations[v1alpha1.FunctionKeyIDAnnotation]
+	if err != nil || keyID == "" || len(existing.Data[EnvAPIKey]) == 0 {
+		secret, key, err := s.keys.Create(ctx, f.Namespace, "function "+f.Name, keyEnvironment(f.Spec.Mode), []string{string(apikey.PermissionAll)})
+		if err != nil {
+			return fmt.Errorf("provision the key of function %s: %w", f.Name, err)
+		}
+		if err := s.keepKey(ctx, f, secret, key.ID); err != nil {
+			_, _ = s.keys.Revoke(context.WithoutCancel(ctx), f.Namespace, key.ID)
+			return err
+		}
+		keyID = key.ID
 	}
 	_, err = s.change(ctx, f, func(f *v1alpha1.Function) error {
-		if f.Annotations == nil {
-			f.Annotations = map[string]string{}
-		}
-		f.Annotations[v1alpha1.FunctionKeyIDAnnotation] = key.ID
+		f.Annotations[v1alpha1.FunctionKeyIDAnnotation] = keyID
 		return nil
 	})
 	return err
+}
+
+// keepKey writes the function's key into its Secret, named by an annotation.
+func (s *Service) keepKey(ctx context.Context, f *v1alpha1.Function, secret, keyID string) error {
+	return s.writeSecretWith(ctx, f, func(obj *corev1.Secret, times map[string]secretTimes) error {
+		obj.Data[EnvAPIKey] = []byte(secret)
+		obj.Annotations[v1alpha1.FunctionKeyIDAnnotation] = keyID
+		now := s.now().UnixMilli()
+		times[EnvAPIKey] = secretTimes{Created: now, Updated: now}
+		return nil
+	})
 }
 
 // Update changes settings and the draft; the draft goes live only on deploy.

@@ -147,6 +147,11 @@ func (s *Service) UnsetSecret(ctx context.Context, f *v1alpha1.Function, key str
 // writeSecret changes the function's Secret (made, owned by the function, labelled for
 // Switchboard's cache, on first use), again on a conflict with another writer.
 func (s *Service) writeSecret(ctx context.Context, f *v1alpha1.Function, mutate func(map[string][]byte, map[string]secretTimes) error) error {
+	return s.writeSecretWith(ctx, f, func(obj *corev1.Secret, times map[string]secretTimes) error { return mutate(obj.Data, times) })
+}
+
+// writeSecretWith is writeSecret with the whole object to change.
+func (s *Service) writeSecretWith(ctx context.Context, f *v1alpha1.Function, mutate func(*corev1.Secret, map[string]secretTimes) error) error {
 	key := client.ObjectKey{Namespace: f.Namespace, Name: SecretName(f)}
 	for attempt := 0; ; attempt++ {
 		var secret corev1.Secret
@@ -163,14 +168,14 @@ func (s *Service) writeSecret(ctx context.Context, f *v1alpha1.Function, mutate 
 		if secret.Data == nil {
 			secret.Data = map[string][]byte{}
 		}
-		times := timesOf(&secret)
-		if err := mutate(secret.Data, times); err != nil {
-			return err
-		}
-		b, _ := json.Marshal(times)
 		if secret.Annotations == nil {
 			secret.Annotations = map[string]string{}
 		}
+		times := timesOf(&secret)
+		if err := mutate(&secret, times); err != nil {
+			return err
+		}
+		b, _ := json.Marshal(times)
 		secret.Annotations[secretTimesAnnotation] = string(b)
 		if secret.ResourceVersion == "" {
 			err = s.client.Create(ctx, &secret, client.FieldOwner(kubewrite.FieldManager))
