@@ -508,7 +508,8 @@ func Run(ctx context.Context, cfg Config) error {
 			domains := emaildomain.NewService(mgr.GetClient(), mgr.GetAPIReader(), verifier(kubewrite.FieldManager))
 			templates := template.NewService(mgr.GetClient(), mgr.GetAPIReader(), reviewer(kubewrite.FieldManager))
 			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, invitations(kubewrite.FieldManager), invitationKey, unsubscribes, emailChecks, agentRuntime, know, calls, phoneNumbers, urls, resolver, checks,
-				functionParts{service: functionsAPI, http: &functions.HTTPHandler{Reader: mgr.GetClient(), Invoker: invoker, Log: log.WithName("functions")}}, log); err != nil {
+				functionParts{service: functionsAPI, http: &functions.HTTPHandler{Reader: mgr.GetClient(), Invoker: invoker, Log: log.WithName("functions")},
+					pushes: &functions.GitHookHandler{Service: functionsAPI, Log: log.WithName("functions")}}, log); err != nil {
 				return err
 			}
 		}
@@ -579,6 +580,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		WhatsAppSync:    whatsAppSync,
 		Functions:       fns.service,
 		FunctionHTTP:    fns.http,
+		FunctionPushes:  fns.pushes,
 		PublicURL:       cfg.PublicURL,
 		Voices:          cfg.Voices,
 		Invitations:     invitations,

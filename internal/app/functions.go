@@ -26,6 +26,9 @@ type FunctionOptions struct {
 	// NPM is the npm command builds install dependencies with ("": npm from PATH); Registry the
 	// npm registry ("": npm's configured one); NPMCache npm's cache ("": the user's cache).
 	NPM, Registry, NPMCache string
+	// GitBase is where linked repositories are cloned from: owner/repo under it ("":
+	// https://github.com; GitHub Enterprise or a mirror otherwise).
+	GitBase string
 	// RetrySchedule replaces functions.RetrySchedule (tests).
 	RetrySchedule []time.Duration
 	// BuildPoll and RunPoll replace the builder's and runner's idle polls (tests).
@@ -39,6 +42,7 @@ const RuntimeLocal = "local"
 type functionParts struct {
 	service *functions.Service
 	http    http.Handler
+	pushes  http.Handler
 }
 
 // functionInvoker returns the invoker the workers' runs and the API's public URLs share, on the
@@ -80,7 +84,7 @@ func (c Config) functionsBaseURL() string {
 func addFunctionWorkers(mgr ctrl.Manager, cfg Config, svc *functions.Service, invoker *functions.Invoker, log logr.Logger) error {
 	o := cfg.Functions
 	builder := functions.NewBuilder(cfg.Pool, functions.BuilderOptions{NPM: o.NPM, Registry: o.Registry, CacheDir: o.NPMCache,
-		Poll: o.BuildPoll, Log: log.WithName("builds")})
+		GitBase: o.GitBase, Poll: o.BuildPoll, Log: log.WithName("builds")})
 	runner := functions.NewRunner(cfg.Pool, mgr.GetClient(), invoker, functions.RunnerOptions{Schedule: o.RetrySchedule, Poll: o.RunPoll,
 		Log: log.WithName("runs")})
 	scheduler := functions.NewScheduler(cfg.Pool, log.WithName("cron"))

@@ -19,6 +19,8 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/app"
+	"github.com/switchboard-io/switchboard/internal/functiongit"
+	"github.com/switchboard-io/switchboard/internal/functiongit/gittest"
 )
 
 // fastFunctions builds and runs at once, tries a failed run again after 200 ms, and serves
@@ -336,7 +338,7 @@ func TestFunctions(t *testing.T) {
 		t.Errorf("the function's key is not revoked")
 	}
 	for _, table := range []string{"function_drafts", "function_deployments", "function_triggers", "function_runs", "function_logs"} {
-		if n := in.count(`SELECT count(*) FROM ` + table + ` WHERE function_uid = $1`, string(f.UID)); n != 0 {
+		if n := in.count(`SELECT count(*) FROM `+table+` WHERE function_uid = $1`, string(f.UID)); n != 0 {
 			t.Errorf("%s keeps %d rows of the deleted function", table, n)
 		}
 	}
@@ -423,5 +425,144 @@ export default defineFunction(async (event) => ({ statusCode: 200, body: greet(e
 	})
 	if n := in.count(`SELECT count(*) FROM api_keys WHERE id = $1 AND revoked_at IS NULL`, keyID); keyID == "" || n != 0 {
 		t.Errorf("the deleted function's key %q is not revoked", keyID)
+	}
+}
+
+// TestFunctionGitLink: a function linked to a repository (a loopback Git server) deploys its
+// branch on demand and on each signed push, and says how the last deploy went.
+func TestFunctionGitLink(t *testing.T) {
+	git := gittest.NewServer(t)
+	in := start(t, fastSandbox, fastFunctions, func(c *app.Config) { c.Functions.GitBase = git.BaseURL })
+	_, key := sendingProject(t, in, nil, apikey.Test)
+	version := func(v int) map[string]string {
+		return map[string]string{
+			"index.ts": "import { defineFunction } from '@zavudev/functions';\nimport { v } from './lib/v';\nexport default defineFunction(async () => ({ statusCode: 200, body: { version: v } }));\n",
+			"lib/v.ts": fmt.Sprintf("export const v = %d;\n", v),
+			"README.md": "not code",
+		}
+	}
+	first := git.Commit(t, "acme/order-bot", "main", version(1), "first")
+
+	r := in.post("/v1/functions", key, `{"name":"Orders","slug":"orders","httpEnabled":true}`)
+	if r.status != 201 {
+		t.Fatalf("create = %d %v", r.status, r.body)
+	}
+	publicURL := r.body["function"].(map[string]any)["publicUrl"].(string)
+	for _, body := range []string{`{"owner":"-acme","repo":"order-bot"}`, `{"owner":"acme","repo":"order bot"}`, `{"owner":"acme","repo":"order-bot","rootDir":"../x"}`} {
+		if r := in.post("/v1/functions/orders/git-link", key, body); r.status != 400 {
+			t.Errorf("link %s = %d %v", body, r.status, r.body)
+		}
+	}
+	r = in.post("/v1/functions/orders/git-link", key, `{"owner":"acme","repo":"order-bot"}`)
+	link, _ := r.body["link"].(map[string]any)
+	secret, _ := r.body["webhookSecret"].(string)
+	hookURL, _ := r.body["webhookUrl"].(string)
+	if r.status != 201 || secret == "" || link["connection"] != "manual" || link["branch"] != "main" || link["autoDeploy"] != true ||
+		link["lastStatus"] != nil || !strings.Contains(hookURL, "/callbacks/github/functions/fgl_") {
+		t.Fatalf("link = %d %v", r.status, r.body)
+	}
+	if r := in.post("/v1/functions/orders/git-link", key, `{"owner":"acme","repo":"other"}`); r.status != 400 {
+		t.Errorf("a second link = %d %v", r.status, r.body)
+	}
+	if r := in.get("/v1/functions/orders/git-link", key); r.status != 200 || r.body["webhookSecret"] != nil || r.body["webhookUrl"] != hookURL {
+		t.Errorf("read link = %d %v", r.status, r.body)
+	}
+	if r := in.do("PATCH", "/v1/functions/orders/git-link", key, nil); r.status != 400 {
+		t.Errorf("an empty link update = %d %v", r.status, r.body)
+	}
+
+	linked := func(sha string) map[string]any {
+		var l map[string]any
+		waitFor(t, func() bool {
+			l, _ = in.get("/v1/functions/orders/git-link", key).body["link"].(map[string]any)
+			return l != nil && l["lastCommitSha"] == sha && (l["lastStatus"] == "deployed" || l["lastStatus"] == "failed")
+		})
+		return l
+	}
+	served := func() any {
+		resp, err := http.Get(publicURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		return body["version"]
+	}
+
+	// Deploy now: the branch's head.
+	if r := in.post("/v1/functions/orders/git-link/deploy", key, ""); r.status != 200 || r.body["scheduled"] != true {
+		t.Fatalf("deploy now = %d %v", r.status, r.body)
+	}
+	if l := linked(first); l["lastStatus"] != "deployed" || l["lastCommitMessage"] != "first" {
+		t.Fatalf("after deploy now: %v", l)
+	}
+	waitFor(t, func() bool { return served() == 1.0 })
+	deps := in.get("/v1/functions/orders/deployments", key).body["deployments"].([]any)
+	if d := in.get("/v1/functions/deployments/"+deps[0].(map[string]any)["id"].(string), key).body["deployment"].(map[string]any); d["source"] != "git" || d["gitCommit"] != first {
+		t.Errorf("the git deployment = %v", d)
+	}
+
+	// A signed push to the branch deploys its commit; anything else is refused or ignored.
+	second := git.Commit(t, "acme/order-bot", "main", version(2), "second")
+	push := func(secret, event, branch, after string) int {
+		body := fmt.Sprintf(`{"ref":"refs/heads/%s","before":"%s","after":"%s","deleted":false,"head_commit":{"message":"second\n\nmore"},"repository":{"full_name":"acme/order-bot"}}`, branch, first, after)
+		req, _ := http.NewRequest("POST", hookURL, strings.NewReader(body))
+		req.Header.Set("X-GitHub-Event", event)
+		req.Header.Set("X-Hub-Signature-256", functiongit.Sign(secret, []byte(body)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if status := push("not-the-secret", "push", "main", second); status != 401 {
+		t.Errorf("a push signed with another secret = %d", status)
+	}
+	if status := push(secret, "ping", "main", second); status != 200 {
+		t.Errorf("ping = %d", status)
+	}
+	if status := push(secret, "push", "feature", second); status != 202 {
+		t.Errorf("a push to another branch = %d", status)
+	}
+	if status := push(secret, "push", "main", second); status != 202 {
+		t.Fatalf("push = %d", status)
+	}
+	if l := linked(second); l["lastStatus"] != "deployed" {
+		t.Fatalf("after the push: %v", l)
+	}
+	waitFor(t, func() bool { return served() == 2.0 })
+
+	// autoDeploy off: pushes are ignored. A repository that cannot be fetched fails its deploy.
+	r = in.do("PATCH", "/v1/functions/orders/git-link", key, strings.NewReader(`{"autoDeploy":false,"rootDir":null}`))
+	if r.status != 200 || r.body["link"].(map[string]any)["autoDeploy"] != false {
+		t.Errorf("update link = %d %v", r.status, r.body)
+	}
+	third := git.Commit(t, "acme/order-bot", "main", version(3), "third")
+	if status := push(secret, "push", "main", third); status != 202 {
+		t.Errorf("a push with autoDeploy off = %d", status)
+	}
+	if n := in.count(`SELECT count(*) FROM function_deployments WHERE git_commit = $1`, third); n != 0 {
+		t.Errorf("a push with autoDeploy off deployed")
+	}
+	if r := in.do("DELETE", "/v1/functions/orders/git-link", key, nil); r.status != 204 {
+		t.Fatalf("unlink = %d", r.status)
+	}
+	if status := push(secret, "push", "main", third); status != 404 {
+		t.Errorf("a push after unlinking = %d", status)
+	}
+	in.post("/v1/functions/orders/git-link", key, `{"owner":"acme","repo":"missing"}`)
+	in.post("/v1/functions/orders/git-link/deploy", key, "")
+	var l map[string]any
+	waitFor(t, func() bool {
+		l, _ = in.get("/v1/functions/orders/git-link", key).body["link"].(map[string]any)
+		return l != nil && l["lastStatus"] == "failed"
+	})
+	if !strings.Contains(fmt.Sprint(l["lastError"]), "repository not found") {
+		t.Errorf("a missing repository: %v", l)
+	}
+	if served() != 2.0 {
+		t.Errorf("a failed git deploy replaced the serving version")
 	}
 }

@@ -51,6 +51,7 @@ type roleFlags struct {
 	telegramAPI       string
 	publicURL         string
 	documentStore     string
+	functions         app.FunctionOptions
 	installationNS    string
 	projectEndpoints  bool
 	dispatchAttempts  int
@@ -131,6 +132,20 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 	if r != app.RoleManager {
 		fl.StringVar(&f.documentStore, "document-store", envOr("SWITCHBOARD_DOCUMENT_STORE", ""),
 			"where regulatory documents' files are kept: empty keeps them in Postgres; s3://bucket/prefix?endpoint=host:port&region=r keeps them in an S3-compatible bucket (&insecure=true for plain HTTP), with the credentials of AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (env SWITCHBOARD_DOCUMENT_STORE)")
+		fl.StringVar(&f.functions.Runtime, "function-runtime", envOr("SWITCHBOARD_FUNCTION_RUNTIME", app.RuntimeLocal),
+			"where projects' functions run: local (a warm node process per deployment on this machine, the development runtime: Node's permission model is not a boundary against hostile code; see docs/functions.md) (env SWITCHBOARD_FUNCTION_RUNTIME)")
+		fl.StringVar(&f.functions.Node, "node", "",
+			"the node command the local function runtime starts (Node.js 20 or later); empty: node from PATH")
+		fl.StringVar(&f.functions.Dir, "function-dir", "",
+			"where the local function runtime unpacks deployments; empty: a temporary folder removed at exit")
+		fl.StringVar(&f.functions.NPM, "npm", "",
+			"the npm command function builds install dependencies with; empty: npm from PATH")
+		fl.StringVar(&f.functions.Registry, "npm-registry", envOr("SWITCHBOARD_NPM_REGISTRY", ""),
+			"the npm registry functions' dependencies are installed from, e.g. a mirror https://npm.example.com/; empty: npm's configured registry (env SWITCHBOARD_NPM_REGISTRY)")
+		fl.StringVar(&f.functions.NPMCache, "npm-cache", "",
+			"npm's cache for function builds, kept between builds; empty: switchboard/npm under the user's cache folder")
+		fl.StringVar(&f.functions.GitBase, "git-base-url", envOr("SWITCHBOARD_GIT_BASE_URL", "https://github.com"),
+			"where functions' linked repositories (owner/repo) are cloned from over HTTPS: GitHub, or a GitHub Enterprise server or mirror (env SWITCHBOARD_GIT_BASE_URL)")
 		fl.StringVar(&f.telegramAPI, "telegram-api-url", "https://api.telegram.org",
 			"the Telegram Bot API's address (a proxy or a local Bot API server), for bots whose Provider names none")
 	}
@@ -319,6 +334,7 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		TelegramAPI:             f.telegramAPI,
 		PublicURL:               f.publicURL,
 		DocumentStore:           documents,
+		Functions:               f.functions,
 		DispatchAttempts:        f.dispatchAttempts,
 		InstallationNamespace:   f.installationNS,
 		AllowProjectEndpoints:   f.projectEndpoints,

@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard-io/switchboard/internal/functionbuild"
+	"github.com/switchboard-io/switchboard/internal/functiongit"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
@@ -38,6 +39,9 @@ type BuilderOptions struct {
 	Lease time.Duration
 	// Poll is how often an idle builder looks for pending deployments (default 200 ms).
 	Poll time.Duration
+	// GitBase is where linked repositories are cloned from: owner/repo under it (default
+	// https://github.com).
+	GitBase string
 	// Activated is told about each deployment that went live (the controller's status, the
 	// runtime's warm processes).
 	Activated func(ctx context.Context, project, function string)
@@ -124,6 +128,15 @@ func (b *Builder) BuildOne(ctx context.Context) (bool, error) {
 	if row.Attempts > 3 {
 		return true, b.fail(ctx, row, "the build was interrupted three times (its worker stopped); deploy again", "")
 	}
+	if row.Source == SourceGit && row.SourceBytes == 0 {
+		if row, err = b.fetchLinked(ctx, row); err != nil {
+			var be *buildError
+			if errors.As(err, &be) {
+				return true, b.fail(ctx, row, be.summary, be.logs)
+			}
+			return true, err
+		}
+	}
 	res, err := b.build(ctx, row)
 	if err != nil {
 		var be *buildError
@@ -156,6 +169,9 @@ func (b *Builder) BuildOne(ctx context.Context) (bool, error) {
 		return true, fmt.Errorf("activate deployment %s: %w", row.ID, err)
 	}
 	log.V(1).Info("function deployed", "version", row.Version, "bytes", len(res.bundle.Code))
+	if row.Source == SourceGit {
+		b.linkRun(ctx, row, "deployed", nil)
+	}
 	if b.opts.Activated != nil {
 		b.opts.Activated(ctx, row.Project, row.FunctionName)
 	}
@@ -293,6 +309,9 @@ func (b *Builder) fail(ctx context.Context, row db.FunctionDeployment, summary, 
 	if err != nil {
 		return fmt.Errorf("fail deployment %s: %w", row.ID, err)
 	}
+	if row.Source == SourceGit {
+		b.linkRun(ctx, row, "failed", &summary)
+	}
 	if b.opts.Activated != nil {
 		b.opts.Activated(ctx, row.Project, row.FunctionName)
 	}
@@ -354,3 +373,53 @@ func npmReason(s string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// fetchLinked fetches the commit a Git deployment is of (its link's branch head when it names
+// none) and records it as the deployment's source.
+func (b *Builder) fetchLinked(ctx context.Context, row db.FunctionDeployment) (db.FunctionDeployment, error) {
+	link, err := db.New(b.pool).FunctionGitLinkOf(ctx, row.FunctionUid)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return row, &buildError{summary: "the function is no longer linked to a repository"}
+	}
+	if err != nil {
+		return row, err
+	}
+	repo := functiongit.Repo{URL: functiongit.URLFor(b.opts.GitBase, link.Owner, link.Repo), Branch: link.Branch}
+	if link.RootDir != nil {
+		repo.RootDir = *link.RootDir
+	}
+	commit := ""
+	if row.GitCommit != nil {
+		commit = *row.GitCommit
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	snap, err := functiongit.Fetch(ctx, repo, commit)
+	if err != nil {
+		var fe *functiongit.FetchError
+		if errors.As(err, &fe) && !fe.Temporary {
+			return row, &buildError{summary: "the repository could not be fetched: " + fe.Reason}
+		}
+		return row, err
+	}
+	files, _ := json.Marshal(snap.Files)
+	deps, _ := json.Marshal(snap.Dependencies)
+	d := Draft{Files: snap.Files}
+	err = db.New(b.pool).SetFunctionDeploymentSource(ctx, db.SetFunctionDeploymentSourceParams{ID: row.ID, Files: files,
+		Entrypoint: snap.Entrypoint, Dependencies: deps, SourceBytes: int32(d.Bytes()), GitCommit: &snap.Commit, GitMessage: &snap.Message})
+	if err != nil {
+		return row, fmt.Errorf("record the source of deployment %s: %w", row.ID, err)
+	}
+	row.Files, row.Entrypoint, row.Dependencies, row.SourceBytes = files, snap.Entrypoint, deps, int32(d.Bytes())
+	row.GitCommit, row.GitMessage = &snap.Commit, &snap.Message
+	return row, nil
+}
+
+// linkRun records how a Git deployment ended on its link (lastStatus, lastError).
+func (b *Builder) linkRun(ctx context.Context, row db.FunctionDeployment, status string, reason *string) {
+	err := db.New(b.pool).SetFunctionGitLinkRun(ctx, db.SetFunctionGitLinkRunParams{FunctionUid: row.FunctionUid, LastStatus: &status,
+		LastError: reason, LastCommitSha: row.GitCommit, LastCommitMsg: row.GitMessage, Now: b.now().UTC()})
+	if err != nil {
+		b.opts.Log.Error(err, "record a linked deploy", "deployment", row.ID)
+	}
+}

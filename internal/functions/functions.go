@@ -330,7 +330,7 @@ func (s *Service) Delete(ctx context.Context, f *v1alpha1.Function) error {
 	if err := s.client.Delete(ctx, f); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete function %s: %w", f.Name, err)
 	}
-	for _, name := range []string{SecretName(f)} {
+	for _, name := range []string{SecretName(f), gitSecretName(f)} {
 		secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: f.Namespace, Name: name}}
 		if err := s.client.Delete(ctx, secret); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete the secret of function %s: %w", f.Name, err)

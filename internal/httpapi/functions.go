@@ -45,6 +45,12 @@ func (s *Server) functionRoutes() []route {
 		{method: "PATCH", path: "/v1/functions/triggers/{triggerId}", dispatched: true, access: permission, permission: all, handle: s.updateFunctionTrigger},
 		{method: "DELETE", path: "/v1/functions/triggers/{triggerId}", dispatched: true, access: permission, permission: all, handle: s.deleteFunctionTrigger},
 
+		{method: "POST", path: "/v1/functions/{functionId}/git-link", access: permission, permission: all, handle: s.linkFunction},
+		{method: "GET", path: "/v1/functions/{functionId}/git-link", dispatched: true, access: any, handle: s.getFunctionLink},
+		{method: "PATCH", path: "/v1/functions/{functionId}/git-link", dispatched: true, access: permission, permission: all, handle: s.updateFunctionLink},
+		{method: "DELETE", path: "/v1/functions/{functionId}/git-link", dispatched: true, access: permission, permission: all, handle: s.unlinkFunction},
+		{method: "POST", path: "/v1/functions/{functionId}/git-link/deploy", access: permission, permission: all, handle: s.deployFunctionLink},
+
 		{method: "GET", path: "/v2/functions", access: any, handle: s.listFunctionsV2},
 		{method: "GET", path: "/v2/functions/{functionId}", access: any, handle: s.getFunction},
 		{method: "PATCH", path: "/v2/functions/{functionId}", access: permission, permission: all, handle: s.updateFunctionV2},
@@ -669,4 +675,129 @@ func (s *Server) unsetFunctionSecret(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// gitLinkJSON is the client's GitLink (§3.8).
+type gitLinkJSON struct {
+	ID                string     `json:"id"`
+	FunctionID        string     `json:"functionId"`
+	Provider          string     `json:"provider"`
+	Connection        string     `json:"connection"`
+	Owner             string     `json:"owner"`
+	Repo              string     `json:"repo"`
+	Branch            string     `json:"branch"`
+	RootDir           *string    `json:"rootDir"`
+	AutoDeploy        bool       `json:"autoDeploy"`
+	LastStatus        *string    `json:"lastStatus"`
+	LastError         *string    `json:"lastError"`
+	LastCommitSha     *string    `json:"lastCommitSha"`
+	LastCommitMessage *string    `json:"lastCommitMessage"`
+	LastDeployAt      *time.Time `json:"lastDeployAt"`
+	CreatedAt         time.Time  `json:"createdAt"`
+	UpdatedAt         time.Time  `json:"updatedAt"`
+}
+
+func (s *Server) linkEnvelope(l functions.GitLink, secret string) map[string]any {
+	out := map[string]any{"link": gitLinkJSON{ID: l.ID, FunctionID: l.FunctionName, Provider: "github", Connection: l.Connection,
+		Owner: l.Owner, Repo: l.Repo, Branch: l.Branch, RootDir: l.RootDir, AutoDeploy: l.AutoDeploy, LastStatus: l.LastStatus,
+		LastError: l.LastError, LastCommitSha: l.LastCommitSha, LastCommitMessage: l.LastCommitMsg, LastDeployAt: l.LastDeployAt,
+		CreatedAt: l.CreatedAt, UpdatedAt: l.UpdatedAt}, "webhookUrl": s.functions.WebhookURL(l)}
+	if secret != "" {
+		out["webhookSecret"] = secret
+	}
+	return out
+}
+
+func (s *Server) linkFunction(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Owner      string `json:"owner"`
+		Repo       string `json:"repo"`
+		Branch     string `json:"branch"`
+		RootDir    string `json:"rootDir"`
+		AutoDeploy *bool  `json:"autoDeploy"`
+	}
+	if err := decodeJSON(r, &in, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	f, err := s.functionOf(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	link, secret, err := s.functions.Link(r.Context(), f, functions.NewGitLink{Owner: in.Owner, Repo: in.Repo, Branch: in.Branch,
+		RootDir: in.RootDir, AutoDeploy: in.AutoDeploy})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, s.linkEnvelope(link, secret))
+}
+
+func (s *Server) getFunctionLink(w http.ResponseWriter, r *http.Request) {
+	f, err := s.functionOf(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	link, err := s.functions.LinkOf(r.Context(), f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.linkEnvelope(link, ""))
+}
+
+func (s *Server) updateFunctionLink(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Branch     *string                `json:"branch"`
+		AutoDeploy *bool                  `json:"autoDeploy"`
+		RootDir    optional.Value[string] `json:"rootDir"`
+	}
+	if err := decodeJSON(r, &in, true); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	f, err := s.functionOf(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	edit := functions.GitLinkEdit{Branch: in.Branch, AutoDeploy: in.AutoDeploy, RootDirSet: in.RootDir.Set}
+	if in.RootDir.Set && !in.RootDir.Null {
+		edit.RootDir = &in.RootDir.Value
+	}
+	link, err := s.functions.UpdateLink(r.Context(), f, edit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s.linkEnvelope(link, ""))
+}
+
+func (s *Server) unlinkFunction(w http.ResponseWriter, r *http.Request) {
+	f, err := s.functionOf(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.functions.Unlink(r.Context(), f); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) deployFunctionLink(w http.ResponseWriter, r *http.Request) {
+	f, err := s.functionOf(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	scheduled, err := s.functions.DeployLinked(r.Context(), f, "", "")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"scheduled": scheduled})
 }

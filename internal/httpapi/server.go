@@ -78,6 +78,7 @@ type Server struct {
 	whatsAppSync *whatsappsync.Service
 	functions    *functions.Service
 	functionHTTP http.Handler
+	functionPush http.Handler
 	// publicURL is where clients reach the API (upload URLs point there); "" the request's host.
 	publicURL string
 	// voices are the agents' voices (nil: the shipped catalogue).
@@ -144,6 +145,9 @@ type Options struct {
 	// FunctionHTTP serves functions' public URLs under /fn/ (no API key: the URL's token finds
 	// the function); nil serves none.
 	FunctionHTTP http.Handler
+	// FunctionPushes takes GitHub's push deliveries for linked functions (no API key: each
+	// link's secret signs them); nil takes none.
+	FunctionPushes http.Handler
 	// PublicURL is where clients reach the API (--public-url); "" uses the request's host.
 	PublicURL string
 	// Voices are what GET /v1/agents/voices lists; nil: the shipped catalogue.
@@ -196,7 +200,7 @@ func New(o Options) (*Server, error) {
 	}
 	return &Server{
 		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
-		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, knowledge: o.Knowledge, calls: o.Calls, numbers: o.Numbers, regulatory: o.Regulatory, urls: o.URLs, whatsAppSync: o.WhatsAppSync, functions: o.Functions, functionHTTP: o.FunctionHTTP, publicURL: o.PublicURL, voices: o.Voices, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
+		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, knowledge: o.Knowledge, calls: o.Calls, numbers: o.Numbers, regulatory: o.Regulatory, urls: o.URLs, whatsAppSync: o.WhatsAppSync, functions: o.Functions, functionHTTP: o.FunctionHTTP, functionPush: o.FunctionPushes, publicURL: o.PublicURL, voices: o.Voices, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks, pages: o.Pages,
 		unsubscribe: o.Unsubscribe,
@@ -227,6 +231,9 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.functionHTTP != nil {
 		mux.Handle(functions.HTTPPath, s.functionHTTP)
+	}
+	if s.functionPush != nil {
+		mux.Handle(functions.GitHookPath, s.functionPush)
 	}
 	s.register(mux)
 	return paceBodies(mux, bodyGrace, bodyMinRate)

@@ -579,6 +579,35 @@ func (q *Queries) FunctionDraft(ctx context.Context, functionUid string) (Functi
 	return i, err
 }
 
+const functionGitLinkByID = `-- name: FunctionGitLinkByID :one
+SELECT id, project, function_uid, function_name, owner, repo, branch, root_dir, auto_deploy, connection, last_status, last_error, last_commit_sha, last_commit_msg, last_deploy_at, created_at, updated_at FROM function_git_links WHERE id = $1
+`
+
+func (q *Queries) FunctionGitLinkByID(ctx context.Context, id string) (FunctionGitLink, error) {
+	row := q.db.QueryRow(ctx, functionGitLinkByID, id)
+	var i FunctionGitLink
+	err := row.Scan(
+		&i.ID,
+		&i.Project,
+		&i.FunctionUid,
+		&i.FunctionName,
+		&i.Owner,
+		&i.Repo,
+		&i.Branch,
+		&i.RootDir,
+		&i.AutoDeploy,
+		&i.Connection,
+		&i.LastStatus,
+		&i.LastError,
+		&i.LastCommitSha,
+		&i.LastCommitMsg,
+		&i.LastDeployAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const functionGitLinkOf = `-- name: FunctionGitLinkOf :one
 SELECT id, project, function_uid, function_name, owner, repo, branch, root_dir, auto_deploy, connection, last_status, last_error, last_commit_sha, last_commit_msg, last_deploy_at, created_at, updated_at FROM function_git_links WHERE function_uid = $1
 `
@@ -1017,6 +1046,36 @@ func (q *Queries) NextFunctionVersion(ctx context.Context, functionUid string) (
 	var column_1 int32
 	err := row.Scan(&column_1)
 	return column_1, err
+}
+
+const setFunctionDeploymentSource = `-- name: SetFunctionDeploymentSource :exec
+UPDATE function_deployments SET files = $1, entrypoint = $2, dependencies = $3,
+    source_bytes = $4, git_commit = $5, git_message = $6
+WHERE id = $7
+`
+
+type SetFunctionDeploymentSourceParams struct {
+	Files        []byte
+	Entrypoint   string
+	Dependencies []byte
+	SourceBytes  int32
+	GitCommit    *string
+	GitMessage   *string
+	ID           string
+}
+
+// A Git deployment's source, once its builder fetched the commit.
+func (q *Queries) SetFunctionDeploymentSource(ctx context.Context, arg SetFunctionDeploymentSourceParams) error {
+	_, err := q.db.Exec(ctx, setFunctionDeploymentSource,
+		arg.Files,
+		arg.Entrypoint,
+		arg.Dependencies,
+		arg.SourceBytes,
+		arg.GitCommit,
+		arg.GitMessage,
+		arg.ID,
+	)
+	return err
 }
 
 const setFunctionDeploymentStep = `-- name: SetFunctionDeploymentStep :exec

@@ -220,3 +220,12 @@ DELETE FROM function_git_links WHERE function_git_links.function_uid = @function
 -- name: HasSourceDigest :one
 -- Whether a function ever had a deployment of this source (a manifest's source is deployed once).
 SELECT EXISTS (SELECT 1 FROM function_deployments WHERE function_uid = @function_uid AND source_digest = @source_digest);
+
+-- name: FunctionGitLinkByID :one
+SELECT * FROM function_git_links WHERE id = @id;
+
+-- name: SetFunctionDeploymentSource :exec
+-- A Git deployment's source, once its builder fetched the commit.
+UPDATE function_deployments SET files = @files, entrypoint = @entrypoint, dependencies = @dependencies,
+    source_bytes = @source_bytes, git_commit = @git_commit, git_message = @git_message
+WHERE id = @id;
