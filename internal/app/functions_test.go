@@ -436,8 +436,8 @@ func TestFunctionGitLink(t *testing.T) {
 	_, key := sendingProject(t, in, nil, apikey.Test)
 	version := func(v int) map[string]string {
 		return map[string]string{
-			"index.ts": "import { defineFunction } from '@zavudev/functions';\nimport { v } from './lib/v';\nexport default defineFunction(async () => ({ statusCode: 200, body: { version: v } }));\n",
-			"lib/v.ts": fmt.Sprintf("export const v = %d;\n", v),
+			"index.ts":  "import { defineFunction } from '@zavudev/functions';\nimport { v } from './lib/v';\nexport default defineFunction(async () => ({ statusCode: 200, body: { version: v } }));\n",
+			"lib/v.ts":  fmt.Sprintf("export const v = %d;\n", v),
 			"README.md": "not code",
 		}
 	}

@@ -54,6 +54,8 @@ live key (switchboard apikey create --environment live), a Provider and a Sender
 	fl.StringVar(&cfg.AssetsDir, "control-plane-assets", controlplane.AssetsDir(), "directory with kube-apiserver and etcd (env KUBEBUILDER_ASSETS); make envtest-assets provides them")
 	fl.StringVar(&cfg.PublicURL, "public-url", "", "the address providers call back (a tunnel to this machine, say); empty: the API's own address")
 	fl.StringVar(&cfg.TelegramAPI, "telegram-api-url", "https://api.telegram.org", "the Telegram Bot API's address (a proxy or a local Bot API server)")
+	fl.StringVar(&cfg.GitBase, "git-base-url", "https://github.com", "where functions' linked repositories (owner/repo) are cloned from: GitHub, a GitHub Enterprise server or a mirror")
+	fl.StringVar(&cfg.NPMRegistry, "npm-registry", "", "the npm registry functions' dependencies are installed from; empty: npm's configured registry")
 	fl.IntVar(&cfg.DispatchAttempts, "dispatch-attempts", 8, "calls to a provider for one message before it fails with PROVIDER_UNAVAILABLE")
 	fl.StringVar(&cfg.DNSServer, "dns-server", "", "DNS server (host:port) email domain checks and pre-flight ask; empty: /etc/resolv.conf's")
 	fl.StringVar(&cfg.EmailInboundHost, "email-inbound-host", "", "host name the MX records of domains that receive mail point at (docs/email.md); empty: no receiving")

@@ -55,16 +55,14 @@ func (r *FunctionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 			return ctrl.Result{}, fmt.Errorf("add finalizer to function %s: %w", req, err)
 		}
 	}
-	changed, err := r.Functions.Adopt(ctx, &f)
+	adopted, err := r.Functions.Adopt(ctx, &f)
 	if apierrors.IsConflict(err) {
 		return ctrl.Result{Requeue: true}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if changed {
-		return ctrl.Result{}, nil // the write brings us back
-	}
+	f = *adopted
 	if _, err := r.Functions.SyncTriggers(ctx, &f); err != nil {
 		return ctrl.Result{}, err
 	}

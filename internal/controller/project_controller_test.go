@@ -28,6 +28,8 @@ func readyCondition(ctx context.Context, obj client.Object) func() *metav1.Condi
 			return meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionReady)
 		case *v1alpha1.Agent:
 			return meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionReady)
+		case *v1alpha1.Function:
+			return meta.FindStatusCondition(o.Status.Conditions, v1alpha1.ConditionReady)
 		}
 		return nil
 	}

@@ -334,3 +334,48 @@ var _ = Describe("the PhoneNumber sample", func() {
 		}).Should(ContainElement("sample-line"))
 	})
 })
+
+var _ = Describe("the Function sample", func() {
+	ctx := context.Background()
+
+	It("applies as it is, gets its key and URL, its triggers' schedule, and is deployed", func() {
+		b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_function.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var f v1alpha1.Function
+		Expect(yaml.UnmarshalStrict(b, &f)).To(Succeed())
+		err = k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.Namespace}})
+		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
+		Expect(k8s.Create(ctx, &f)).To(Succeed())
+		DeferCleanup(func() { _ = k8s.Delete(ctx, &f) })
+
+		Eventually(readyCondition(ctx, &f)).Should(haveReady(metav1.ConditionTrue, v1alpha1.ReasonReady))
+		Expect(f.Status.Phase).To(Equal(v1alpha1.FunctionActive))
+		Expect(f.Status.ActiveVersion).To(BeEquivalentTo(1))
+		Expect(f.Status.PublicURL).To(HavePrefix(functionsPublicURL + "/fn/"))
+		Expect(f.Finalizers).To(ContainElement(v1alpha1.FunctionFinalizer))
+
+		var secret corev1.Secret
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: f.Name + "-env"}, &secret)).To(Succeed())
+		Expect(string(secret.Data["ZAVU_API_KEY"])).To(HavePrefix("svc_live_"))
+		var next *time.Time
+		Expect(pool.QueryRow(ctx, `SELECT next_run_at FROM function_triggers WHERE function_uid = $1 AND cron IS NOT NULL`, string(f.UID)).Scan(&next)).To(Succeed())
+		Expect(next).NotTo(BeNil())
+		Expect(next.UTC().Hour()).To(Equal(8))
+
+		// A change of its source is a new version; the same source again is not.
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&f), &f)).To(Succeed())
+		f.Spec.Source.Files["lib/orders.ts"] = "export function lookup(id: string): string { return 'delivered'; }\n"
+		Expect(k8s.Update(ctx, &f)).To(Succeed())
+		Eventually(func() int32 {
+			_ = k8s.Get(ctx, client.ObjectKeyFromObject(&f), &f)
+			return f.Status.ActiveVersion
+		}).Should(BeEquivalentTo(2))
+		f.Spec.Description = "unchanged code"
+		Expect(k8s.Update(ctx, &f)).To(Succeed())
+		Consistently(func() int {
+			var n int
+			_ = pool.QueryRow(ctx, `SELECT count(*) FROM function_deployments WHERE function_uid = $1`, string(f.UID)).Scan(&n)
+			return n
+		}, "1s").Should(Equal(2))
+	})
+})

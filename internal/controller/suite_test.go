@@ -28,11 +28,13 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/admission"
+	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/controller"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/dnsresolve"
 	"github.com/switchboard-io/switchboard/internal/dnsresolve/dnstest"
 	"github.com/switchboard-io/switchboard/internal/domainverify"
+	"github.com/switchboard-io/switchboard/internal/functions"
 	"github.com/switchboard-io/switchboard/internal/index"
 	"github.com/switchboard-io/switchboard/internal/invitation"
 	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
@@ -58,6 +60,9 @@ const skipAdmission = "switchboard.test/skip-admission"
 
 // emailInboundHost is the installation's inbound mail host in these tests.
 const emailInboundHost = "mx.switchboard.test"
+
+// functionsPublicURL is the installation's public address functions answer HTTP under.
+const functionsPublicURL = "https://switchboard.test"
 
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
@@ -122,7 +127,10 @@ var _ = BeforeSuite(func() {
 	accounts := &registry.Registry{Reader: mgr.GetClient(), InstallationNamespace: installationNamespace, AllowProjectEndpoints: true}
 	Expect(controller.Setup(mgr, controller.Options{ProviderChecks: providercheck.Checks(), AllowProjectProviderEndpoints: true, EmailDomains: verifier,
 		Templates: reviewer, Invitations: invitations, InvitationAbandonAfter: invitationAbandonAfter,
-		InstallationNamespace: installationNamespace, NumberAccounts: accounts})).To(Succeed())
+		InstallationNamespace: installationNamespace, NumberAccounts: accounts,
+		Functions: functions.NewService(mgr.GetClient(), mgr.GetAPIReader(), pool, apikey.NewService(pool), functionsPublicURL)})).To(Succeed())
+	// The builder, as a worker runs it: the Function sample is deployed.
+	Expect(mgr.Add(functions.NewBuilder(pool, functions.BuilderOptions{Poll: 50 * time.Millisecond}))).To(Succeed())
 	Expect(admission.Setup(mgr)).To(Succeed())
 
 	var ctx context.Context

@@ -44,6 +44,9 @@ type Config struct {
 	PublicURL string
 	// TelegramAPI is the Bot API's address; empty is Telegram's own.
 	TelegramAPI string
+	// GitBase is where functions' linked repositories are cloned from ("": GitHub); NPMRegistry
+	// the registry their dependencies come from ("": npm's configured one).
+	GitBase, NPMRegistry string
 	// DispatchAttempts bounds the calls to a provider for one message (0: the default).
 	DispatchAttempts int
 	// DNSServer is the DNS email checks ask (host:port); empty: /etc/resolv.conf's.
@@ -172,6 +175,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			WorkerConcurrency: 10,
 			PublicURL:         publicURL,
 			TelegramAPI:       cfg.TelegramAPI,
+			Functions:         app.FunctionOptions{GitBase: cfg.GitBase, Registry: cfg.NPMRegistry},
 			DispatchAttempts:  cfg.DispatchAttempts,
 			DNSServer:         cfg.DNSServer,
 			Email:             domainverify.Config{InboundHost: cfg.EmailInboundHost},

@@ -237,9 +237,9 @@ func checkSlug(slug string) string {
 // provisionKey makes the function's own API key, unless it has one, and keeps it in the
 // function's Secret: every run holds it as ZAVU_API_KEY. A key already kept in the Secret (a
 // provisioning cut short before it named the key on the resource) is the one it keeps.
-func (s *Service) provisionKey(ctx context.Context, f *v1alpha1.Function) error {
+func (s *Service) provisionKey(ctx context.Context, f *v1alpha1.Function) (*v1alpha1.Function, error) {
 	if f.Annotations[v1alpha1.FunctionKeyIDAnnotation] != "" {
-		return nil
+		return f, nil
 	}
 	var existing corev1.Secret
 	err := s.live.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: SecretName(f)}, &existing)
@@ -247,19 +247,20 @@ func (s *Service) provisionKey(ctx context.Context, f *v1alpha1.Function) error 
 	if err != nil || keyID == "" || len(existing.Data[EnvAPIKey]) == 0 {
 		secret, key, err := s.keys.Create(ctx, f.Namespace, "function "+f.Name, keyEnvironment(f.Spec.Mode), []string{string(apikey.PermissionAll)})
 		if err != nil {
-			return fmt.Errorf("provision the key of function %s: %w", f.Name, err)
+			return nil, fmt.Errorf("provision the key of function %s: %w", f.Name, err)
 		}
 		if err := s.keepKey(ctx, f, secret, key.ID); err != nil {
 			_, _ = s.keys.Revoke(context.WithoutCancel(ctx), f.Namespace, key.ID)
-			return err
+			return nil, err
 		}
 		keyID = key.ID
 	}
-	_, err = s.change(ctx, f, func(f *v1alpha1.Function) error {
-		f.Annotations[v1alpha1.FunctionKeyIDAnnotation] = keyID
+	return s.change(ctx, f, func(f *v1alpha1.Function) error {
+		if f.Annotations[v1alpha1.FunctionKeyIDAnnotation] == "" {
+			f.Annotations[v1alpha1.FunctionKeyIDAnnotation] = keyID
+		}
 		return nil
 	})
-	return err
 }
 
 // keepKey writes the function's key into its Secret, named by an annotation.

@@ -16,31 +16,26 @@ import (
 )
 
 // Adopt gives a function applied with kubectl what the API gives the functions it makes: a
-// public URL token and its own API key. It tells whether it wrote the resource.
-func (s *Service) Adopt(ctx context.Context, f *v1alpha1.Function) (bool, error) {
+// public URL token and its own API key. It returns the function as written.
+func (s *Service) Adopt(ctx context.Context, f *v1alpha1.Function) (*v1alpha1.Function, error) {
 	if f.Annotations[URLTokenAnnotation] != "" && f.Annotations[v1alpha1.FunctionKeyIDAnnotation] != "" {
-		return false, nil
+		return f, nil
 	}
 	if f.Annotations[URLTokenAnnotation] == "" {
 		token, err := randid.String(tokenAlphabet, 24)
 		if err != nil {
-			return false, err
+			return nil, err
 		}
-		updated, err := s.change(ctx, f, func(f *v1alpha1.Function) error {
+		if f, err = s.change(ctx, f, func(f *v1alpha1.Function) error {
 			if f.Annotations[URLTokenAnnotation] == "" {
 				f.Annotations[URLTokenAnnotation] = token
 			}
 			return nil
-		})
-		if err != nil {
-			return false, err
+		}); err != nil {
+			return nil, err
 		}
-		f = updated
 	}
-	if err := s.provisionKey(ctx, f); err != nil {
-		return false, err
-	}
-	return true, nil
+	return s.provisionKey(ctx, f)
 }
 
 // DeployManifest deploys a function's spec.source when it changed: inline files as they are, a

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/switchboard-io/switchboard/internal/functiongit/gittest"
 )
 
 // sdkVersion is the published client that proves the wire: an existing client of the API must
@@ -108,6 +110,28 @@ func TestRegulatoryThroughThePublishedClient(t *testing.T) {
 // coexistence one.
 func TestWhatsAppSyncThroughThePublishedClient(t *testing.T) {
 	runDevScript(t, "whatsapp-sync.cjs")
+}
+
+// TestFunctionsThroughThePublishedClient drives every functions operation of @zavudev/sdk against
+// the built binary with a test key: the client's example function, grown to reply, deployed,
+// answering an inbound message through the sandbox and HTTP on its public URL with a secret,
+// triggers, logs, a second version and a rollback; then linked to a repository on a loopback
+// Git server (`switchboard dev --git-base-url`) and deployed from its branch; v2's list and
+// pause, and delete.
+func TestFunctionsThroughThePublishedClient(t *testing.T) {
+	git := gittest.NewServer(t)
+	sha := git.Commit(t, "acme/order-bot", "main", map[string]string{
+		"index.ts": "import { defineFunction } from '@zavudev/functions';\n" +
+			"export default defineFunction(async (event) => {\n" +
+			"  if (event.type === 'http') return { statusCode: 200, body: { from: 'git' } };\n" +
+			"});\n",
+	}, "from git")
+	d := startDev(t, "--git-base-url", git.BaseURL)
+	out := runSDK(t, "functions.cjs", d.env["SWITCHBOARD_URL"], d.env["SWITCHBOARD_API_KEY"], "GIT_SHA="+sha)
+	t.Log(out)
+	if !strings.Contains(out, "ok") {
+		t.Fatalf("the script ended without ok:\n%s", out)
+	}
 }
 
 // runDevScript runs a script of test/e2e/sdk against `switchboard dev` (its seeded sender and
