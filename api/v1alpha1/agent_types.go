@@ -293,6 +293,7 @@ type Handoff struct {
 }
 
 // AgentTool is a webhook the model may call with arguments it chooses.
+// +kubebuilder:validation:XValidation:rule="has(self.webhookUrl) != has(self.function)",message="a tool has either webhookUrl or function"
 type AgentTool struct {
 	// ID is the tool's id on the REST API (stable across renames).
 	// +kubebuilder:validation:Pattern=`^[a-z0-9][a-z0-9_-]{0,62}$`
@@ -312,7 +313,13 @@ type AgentTool struct {
 	// is signed with the tool's secret (X-Service-Signature, HMAC-SHA256 of the body).
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:XValidation:rule="isURL(self) && url(self).getScheme() == 'https'",message="webhookUrl must be an https URL"
-	WebhookURL string `json:"webhookUrl"`
+	// +optional
+	WebhookURL string `json:"webhookUrl,omitempty"`
+	// Function names a Function of the agent's namespace whose tool of this name (defineTool)
+	// answers the call, instead of a webhook.
+	// +kubebuilder:validation:MaxLength=60
+	// +optional
+	Function string `json:"function,omitempty"`
 	// Enabled offers the tool to the model; unset: on.
 	// +optional
 	Enabled *bool `json:"enabled,omitempty"`

@@ -59,6 +59,8 @@ type Runtime struct {
 	Prices *billing.Prices
 	// Tools is the HTTP client of tool webhooks: the deliveries' address guard.
 	Tools ToolClient
+	// Functions runs the tools of functions (AgentTool.function); nil runs none.
+	Functions FunctionTools
 	// ToolAddresses are the options Tools was made with: the API refuses a tool URL naming an
 	// address Tools would never reach (zero: https only, no private address).
 	ToolAddresses delivery.ClientOptions

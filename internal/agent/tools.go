@@ -23,6 +23,12 @@ type ToolClient interface {
 	Do(req *http.Request) (*http.Response, error)
 }
 
+// FunctionTools runs the tools functions declare (defineTool): the call is a run of the
+// function with a tool event, and its return value is the answer.
+type FunctionTools interface {
+	CallTool(ctx context.Context, a *v1alpha1.Agent, function, tool string, args json.RawMessage, executionID, conversationID string) ToolResult
+}
+
 // Limits of a tool call.
 const (
 	ToolTimeout = 10 * time.Second
@@ -61,6 +67,14 @@ func (r *Runtime) callTool(ctx context.Context, a *v1alpha1.Agent, t v1alpha1.Ag
 	executionID, conversationID string) ToolResult {
 	if len(args) == 0 {
 		args = json.RawMessage(`{}`)
+	}
+	if t.Function != "" {
+		if r.Functions == nil {
+			return ToolResult{Error: "this installation runs no function"}
+		}
+		ctx, cancel := context.WithTimeout(ctx, ToolTimeout)
+		defer cancel()
+		return r.Functions.CallTool(ctx, a, t.Function, t.Name, args, executionID, conversationID)
 	}
 	ref := a.ToolSecretRef(t)
 	secret, problem, err := r.secretKey(ctx, a.Namespace, ref.Name, ref.Key)

@@ -474,6 +474,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return err
 		}
+		agentRuntime.Functions = &functions.Tools{Reader: mgr.GetClient(), Invoker: invoker}
 		// The sandbox's steps come in bursts (every message sent 0.5 s ago is delivered now):
 		// they share transactions.
 		statuses := messages.NewStatusBatcher()

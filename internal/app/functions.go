@@ -84,7 +84,7 @@ func (c Config) functionsBaseURL() string {
 func addFunctionWorkers(mgr ctrl.Manager, cfg Config, svc *functions.Service, invoker *functions.Invoker, log logr.Logger) error {
 	o := cfg.Functions
 	builder := functions.NewBuilder(cfg.Pool, functions.BuilderOptions{NPM: o.NPM, Registry: o.Registry, CacheDir: o.NPMCache,
-		GitBase: o.GitBase, Poll: o.BuildPoll, Log: log.WithName("builds")})
+		GitBase: o.GitBase, Node: o.Node, Env: invoker.Environment, Poll: o.BuildPoll, Log: log.WithName("builds")})
 	runner := functions.NewRunner(cfg.Pool, mgr.GetClient(), invoker, functions.RunnerOptions{Schedule: o.RetrySchedule, Poll: o.RunPoll,
 		Log: log.WithName("runs")})
 	scheduler := functions.NewScheduler(cfg.Pool, log.WithName("cron"))

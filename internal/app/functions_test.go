@@ -566,3 +566,67 @@ func TestFunctionGitLink(t *testing.T) {
 		t.Errorf("a failed git deploy replaced the serving version")
 	}
 }
+
+// TestFunctionAgentAndTools: a function that declares an agent and a tool (as the agent
+// templates do, with no default handler) gets an Agent it owns, answering on the sender its
+// secret names; the agent's call of the tool runs the function, and its answer goes back to the
+// model.
+func TestFunctionAgentAndTools(t *testing.T) {
+	in := start(t, fastSandbox, fastFunctions)
+	acme, key := sendingProject(t, in, nil, apikey.Test)
+	ctx := context.Background()
+	src := `import { defineAgent, defineTool } from '@zavudev/functions';
+defineAgent({ senderId: process.env.SENDER_ID!, name: 'Orders', provider: 'zavu', model: 'sandbox', prompt: 'You look up orders.' });
+defineTool({
+  name: 'get_order_status',
+  description: 'Look up an order.',
+  parameters: { type: 'object', properties: { orderNumber: { type: 'string' } }, required: ['orderNumber'] },
+  handler: async ({ orderNumber }: { orderNumber: string }, ctx: any) => {
+    ctx.log('looking up', orderNumber);
+    return { order: orderNumber, status: 'shipped' };
+  },
+});`
+	if r := in.post("/v1/functions", key, `{"name":"Orders","slug":"orders","sourceCode":`+jsonString(src)+`}`); r.status != 201 {
+		t.Fatalf("create = %d %v", r.status, r.body)
+	}
+	if r := in.do("PUT", "/v1/functions/orders/secrets/SENDER_ID", key, strings.NewReader(`{"value":"main"}`)); r.status != 200 {
+		t.Fatalf("set SENDER_ID = %d %v", r.status, r.body)
+	}
+	r := in.post("/v1/functions/orders/deploy", key, "")
+	d := waitDeployed(t, in, key, r.body["deployment"].(map[string]any)["id"].(string))
+	if d["status"] != "active" || !strings.Contains(fmt.Sprint(d["buildLogs"]), "an agent: true; 1 tools") {
+		t.Fatalf("deployment = %v", d)
+	}
+	var a v1alpha1.Agent
+	waitFor(t, func() bool { return in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: "fn-orders"}, &a) == nil })
+	if a.Spec.DisplayName != "Orders" || len(a.Spec.Senders) != 1 || a.Spec.Senders[0] != "main" || len(a.Spec.Tools) != 1 ||
+		a.Spec.Tools[0].Function != "orders" || a.Spec.Tools[0].Name != "get_order_status" || !a.Spec.Enabled {
+		t.Fatalf("the function's agent = %+v", a.Spec)
+	}
+	// The agent calls the tool (the sandbox model calls what the message asks): the function answers.
+	receive(t, in, key, `{"from":"+15005550100","text":"call get_order_status {\"orderNumber\":\"A-1042\"}"}`)
+	var reply string
+	waitFor(t, func() bool {
+		for _, m := range in.get("/v1/messages?limit=20", key).body["items"].([]any) {
+			if text, _ := m.(map[string]any)["text"].(string); strings.Contains(text, "The tool get_order_status answered") {
+				reply = text
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(reply, `"status":"shipped"`) || !strings.Contains(reply, "A-1042") {
+		t.Errorf("reply = %q", reply)
+	}
+	logs := in.get("/v1/functions/orders/logs?filterPattern=looking", key).body["events"].([]any)
+	if len(logs) != 1 {
+		t.Errorf("the tool's log lines = %v", logs)
+	}
+	// Deleting the function deletes its agent.
+	if r := in.do("DELETE", "/v1/functions/orders", key, nil); r.status != 200 {
+		t.Fatalf("delete = %d", r.status)
+	}
+	if err := in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: "fn-orders"}, &a); !apierrors.IsNotFound(err) {
+		t.Errorf("the deleted function's agent: %v", err)
+	}
+}

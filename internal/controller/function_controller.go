@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/functions"
@@ -29,6 +30,7 @@ const buildingRecheck = 2 * time.Second
 // +kubebuilder:rbac:groups=messaging.switchboard.io,resources=functions,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=messaging.switchboard.io,resources=functions/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=messaging.switchboard.io,resources=functions/finalizers,verbs=update
+// +kubebuilder:rbac:groups=messaging.switchboard.io,resources=agents,verbs=get;list;watch;create;update;patch;delete
 
 // Reconcile brings a Function's parts in line with it.
 func (r *FunctionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -74,6 +76,10 @@ func (r *FunctionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// The agent and tools its active deployment declares.
+	if err := r.Functions.SyncAgent(ctx, &f); err != nil {
+		logf.FromContext(ctx).Error(err, "the function's agent")
+	}
 	before := f.DeepCopy()
 	f.Status.SourceDigest = digest
 	if functions.ApplyState(&f, st, r.Functions.PublicURLOf(&f)) || before.Status.SourceDigest != digest {
@@ -91,6 +97,7 @@ func (r *FunctionReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 func (r *FunctionReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.Function{}).
+		Owns(&v1alpha1.Agent{}).
 		Named("function").
 		Complete(r)
 }

@@ -6,6 +6,10 @@
 // Runtime is the interface the platform uses; Local is the implementation for one machine
 // (`make run`), with Node's permission model as the sandbox: a function reads its own folder
 // only, writes no file and starts no process.
+//
+// A bundle may declare an agent and its tools (defineAgent, defineTool) besides or instead of
+// a default handler. Describe reads what it declares once, at deploy; an invocation whose event
+// is {"type":"tool","data":{"tool":"<name>","arguments":{...}}} then runs that tool.
 package functionrun
 
 import (
@@ -35,10 +39,14 @@ const (
 	DefaultTimeout  = 3 * time.Second
 )
 
-// Invocation is one run of the handler.
+// Invocation is one run of the handler, or of a tool.
 type Invocation struct {
-	ID    string          // invocation id; every log line carries it
-	Event json.RawMessage // the `event` argument (a JSON object); nil means {}
+	ID string // invocation id; every log line carries it
+	// Event is the `event` argument (a JSON object); nil means {}. A tool event,
+	// {"type":"tool","data":{"tool":"<name>","arguments":{...}}}, runs the tool of that name
+	// with the arguments ({} when absent) instead of the default handler; an unknown tool, or
+	// another event on a bundle without a default handler, fails the run with ReasonError.
+	Event json.RawMessage
 }
 
 // LogLine is one line a run printed.
@@ -73,7 +81,8 @@ const (
 
 // Result is the outcome of one invocation.
 type Result struct {
-	// Value is the JSON of the handler's return value ("null" for undefined); nil on failure.
+	// Value is the JSON of the handler's (or tool's) return value ("null" for undefined); nil
+	// on failure.
 	Value  json.RawMessage
 	Reason Reason
 	// Error is a human-readable reason, "" on success: the thrown error's message and stack,

@@ -13,6 +13,32 @@
  *       export default defineFunction(async (event, ctx) => { ... });
  *     The handler's return value is JSON-serialised (undefined becomes null).
  *
+ *   defineTool(def) -> tool
+ *     Declares a tool the function's agent may call. def: {name, description, parameters,
+ *     handler}:
+ *       name         /^[a-zA-Z0-9_-]{1,64}$/, unique within the function
+ *       description  a non-empty string of at most 1024 characters
+ *       parameters   a plain object, the JSON Schema of the arguments (JSON-serialisable);
+ *                    {type: 'object', properties: {}} when absent
+ *       handler      async (args, ctx) => value: args is the call's arguments ({} when none),
+ *                    ctx the same as a default handler's; the value is JSON-serialised
+ *     Throws a TypeError when def is not so, and an Error when a tool of that name exists.
+ *     Registers the tool (see the registry below) and returns a frozen copy of def. The
+ *     platform calls it with a tool event, {type: 'tool', data: {tool: name, arguments}}.
+ *       defineTool({ name: 'get_order', description: '...', parameters: {...},
+ *                    handler: async (args, ctx) => ({ found: true }) });
+ *
+ *   defineAgent(config) -> config
+ *     Declares the function's agent (senderId, name, provider, model, prompt, ...). config: a
+ *     plain object, JSON-serialisable once functions are dropped. Throws a TypeError when it is
+ *     not so, and an Error on a second call. Registers a JSON-safe deep copy (as it is at the
+ *     call: the platform reads it once, when the function deploys) and returns config.
+ *
+ *   A module that declares an agent or tools needs no default export. What a module declares
+ *   when it loads is read once at deploy (functionrun.Describe), which makes the agent and its
+ *   tools; a tool event then runs the tool named in it, and any other event the default
+ *   handler (an error when there is none).
+ *
  *   ctx, the handler's second argument:
  *     invocationId     this run's id; every log line carries it
  *     functionId       process.env.SWITCHBOARD_FUNCTION_ID
@@ -31,7 +57,10 @@
  *     send(body)       request('POST', '/v1/messages', body)
  *     remainingTimeMs() milliseconds left before the invocation times out
  *
- * createContext(info) builds ctx; it is the runner's, not part of the functions' API.
+ * createContext(info) builds ctx and registry() returns the registry; they are the runner's, not
+ * part of the functions' API. The registry, {agent: <JSON-safe copy or null>, tools: Map name ->
+ * {name, description, parameters (JSON-safe copy), handler}}, lives on
+ * globalThis[Symbol.for('switchboard.registry')]: one per process, shared by both module names.
  */
 
 const util = require('node:util');
@@ -47,6 +76,83 @@ function defineFunction(handler) {
     throw new TypeError('defineFunction expects a function (event, ctx) => value, got ' + typeof handler);
   }
   return Object.freeze({ [TAG]: true, handler });
+}
+
+const REGISTRY = Symbol.for('switchboard.registry');
+
+// registry returns the process's registry, making it on first use.
+function registry() {
+  let r = globalThis[REGISTRY];
+  if (!r) {
+    r = { agent: null, tools: new Map() };
+    Object.defineProperty(globalThis, REGISTRY, { value: r, enumerable: false, writable: false, configurable: false });
+  }
+  return r;
+}
+registry();
+
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+const MAX_DESCRIPTION = 1024;
+
+function isPlainObject(v) {
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) return false;
+  const proto = Object.getPrototypeOf(v);
+  return proto === Object.prototype || proto === null;
+}
+
+// jsonCopy is a deep copy of v through JSON: functions, symbols and undefined are dropped
+// (array elements too), toJSON applies. It throws a TypeError naming what on a cycle or a BigInt.
+function jsonCopy(v, what) {
+  let json;
+  try {
+    json = JSON.stringify(v, (_key, value) =>
+      Array.isArray(value) ? value.filter((e) => typeof e !== 'function' && typeof e !== 'symbol' && e !== undefined) : value,
+    );
+  } catch (err) {
+    throw new TypeError(`${what} must be JSON-serialisable: ${err && err.message}`);
+  }
+  return json === undefined ? undefined : JSON.parse(json);
+}
+
+function defineTool(def) {
+  if (!def || typeof def !== 'object') {
+    throw new TypeError('defineTool expects an object {name, description, parameters, handler}, got ' + (def === null ? 'null' : typeof def));
+  }
+  const { name, description, handler } = def;
+  let { parameters } = def;
+  if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
+    throw new TypeError(`defineTool: name must match ${TOOL_NAME} (letters, digits, _ and -, at most 64), got ${util.inspect(name)}`);
+  }
+  if (typeof description !== 'string' || description.trim() === '' || description.length > MAX_DESCRIPTION) {
+    throw new TypeError(`defineTool: tool ${name}: description must be a non-empty string of at most ${MAX_DESCRIPTION} characters`);
+  }
+  if (parameters === undefined || parameters === null) {
+    parameters = { type: 'object', properties: {} };
+  } else if (!isPlainObject(parameters)) {
+    throw new TypeError(`defineTool: tool ${name}: parameters must be a plain object (a JSON Schema), got ${util.inspect(parameters, { depth: 0 })}`);
+  }
+  if (typeof handler !== 'function') {
+    throw new TypeError(`defineTool: tool ${name}: handler must be a function (args, ctx) => value, got ${typeof handler}`);
+  }
+  const schema = jsonCopy(parameters, `defineTool: tool ${name}: parameters`);
+  const r = registry();
+  if (r.tools.has(name)) {
+    throw new Error(`defineTool: a tool named ${name} is already defined`);
+  }
+  r.tools.set(name, Object.freeze({ name, description, parameters: schema, handler }));
+  return Object.freeze({ name, description, parameters, handler });
+}
+
+function defineAgent(config) {
+  if (!isPlainObject(config)) {
+    throw new TypeError('defineAgent expects a plain object, got ' + (config === null ? 'null' : Array.isArray(config) ? 'an array' : typeof config));
+  }
+  const r = registry();
+  if (r.agent !== null) {
+    throw new Error('defineAgent: the function already defines an agent (one per function)');
+  }
+  r.agent = Object.freeze(jsonCopy(config, 'defineAgent: the agent'));
+  return config;
 }
 
 function secretsOf(env) {
@@ -112,4 +218,4 @@ function createContext(info) {
   };
 }
 
-module.exports = { defineFunction, createContext };
+module.exports = { defineFunction, defineTool, defineAgent, createContext, registry };

@@ -96,7 +96,7 @@ func NewLocal(o LocalOptions) (*Local, error) {
 	if err != nil {
 		return nil, fmt.Errorf("functionrun: finding node: %w", err)
 	}
-	flags, err := nodeFlags(node)
+	flags, err := nodeFlags(context.Background(), node)
 	if err != nil {
 		return nil, err
 	}
@@ -126,8 +126,8 @@ func NewLocal(o LocalOptions) (*Local, error) {
 var nodeVersion = regexp.MustCompile(`^v(\d+)\.(\d+)\.`)
 
 // nodeFlags checks node's version and returns the sandbox's flags it understands.
-func nodeFlags(node string) ([]string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+func nodeFlags(ctx context.Context, node string) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "--version")
 	cmd.Env = []string{}

@@ -82,12 +82,7 @@ type frame struct {
 
 // startProcess starts node on a deployment's folder, which holds its files already.
 func startProcess(l *Local, d *Deployment, dir string, memoryMB int) (*process, error) {
-	args := slices.Clone(l.flags)
-	args = append(args,
-		"--allow-fs-read="+dir+string(filepath.Separator),
-		fmt.Sprintf("--max-old-space-size=%d", memoryMB),
-		filepath.Join(dir, "runner.js"))
-	cmd := exec.Command(l.node, args...)
+	cmd := exec.Command(l.node, nodeArgs(l.flags, dir, memoryMB)...)
 	cmd.Dir = dir
 	cmd.Env = environ(d)
 	cmd.SysProcAttr = sysProcAttr()
@@ -135,6 +130,17 @@ func startProcess(l *Local, d *Deployment, dir string, memoryMB int) (*process, 
 	return p, nil
 }
 
+// nodeArgs are node's arguments to run the runner of the folder dir (a real path) in the
+// sandbox: it reads dir only, with a heap of memoryMB.
+func nodeArgs(flags []string, dir string, memoryMB int, runnerArgs ...string) []string {
+	args := slices.Clone(flags)
+	args = append(args,
+		"--allow-fs-read="+dir+string(filepath.Separator),
+		fmt.Sprintf("--max-old-space-size=%d", memoryMB),
+		filepath.Join(dir, "runner.js"))
+	return append(args, runnerArgs...)
+}
+
 func closeFiles(fs ...*os.File) {
 	for _, f := range fs {
 		if f != nil {
@@ -145,8 +151,22 @@ func closeFiles(fs ...*os.File) {
 
 // environ is the process's whole environment: the deployment's, and what the runtime sets.
 func environ(d *Deployment) []string {
-	env := make([]string, 0, len(d.Env)+4)
-	for k, v := range d.Env {
+	env := functionEnv(d.Env, 4)
+	if _, ok := d.Env["SWITCHBOARD_FUNCTION_ID"]; !ok {
+		env = append(env, "SWITCHBOARD_FUNCTION_ID="+d.FunctionID)
+	}
+	if _, ok := d.Env["SWITCHBOARD_DEPLOYMENT_ID"]; !ok {
+		env = append(env, "SWITCHBOARD_DEPLOYMENT_ID="+d.ID)
+	}
+	return append(env, "TZ=UTC", "NODE_ENV=production")
+}
+
+// functionEnv is a function's own variables as exec takes them, with room for extra more: those
+// exec would refuse are skipped, and TZ, NODE_ENV and NODE_OPTIONS, which the runtime sets or
+// drops.
+func functionEnv(vars map[string]string, extra int) []string {
+	env := make([]string, 0, len(vars)+extra)
+	for k, v := range vars {
 		switch {
 		case k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0):
 			continue // exec would refuse it
@@ -155,13 +175,7 @@ func environ(d *Deployment) []string {
 		}
 		env = append(env, k+"="+v)
 	}
-	if _, ok := d.Env["SWITCHBOARD_FUNCTION_ID"]; !ok {
-		env = append(env, "SWITCHBOARD_FUNCTION_ID="+d.FunctionID)
-	}
-	if _, ok := d.Env["SWITCHBOARD_DEPLOYMENT_ID"]; !ok {
-		env = append(env, "SWITCHBOARD_DEPLOYMENT_ID="+d.ID)
-	}
-	return append(env, "TZ=UTC", "NODE_ENV=production")
+	return env
 }
 
 // invoke runs inv once the process loaded. retry reports that the process went away before

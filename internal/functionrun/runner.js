@@ -11,6 +11,15 @@
  *   {"t":"done","id":"...","ok":true,"value":<json>}
  *   {"t":"done","id":"...","ok":false,"error":"...","reason":"timeout"?}
  * The end of fd 3 means the supervisor is gone: the runner exits.
+ *
+ * The bundle's default export is its handler. A module that declares an agent or tools
+ * (defineAgent, defineTool) may have none. An event {"type":"tool","data":{"tool":"<name>",
+ * "arguments":{...}}} runs that tool's handler (arguments, ctx); any other event the handler.
+ *
+ * Describe mode (`node runner.js --describe`, functionrun.Describe): the runner loads the bundle,
+ * writes one frame on fd 4 and exits, reading nothing:
+ *   {"t":"manifest","hasHandler":<bool>,"agent":<defineAgent's config>?,"tools":[{"name","description","parameters"}]}
+ *   {"t":"fatal","error":"..."}                    the bundle could not load
  */
 
 const { AsyncLocalStorage } = require('node:async_hooks');
@@ -114,19 +123,58 @@ function seconds(ms) {
   return ms < 1000 ? `${ms}ms` : `${ms / 1000}s`;
 }
 
+// handlerOf returns the module's default handler, or null when it exports none.
 function handlerOf(mod) {
   const d = mod?.default ?? mod;
   if (typeof d === 'function') return d;
   if (d && d[TAG] === true && typeof d.handler === 'function') return d.handler;
-  throw new Error('the entry module must export default defineFunction(...)');
+  return null;
 }
 
 const TIMEOUT = Symbol('timeout');
-const { createContext } = require('@switchboard/functions');
+const { createContext, registry } = require('@switchboard/functions');
+
+// load requires the bundle and returns its default handler (null when it declares only an
+// agent and tools). It throws what the bundle threw, or when the bundle declares nothing.
+function load() {
+  const handler = handlerOf(require(path.join(__dirname, 'bundle.js')));
+  const r = registry();
+  if (handler === null && r.tools.size === 0 && r.agent === null) {
+    const err = new Error(
+      'the entry module must export default defineFunction(...) (or declare an agent and its tools with defineAgent and defineTool)',
+    );
+    err.stack = err.message; // the runner's own frames would only be noise
+    throw err;
+  }
+  return handler;
+}
+
+// target picks what an invocation runs: {fn, arg} or {error}.
+function target(handler, event) {
+  if (event !== null && typeof event === 'object' && event.type === 'tool') {
+    const data = event.data !== null && typeof event.data === 'object' ? event.data : {};
+    const name = data.tool;
+    if (typeof name !== 'string' || name === '') {
+      return { error: 'the tool event names no tool (data.tool)' };
+    }
+    const tool = registry().tools.get(name);
+    if (!tool) return { error: `the function has no tool ${name}` };
+    return { fn: tool.handler, arg: data.arguments ?? {} };
+  }
+  if (handler === null) {
+    return { error: 'the function has no default handler (it declares only an agent and tools)' };
+  }
+  return { fn: handler, arg: event };
+}
 
 async function run(handler, req) {
   const timeoutMs = req.timeoutMs > 0 ? req.timeoutMs : 3000;
   const st = { id: String(req.id), stdout: '', stderr: '' };
+  const what = target(handler, req.event);
+  if (what.error !== undefined) {
+    send(`{"t":"done","id":${JSON.stringify(st.id)},"ok":false,"error":${JSON.stringify(what.error)}}`);
+    return;
+  }
   const ctx = createContext({
     invocationId: st.id,
     deadline: Date.now() + timeoutMs,
@@ -138,7 +186,7 @@ async function run(handler, req) {
   });
   const work = als.run(st, () => {
     try {
-      return Promise.resolve(handler(req.event, ctx));
+      return Promise.resolve(what.fn(what.arg, ctx));
     } catch (err) {
       return Promise.reject(err);
     }
@@ -172,14 +220,34 @@ async function run(handler, req) {
   }
 }
 
+// manifest is what the loaded bundle declares, as describe mode writes it.
+function manifest(handler) {
+  const r = registry();
+  const m = { t: 'manifest', hasHandler: handler !== null };
+  if (r.agent !== null) m.agent = r.agent;
+  m.tools = [...r.tools.values()].map((t) => ({ name: t.name, description: t.description, parameters: t.parameters }));
+  return m;
+}
+
 function main() {
   // Stacks point into the TypeScript sources (esbuild inlines a source map).
   process.setSourceMapsEnabled?.(true);
+  const describeMode = process.argv[2] === '--describe';
   let handler;
   try {
-    handler = handlerOf(require(path.join(__dirname, 'bundle.js')));
+    handler = load();
   } catch (err) {
     out.write(JSON.stringify({ t: 'fatal', error: describe(err) }) + '\n', () => process.exit(1));
+    return;
+  }
+  if (describeMode) {
+    let line;
+    try {
+      line = JSON.stringify(manifest(handler));
+    } catch (err) {
+      line = JSON.stringify({ t: 'fatal', error: `what the function declares cannot be serialised as JSON: ${err.message}` });
+    }
+    out.write(line + '\n', () => process.exit(0));
     return;
   }
   const input = readline.createInterface({

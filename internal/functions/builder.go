@@ -19,6 +19,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/internal/functionbuild"
 	"github.com/switchboard-io/switchboard/internal/functiongit"
+	"github.com/switchboard-io/switchboard/internal/functionrun"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
@@ -39,6 +40,12 @@ type BuilderOptions struct {
 	Lease time.Duration
 	// Poll is how often an idle builder looks for pending deployments (default 200 ms).
 	Poll time.Duration
+	// Env is the environment a function's bundle is loaded in to read what it declares (its
+	// secrets: an agent template reads SENDER_ID at load); nil: the platform's variables only.
+	Env func(ctx context.Context, project, function string) (map[string]string, error)
+	// Node is the node command that reads what a bundle declares (its agent and tools) before it
+	// goes live ("": node from PATH).
+	Node string
 	// GitBase is where linked repositories are cloned from: owner/repo under it (default
 	// https://github.com).
 	GitBase string
@@ -159,7 +166,7 @@ func (b *Builder) BuildOne(ctx context.Context) (bool, error) {
 		}
 		n, err := q.ActivateFunctionDeployment(ctx, db.ActivateFunctionDeploymentParams{ID: row.ID, Bundle: res.bundle.Code,
 			BundleSha256: &res.bundle.SHA256, BundleBytes: ptr(int32(len(res.bundle.Code))), BuildLogs: &res.logs,
-			PackageLock: res.lock, Now: b.now().UTC()})
+			PackageLock: res.lock, Manifest: res.manifest, Now: b.now().UTC()})
 		if err == nil && n == 0 {
 			err = errors.New("another builder finished it")
 		}
@@ -187,9 +194,10 @@ type buildError struct {
 func (e *buildError) Error() string { return e.summary }
 
 type buildResult struct {
-	bundle functionbuild.Bundle
-	logs   string
-	lock   *string
+	bundle   functionbuild.Bundle
+	logs     string
+	lock     *string
+	manifest []byte
 }
 
 func (b *Builder) build(ctx context.Context, row db.FunctionDeployment) (buildResult, error) {
@@ -229,6 +237,28 @@ func (b *Builder) build(ctx context.Context, row db.FunctionDeployment) (buildRe
 		return buildResult{}, err
 	}
 	fmt.Fprintf(&logs, "esbuild: bundled %d files into %d bytes (sha256 %s)\n", len(d.Files), len(bundle.Code), bundle.SHA256)
+	// The bundle is loaded once before it goes live: what it declares (an agent, tools) is read,
+	// and a bundle that cannot load fails here rather than at its first run.
+	env := map[string]string{}
+	if b.opts.Env != nil {
+		if env, err = b.opts.Env(ctx, row.Project, row.FunctionName); err != nil {
+			return buildResult{}, err
+		}
+	}
+	env[EnvFunctionID], env[EnvDeploymentID], env[EnvProject] = row.FunctionName, row.ID, row.Project
+	manifest, err := functionrun.Describe(ctx, b.opts.Node, bundle.Code, env, describeTimeout)
+	if err != nil {
+		var fe *functionrun.DescribeError
+		if errors.As(err, &fe) {
+			logs.WriteString("load:\n" + fe.Message + "\n")
+			return buildResult{}, &buildError{summary: "the bundle does not load: " + firstLine(fe.Message), logs: capLogs(logs.String())}
+		}
+		return buildResult{}, err
+	}
+	if res.manifest, err = json.Marshal(manifest); err != nil {
+		return buildResult{}, err
+	}
+	fmt.Fprintf(&logs, "load: a default handler: %t; an agent: %t; %d tools\n", manifest.HasHandler, len(manifest.Agent) > 0, len(manifest.Tools))
 	if err := b.setStep(ctx, row.ID, "uploading"); err != nil {
 		return buildResult{}, err
 	}
@@ -373,6 +403,9 @@ func npmReason(s string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// describeTimeout bounds loading a bundle to read what it declares.
+const describeTimeout = 20 * time.Second
 
 // fetchLinked fetches the commit a Git deployment is of (its link's branch head when it names
 // none) and records it as the deployment's source.

@@ -352,6 +352,14 @@ func (s *Service) Cleanup(ctx context.Context, f *v1alpha1.Function) error {
 	if err := db.New(s.pool).DeleteFunctionRows(ctx, string(f.UID)); err != nil {
 		return fmt.Errorf("delete the rows of function %s: %w", f.Name, err)
 	}
+	// The agent it declared goes with it (its owner reference would too, when garbage
+	// collection gets to it).
+	var a v1alpha1.Agent
+	if err := s.client.Get(ctx, client.ObjectKey{Namespace: f.Namespace, Name: ManagedAgentName(f)}, &a); err == nil && metav1.IsControlledBy(&a, f) {
+		if err := s.client.Delete(ctx, &a); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete the agent of function %s: %w", f.Name, err)
+		}
+	}
 	return nil
 }
 

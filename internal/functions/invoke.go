@@ -159,6 +159,15 @@ func (v *Invoker) Retire(uid string) {
 	}
 }
 
+// Environment is the environment of project's function name, as its runs get it.
+func (v *Invoker) Environment(ctx context.Context, project, name string) (map[string]string, error) {
+	var f v1alpha1.Function
+	if err := v.reader.Get(ctx, client.ObjectKey{Namespace: project, Name: name}, &f); err != nil {
+		return nil, fmt.Errorf("read function %s: %w", name, err)
+	}
+	return v.env(ctx, &f)
+}
+
 // env is the function's environment: its secrets, its key, and where the API is.
 func (v *Invoker) env(ctx context.Context, f *v1alpha1.Function) (map[string]string, error) {
 	var secret corev1.Secret

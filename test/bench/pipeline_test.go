@@ -139,6 +139,7 @@ type results struct {
 	agents         agentFigures
 	knowledge      knowledgeFigures
 	voice          voiceFigures
+	functions      functionFigures
 	peakRSS        map[string]int64  // by role
 	profiles       map[string]string // CPU profile file by role
 	profiled       string            // what the profiles are of: the load and how long
@@ -163,6 +164,12 @@ func runLayout(b *testing.B, c *cluster.Cluster, rcv *receiver, l layout, ceilin
 		}
 	}
 	tag := strings.ReplaceAll(strings.ReplaceAll(l.name, " + ", "-"), " ", "")
+	schedulers := 0 // the processes running the functions' cron scheduler
+	for _, p := range procs {
+		if p.Role == "worker" || p.Role == "all" {
+			schedulers++
+		}
+	}
 	if os.Getenv("SWITCHBOARD_BENCH_ONLY") == "agents" { // the agent row alone
 		var profiled sync.WaitGroup
 		r.profiles = profile(b, &profiled, procs, tag+"-agents", agentProfileAfter, agentProfileFor)
@@ -177,6 +184,14 @@ func runLayout(b *testing.B, c *cluster.Cluster, rcv *receiver, l layout, ceilin
 	}
 	if os.Getenv("SWITCHBOARD_BENCH_ONLY") == "voice" { // the voice row alone
 		r.voice = runVoice(b, c, api.URL, "voice-"+tag)
+		notePeaks()
+		for _, p := range procs {
+			p.Stop()
+		}
+		return r
+	}
+	if os.Getenv("SWITCHBOARD_BENCH_ONLY") == "functions" { // the functions row alone
+		r.functions = runFunctions(b, c, api.URL, "functions-"+tag, schedulers)
 		notePeaks()
 		for _, p := range procs {
 			p.Stop()
@@ -286,6 +301,8 @@ search:
 	notePeaks()
 	r.voice = runVoice(b, c, api.URL, "voice-"+tag)
 	notePeaks()
+	r.functions = runFunctions(b, c, api.URL, "functions-"+tag, schedulers)
+	notePeaks()
 	if l.roles[0] == "all" { // once: the row measures the worker's ingest and retrieval in the bench itself
 		r.knowledge = runKnowledge(b, c, api.URL, "knowledge-"+tag)
 		notePeaks()
@@ -339,6 +356,7 @@ func (r *results) table(ceiling float64) string {
 		fmt.Fprintf(&s, "| voice: %d sandbox calls at once × %d turns, caller's prompt → first text frame (sandbox model) | p50 %s, p99 %s; %d answers, %d lost, %.1f s | | p99 ≤ 50 ms, none lost | %s |\n",
 			voiceCalls, voiceTurns, ms(v.p50), ms(v.p99), v.answers, v.lost, v.wall.Seconds(), met(v.p99 <= 50*time.Millisecond && v.lost == 0))
 	}
+	s.WriteString(r.functions.rows(met))
 	if k := r.knowledge; k.p99 != 0 {
 		fmt.Fprintf(&s, "| knowledge ingest through the worker and the embedding peer (%d chunks) | %.0f chunks/s | | (measured) | |\n", ingestChunks, k.ingestRate)
 		fmt.Fprintf(&s, "| retrieval, %d chunks of one agent: the graph loaded cold | %.1f s, %.0f B a chunk | | (measured) | |\n",

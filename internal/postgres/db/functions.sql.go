@@ -12,8 +12,8 @@ import (
 
 const activateFunctionDeployment = `-- name: ActivateFunctionDeployment :execrows
 UPDATE function_deployments SET status = 'active', bundle = $1, bundle_sha256 = $2,
-    bundle_bytes = $3, build_logs = $4, package_lock = $5, deployed_at = $6::timestamptz, lease_until = NULL
-WHERE id = $7 AND status IN ('bundling', 'uploading', 'publishing')
+    bundle_bytes = $3, build_logs = $4, package_lock = $5, manifest = $6, deployed_at = $7::timestamptz, lease_until = NULL
+WHERE id = $8 AND status IN ('bundling', 'uploading', 'publishing')
 `
 
 type ActivateFunctionDeploymentParams struct {
@@ -22,6 +22,7 @@ type ActivateFunctionDeploymentParams struct {
 	BundleBytes  *int32
 	BuildLogs    *string
 	PackageLock  *string
+	Manifest     []byte
 	Now          time.Time
 	ID           string
 }
@@ -33,6 +34,7 @@ func (q *Queries) ActivateFunctionDeployment(ctx context.Context, arg ActivateFu
 		arg.BundleBytes,
 		arg.BuildLogs,
 		arg.PackageLock,
+		arg.Manifest,
 		arg.Now,
 		arg.ID,
 	)
@@ -43,7 +45,7 @@ func (q *Queries) ActivateFunctionDeployment(ctx context.Context, arg ActivateFu
 }
 
 const activeFunctionDeployment = `-- name: ActiveFunctionDeployment :one
-SELECT id, version, bundle_sha256, deployed_at FROM function_deployments WHERE function_uid = $1 AND status = 'active'
+SELECT id, version, bundle_sha256, deployed_at, manifest FROM function_deployments WHERE function_uid = $1 AND status = 'active'
 `
 
 type ActiveFunctionDeploymentRow struct {
@@ -51,6 +53,7 @@ type ActiveFunctionDeploymentRow struct {
 	Version      int32
 	BundleSha256 *string
 	DeployedAt   *time.Time
+	Manifest     []byte
 }
 
 func (q *Queries) ActiveFunctionDeployment(ctx context.Context, functionUid string) (ActiveFunctionDeploymentRow, error) {
@@ -61,6 +64,7 @@ func (q *Queries) ActiveFunctionDeployment(ctx context.Context, functionUid stri
 		&i.Version,
 		&i.BundleSha256,
 		&i.DeployedAt,
+		&i.Manifest,
 	)
 	return i, err
 }
@@ -90,7 +94,7 @@ WITH due AS (
 )
 UPDATE function_deployments d SET status = 'bundling', attempts = d.attempts + 1, lease_until = $1::timestamptz
 FROM due WHERE d.id = due.id
-RETURNING d.id, d.project, d.function_uid, d.function_name, d.version, d.status, d.source, d.git_commit, d.git_message, d.rolled_back_to, d.files, d.entrypoint, d.dependencies, d.source_bytes, d.source_digest, d.runtime, d.bundle, d.bundle_sha256, d.bundle_bytes, d.build_logs, d.package_lock, d.error_message, d.attempts, d.lease_until, d.created_at, d.deployed_at
+RETURNING d.id, d.project, d.function_uid, d.function_name, d.version, d.status, d.source, d.git_commit, d.git_message, d.rolled_back_to, d.files, d.entrypoint, d.dependencies, d.source_bytes, d.source_digest, d.runtime, d.bundle, d.bundle_sha256, d.bundle_bytes, d.build_logs, d.package_lock, d.manifest, d.error_message, d.attempts, d.lease_until, d.created_at, d.deployed_at
 `
 
 type ClaimFunctionDeploymentParams struct {
@@ -124,6 +128,7 @@ func (q *Queries) ClaimFunctionDeployment(ctx context.Context, arg ClaimFunction
 		&i.BundleBytes,
 		&i.BuildLogs,
 		&i.PackageLock,
+		&i.Manifest,
 		&i.ErrorMessage,
 		&i.Attempts,
 		&i.LeaseUntil,
@@ -451,7 +456,7 @@ func (q *Queries) FunctionDeploymentOf(ctx context.Context, arg FunctionDeployme
 }
 
 const functionDeploymentSource = `-- name: FunctionDeploymentSource :one
-SELECT id, project, function_uid, function_name, version, status, source, git_commit, git_message, rolled_back_to, files, entrypoint, dependencies, source_bytes, source_digest, runtime, bundle, bundle_sha256, bundle_bytes, build_logs, package_lock, error_message, attempts, lease_until, created_at, deployed_at FROM function_deployments WHERE id = $1 AND function_uid = $2
+SELECT id, project, function_uid, function_name, version, status, source, git_commit, git_message, rolled_back_to, files, entrypoint, dependencies, source_bytes, source_digest, runtime, bundle, bundle_sha256, bundle_bytes, build_logs, package_lock, manifest, error_message, attempts, lease_until, created_at, deployed_at FROM function_deployments WHERE id = $1 AND function_uid = $2
 `
 
 type FunctionDeploymentSourceParams struct {
@@ -484,6 +489,7 @@ func (q *Queries) FunctionDeploymentSource(ctx context.Context, arg FunctionDepl
 		&i.BundleBytes,
 		&i.BuildLogs,
 		&i.PackageLock,
+		&i.Manifest,
 		&i.ErrorMessage,
 		&i.Attempts,
 		&i.LeaseUntil,

@@ -334,6 +334,7 @@ type FunctionDeployment struct {
 	BundleBytes  *int32
 	BuildLogs    *string
 	PackageLock  *string
+	Manifest     []byte
 	ErrorMessage *string
 	Attempts     int32
 	LeaseUntil   *time.Time

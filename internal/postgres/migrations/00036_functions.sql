@@ -38,6 +38,7 @@ CREATE TABLE function_deployments (
     bundle_bytes    int,
     build_logs      text,
     package_lock    text,
+    manifest        jsonb,
     error_message   text,
     attempts        int         NOT NULL DEFAULT 0,
     lease_until     timestamptz,

@@ -77,11 +77,11 @@ RETURNING id;
 
 -- name: ActivateFunctionDeployment :execrows
 UPDATE function_deployments SET status = 'active', bundle = @bundle, bundle_sha256 = @bundle_sha256,
-    bundle_bytes = @bundle_bytes, build_logs = @build_logs, package_lock = @package_lock, deployed_at = @now::timestamptz, lease_until = NULL
+    bundle_bytes = @bundle_bytes, build_logs = @build_logs, package_lock = @package_lock, manifest = @manifest, deployed_at = @now::timestamptz, lease_until = NULL
 WHERE id = @id AND status IN ('bundling', 'uploading', 'publishing');
 
 -- name: ActiveFunctionDeployment :one
-SELECT id, version, bundle_sha256, deployed_at FROM function_deployments WHERE function_uid = @function_uid AND status = 'active';
+SELECT id, version, bundle_sha256, deployed_at, manifest FROM function_deployments WHERE function_uid = @function_uid AND status = 'active';
 
 -- name: FunctionBundle :one
 SELECT id, function_uid, bundle, bundle_sha256 FROM function_deployments WHERE id = @id AND bundle IS NOT NULL;
