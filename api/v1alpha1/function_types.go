@@ -240,7 +240,7 @@ type FunctionStatus struct {
 // Function is a project's code run by the platform on events, schedules and HTTP requests.
 // Its name is the function's slug and id on the REST API.
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 60 && self.metadata.name.matches('^[a-z0-9]+(-[a-z0-9]+)*$')",message="a Function's name is its slug: lowercase letters, digits and single hyphens, at most 60"
-// +kubebuilder:validation:XValidation:rule="!(self.metadata.name in ['event-types', 'deployments', 'triggers'])",message="event-types, deployments and triggers are paths of the functions API, not names"
+// +kubebuilder:validation:XValidation:rule="!(self.metadata.name in ['event-types', 'deployments', 'triggers', 'bundles'])",message="event-types, deployments, triggers and bundles are paths of the functions API, not names"
 type Function struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`

@@ -151,6 +151,18 @@ func TestFunctions(t *testing.T) {
 		_ = in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: "echo-bot"}, &f)
 		return f.Status.Phase == v1alpha1.FunctionActive && f.Status.ActiveDeployment == d1["id"]
 	})
+	// Its bundle, by digest, for the project's keys only (the kubernetes runtime's pods).
+	var sum string
+	if err := in.poolRow(`SELECT bundle_sha256 FROM function_deployments WHERE id = $1`, d1["id"]).Scan(&sum); err != nil {
+		t.Fatal(err)
+	}
+	if r := in.get("/v1/functions/bundles/"+sum, key); r.status != 200 || !strings.Contains(string(r.raw), "Echo: ") || r.header.Get("ETag") != `"`+sum+`"` {
+		t.Errorf("bundle = %d %q", r.status, r.header)
+	}
+	other := newKey(t, in, newProject(t, in, v1alpha1.ProjectSpec{}), apikey.Test)
+	if r := in.get("/v1/functions/bundles/"+sum, other); r.status != 404 {
+		t.Errorf("another project's bundle = %d", r.status)
+	}
 
 	// Triggers: once per event and sender; a second add skips; cron needs a valid expression.
 	r = in.post("/v1/functions/echo-bot/triggers", key, `{"eventTypes":["message.inbound"],"senderIds":[null]}`)

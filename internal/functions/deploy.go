@@ -211,3 +211,15 @@ func nonEmpty(s string) *string {
 	}
 	return &s
 }
+
+// Bundle returns the project's bundle of that digest: 404 when it has none.
+func (s *Service) Bundle(ctx context.Context, project, sha256 string) ([]byte, error) {
+	b, err := db.New(s.pool).FunctionBundleByDigest(ctx, db.FunctionBundleByDigestParams{Project: project, BundleSha256: &sha256})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, apperror.NotFoundf("No bundle %s.", sha256)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read bundle %s: %w", sha256, err)
+	}
+	return b, nil
+}

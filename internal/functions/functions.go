@@ -228,7 +228,7 @@ func checkSlug(slug string) string {
 		return "must be at most 60 characters"
 	case !slugPattern.MatchString(slug):
 		return "must be lowercase letters, digits and single hyphens, starting and ending with a letter or digit"
-	case slug == "event-types" || slug == "deployments" || slug == "triggers":
+	case slug == "event-types" || slug == "deployments" || slug == "triggers" || slug == "bundles":
 		return slug + " is a path of the functions API, not a slug"
 	}
 	return ""

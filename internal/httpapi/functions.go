@@ -37,6 +37,7 @@ func (s *Server) functionRoutes() []route {
 		{method: "PUT", path: "/v1/functions/{functionId}/secrets/{key}", access: permission, permission: all, handle: s.setFunctionSecret},
 		{method: "DELETE", path: "/v1/functions/{functionId}/secrets/{key}", access: permission, permission: all, handle: s.unsetFunctionSecret},
 
+		{method: "GET", path: "/v1/functions/bundles/{sha256}", dispatched: true, access: permission, permission: all, handle: s.functionBundle},
 		{method: "GET", path: "/v1/functions/deployments/{deploymentId}", dispatched: true, access: permission, permission: all, handle: s.getFunctionDeployment},
 		{method: "GET", path: "/v1/functions/{functionId}/deployments", dispatched: true, access: any, handle: s.listFunctionDeployments},
 		{method: "GET", path: "/v1/functions/{functionId}/logs", dispatched: true, access: permission, permission: all, handle: s.functionLogs},
@@ -800,4 +801,19 @@ func (s *Server) deployFunctionLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"scheduled": scheduled})
+}
+
+// functionBundle serves a deployment's bundle by its digest: what the kubernetes runtime's pods
+// fetch with their function's key (Switchboard's own extension).
+func (s *Server) functionBundle(w http.ResponseWriter, r *http.Request) {
+	sum := r.PathValue("sha256")
+	b, err := s.functions.Bundle(r.Context(), keyFrom(r.Context()).Project, sum)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/javascript")
+	w.Header().Set("ETag", `"`+sum+`"`)
+	w.Header().Set("Cache-Control", "private, max-age=31536000, immutable")
+	_, _ = w.Write(b)
 }

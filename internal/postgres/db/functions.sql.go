@@ -392,11 +392,17 @@ func (q *Queries) FunctionBundle(ctx context.Context, id string) (FunctionBundle
 }
 
 const functionBundleByDigest = `-- name: FunctionBundleByDigest :one
-SELECT bundle FROM function_deployments WHERE bundle_sha256 = $1 AND bundle IS NOT NULL LIMIT 1
+SELECT bundle FROM function_deployments WHERE project = $1 AND bundle_sha256 = $2 AND bundle IS NOT NULL LIMIT 1
 `
 
-func (q *Queries) FunctionBundleByDigest(ctx context.Context, bundleSha256 *string) ([]byte, error) {
-	row := q.db.QueryRow(ctx, functionBundleByDigest, bundleSha256)
+type FunctionBundleByDigestParams struct {
+	Project      string
+	BundleSha256 *string
+}
+
+// A bundle of the project's by its digest, as the kubernetes runtime's pods fetch it.
+func (q *Queries) FunctionBundleByDigest(ctx context.Context, arg FunctionBundleByDigestParams) ([]byte, error) {
+	row := q.db.QueryRow(ctx, functionBundleByDigest, arg.Project, arg.BundleSha256)
 	var bundle []byte
 	err := row.Scan(&bundle)
 	return bundle, err

@@ -87,7 +87,8 @@ SELECT id, version, bundle_sha256, deployed_at, manifest FROM function_deploymen
 SELECT id, function_uid, bundle, bundle_sha256 FROM function_deployments WHERE id = @id AND bundle IS NOT NULL;
 
 -- name: FunctionBundleByDigest :one
-SELECT bundle FROM function_deployments WHERE bundle_sha256 = @bundle_sha256 AND bundle IS NOT NULL LIMIT 1;
+-- A bundle of the project's by its digest, as the kubernetes runtime's pods fetch it.
+SELECT bundle FROM function_deployments WHERE project = @project AND bundle_sha256 = @bundle_sha256 AND bundle IS NOT NULL LIMIT 1;
 
 -- name: DeployedSourceDigest :one
 -- Whether a function already has a deployment (built or being built) of this source.
