@@ -388,6 +388,36 @@ export default defineFunction(async (event) => { throw new Error('no luck with '
 	if events := r.body["events"].([]any); len(events) != 2 {
 		t.Errorf("error lines = %v", r.body)
 	}
+
+	// A worker killed during a run leaves it claimed under a lease and nothing else: when the
+	// lease ends another worker runs it again, with the same event id.
+	ok := `import { defineFunction } from '@zavudev/functions';
+export default defineFunction(async (event, ctx) => { ctx.log('handled', event.id); });`
+	in.post("/v1/functions", key, `{"name":"Steady","slug":"steady","sourceCode":`+jsonString(ok)+`}`)
+	r = in.post("/v1/functions/steady/deploy", key, "")
+	waitDeployed(t, in, key, r.body["deployment"].(map[string]any)["id"].(string))
+	var uid string
+	if err := in.poolRow(`SELECT function_uid FROM function_deployments WHERE function_name = 'steady' LIMIT 1`).Scan(&uid); err != nil {
+		t.Fatal(err)
+	}
+	_, err := in.db.Exec(context.Background(), `INSERT INTO function_runs (id, project, function_uid, function_name, event_id, event_type, event,
+		status, attempts, next_attempt_at, created_at) SELECT 'fnr_orphan', project, function_uid, function_name, 'evt_orphan', 'message.inbound',
+		'{"id":"evt_orphan","type":"message.inbound","data":{}}', 'pending', 1, now() + interval '1 second', now()
+		FROM function_deployments WHERE function_uid = $1 LIMIT 1`, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		return in.count(`SELECT count(*) FROM function_runs WHERE id = 'fnr_orphan' AND status = 'succeeded' AND attempts = 2`) == 1
+	})
+	if r := in.get("/v1/functions/steady/logs?filterPattern=evt_orphan", key); len(r.body["events"].([]any)) != 1 {
+		t.Errorf("the orphaned run's lines = %v", r.body)
+	}
+	// A source past 900,000 bytes is refused on the decoded tree.
+	big, _ := json.Marshal(map[string]any{"files": map[string]string{"index.ts": strings.Repeat("x", 500_000), "b.ts": strings.Repeat("y", 400_001)}})
+	if r := in.do("PATCH", "/v1/functions/steady", key, strings.NewReader(string(big))); r.status != 400 || !slices.Contains(fieldPaths(r), "files") {
+		t.Errorf("900,001 bytes = %d %v", r.status, r.body)
+	}
 }
 
 // TestFunctionFromManifest: a Function applied with kubectl, its code inline, is deployed by the

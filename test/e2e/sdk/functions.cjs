@@ -140,7 +140,7 @@ async function main() {
   assert.deepEqual(await client.functions.triggers.update(cronTrigger.id, { active: false }), { active: false, ok: true });
   const paused = (await client.functions.triggers.list(id)).triggers.find((t) => t.id === cronTrigger.id);
   assert.equal(paused.active, false);
-  assert.equal(await client.functions.triggers.delete(cronTrigger.id), undefined);
+  assert.equal(await client.functions.triggers.delete(cronTrigger.id), null); // void: 204, null to the client
   assert.deepEqual((await client.functions.triggers.list(id)).triggers.map((t) => t.id), [inboundTrigger.id]);
   await refused(404, () => client.functions.triggers.delete(cronTrigger.id));
 
@@ -174,7 +174,7 @@ async function main() {
   assert.ok(greeting.createdAt === undefined || typeof greeting.createdAt === 'number');
   await refused(400, () => client.functions.secrets.set('lower', { functionId: id, value: 'x' }));
   assert.deepEqual(await served(publicUrl), { hello: 'hello-world-42' });
-  assert.equal(await client.functions.secrets.unset('GREETING', { functionId: id }), undefined);
+  assert.equal(await client.functions.secrets.unset('GREETING', { functionId: id }), null);
   assert.ok(!(await client.functions.secrets.list(id)).secrets.some((s) => s.key === 'GREETING'));
   assert.deepEqual(await served(publicUrl), { hello: null });
 
@@ -221,8 +221,9 @@ async function main() {
   }, 60000);
   assert.equal(done.lastStatus, 'deployed', `the Git deploy failed: ${done.lastError}`);
   assert.ok(done.lastDeployAt && !Number.isNaN(Date.parse(done.lastDeployAt)));
+  assert.equal(done.lastCommitMessage, 'from git');
   await until('the Git version serving', async () => (await served(publicUrl)).from === 'git');
-  assert.equal(await client.functions.gitLink.unlink(id), undefined);
+  assert.equal(await client.functions.gitLink.unlink(id), null);
   await refused(404, () => client.functions.gitLink.retrieve(id));
 
   // v2: the list, and the pause v1 has not.
@@ -233,6 +234,7 @@ async function main() {
   const pausedFn = await client.patch('/v2/functions/' + id, { body: { paused: true } });
   assert.equal(pausedFn.function.status, 'disabled');
   assert.equal((await client.functions.retrieve(id)).function.status, 'disabled');
+  assert.equal((await fetch(publicUrl)).status, 503, 'a paused function\'s URL answers');
 
   // Delete: it goes, and says what went.
   assert.deepEqual(await client.functions.delete(id), { deleted: true, name: 'Echo bot', slug: 'echo-bot' });
