@@ -60,6 +60,22 @@ key: redis-url
 - name: SWITCHBOARD_PUBLIC_URL
   value: {{ . | quote }}
 {{- end }}
+{{- with .Values.functions }}
+- name: SWITCHBOARD_FUNCTION_RUNTIME
+  value: {{ .runtime | default "local" | quote }}
+{{- with .image }}
+- name: SWITCHBOARD_FUNCTION_IMAGE
+  value: {{ . | quote }}
+{{- end }}
+{{- with .npmRegistry }}
+- name: SWITCHBOARD_NPM_REGISTRY
+  value: {{ . | quote }}
+{{- end }}
+{{- with .gitBaseURL }}
+- name: SWITCHBOARD_GIT_BASE_URL
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
 {{- with .Values.email.dnsServer }}
 - name: SWITCHBOARD_DNS_SERVER
   value: {{ . | quote }}
