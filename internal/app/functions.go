@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -13,12 +15,17 @@ import (
 	"github.com/switchboard-io/switchboard/internal/functionrun"
 	"github.com/switchboard-io/switchboard/internal/functions"
 	"github.com/switchboard-io/switchboard/internal/periodic"
+	"github.com/switchboard-io/switchboard/internal/version"
 )
 
 // FunctionOptions say how functions are built and run (docs/functions.md).
 type FunctionOptions struct {
-	// Runtime runs functions: "local" (warm node processes of this machine; the default).
+	// Runtime runs functions: "local" (warm node processes of this machine; the default) or
+	// "kubernetes" (pods of the runner image per function, in the project's namespace).
 	Runtime string
+	// Image is the kubernetes runtime's runner image (Dockerfile.function-runner; "":
+	// functionrun.DefaultRunnerImage).
+	Image string
 	// Node is the node command of the local runtime ("": node from PATH).
 	Node string
 	// Dir is where the local runtime unpacks deployments ("": a temporary folder).
@@ -35,8 +42,25 @@ type FunctionOptions struct {
 	BuildPoll, RunPoll time.Duration
 }
 
-// RuntimeLocal is the runtime of warm node processes on the worker's machine.
-const RuntimeLocal = "local"
+// The function runtimes.
+const (
+	// RuntimeLocal is the runtime of warm node processes on the worker's machine.
+	RuntimeLocal = "local"
+	// RuntimeKubernetes runs every function in pods of its own (functionrun.Kubernetes).
+	RuntimeKubernetes = "kubernetes"
+)
+
+// RunnerImage is the runner image of this build's version: tagged with the release (without its
+// "v"), functionrun.DefaultRunnerImage for a build that is no release.
+func RunnerImage() string {
+	v := version.String()
+	if !release.MatchString(v) {
+		return functionrun.DefaultRunnerImage
+	}
+	return "ghcr.io/switchboard-io/function-runner:" + strings.TrimPrefix(v, "v")
+}
+
+var release = regexp.MustCompile(`^v?[0-9]+\.[0-9]+\.[0-9]+(-(alpha|beta|rc)\.?[0-9]*)?$`)
 
 // functionParts are what the API serves of functions.
 type functionParts struct {
@@ -61,8 +85,29 @@ func functionInvoker(mgr ctrl.Manager, cfg Config) (*functions.Invoker, error) {
 			return nil, err
 		}
 		rt = local
+	case RuntimeKubernetes:
+		if cfg.InstallationNamespace == "" {
+			return nil, fmt.Errorf("the kubernetes function runtime needs the installation namespace")
+		}
+		base := cfg.functionsBaseURL()
+		image := o.Image
+		if image == "" {
+			image = RunnerImage()
+		}
+		rt = functionrun.NewKubernetes(functionrun.KubernetesOptions{
+			Client: mgr.GetClient(),
+			// Reads go to the API server: the cache would watch every Deployment of the cluster,
+			// and it holds only labelled Secrets.
+			Reader: mgr.GetAPIReader(),
+			Image:  image,
+			BundleURL: func(sha256 string) string {
+				return base + "/v1/functions/bundles/" + sha256
+			},
+			InstallationNamespace: cfg.InstallationNamespace,
+			Log:                   cfg.Log.WithName("functions"),
+		})
 	default:
-		return nil, fmt.Errorf("function runtime %q: the runtimes are %s", o.Runtime, RuntimeLocal)
+		return nil, fmt.Errorf("function runtime %q: the runtimes are %s and %s", o.Runtime, RuntimeLocal, RuntimeKubernetes)
 	}
 	return functions.NewInvoker(cfg.Pool, mgr.GetClient(), mgr.GetAPIReader(), rt, cfg.functionsBaseURL()), nil
 }

@@ -133,7 +133,9 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 		fl.StringVar(&f.documentStore, "document-store", envOr("SWITCHBOARD_DOCUMENT_STORE", ""),
 			"where regulatory documents' files are kept: empty keeps them in Postgres; s3://bucket/prefix?endpoint=host:port&region=r keeps them in an S3-compatible bucket (&insecure=true for plain HTTP), with the credentials of AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (env SWITCHBOARD_DOCUMENT_STORE)")
 		fl.StringVar(&f.functions.Runtime, "function-runtime", envOr("SWITCHBOARD_FUNCTION_RUNTIME", app.RuntimeLocal),
-			"where projects' functions run: local (a warm node process per deployment on this machine, the development runtime: Node's permission model is not a boundary against hostile code; see docs/functions.md) (env SWITCHBOARD_FUNCTION_RUNTIME)")
+			"where projects' functions run: local (a warm node process per deployment on this machine, the development runtime: Node's permission model is not a boundary against hostile code; see docs/functions.md) or kubernetes (each function in pods of its own in its project's namespace, behind a Service, a NetworkPolicy and an autoscaler; the pods fetch bundles from the API) (env SWITCHBOARD_FUNCTION_RUNTIME)")
+		fl.StringVar(&f.functions.Image, "function-image", envOr("SWITCHBOARD_FUNCTION_IMAGE", ""),
+			"the runner image of the kubernetes function runtime (Dockerfile.function-runner); empty: ghcr.io/switchboard-io/function-runner tagged with this build's version (env SWITCHBOARD_FUNCTION_IMAGE)")
 		fl.StringVar(&f.functions.Node, "node", "",
 			"the node command the local function runtime starts (Node.js 20 or later); empty: node from PATH")
 		fl.StringVar(&f.functions.Dir, "function-dir", "",

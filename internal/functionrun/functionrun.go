@@ -5,7 +5,8 @@
 //
 // Runtime is the interface the platform uses; Local is the implementation for one machine
 // (`make run`), with Node's permission model as the sandbox: a function reads its own folder
-// only, writes no file and starts no process.
+// only, writes no file and starts no process. Kubernetes runs each function in pods of its own
+// (runner.js in serve mode behind a Service), the pod being the sandbox.
 //
 // A bundle may declare an agent and its tools (defineAgent, defineTool) besides or instead of
 // a default handler. Describe reads what it declares once, at deploy; an invocation whose event
@@ -17,6 +18,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Deployment is one built version of a function, as a runtime runs it.
@@ -31,6 +34,20 @@ type Deployment struct {
 	Env      map[string]string
 	MemoryMB int           // heap limit (--max-old-space-size); 0 means DefaultMemoryMB
 	Timeout  time.Duration // per invocation; 0 means DefaultTimeout
+
+	// What the kubernetes runtime needs besides (Local ignores them):
+	// Namespace is the project's namespace, where the function's objects live.
+	Namespace string
+	// OwnerUID and OwnerName are the Function resource (messaging.switchboard.io/v1alpha1,
+	// kind Function) that owns the objects: deleting it deletes them. OwnerName is the
+	// function's name, which names them (fn-<name>).
+	OwnerUID  types.UID
+	OwnerName string
+	// BundleSHA256 is the bundle's sha256 (hex): a pod fetches the bundle by it and checks it.
+	BundleSHA256 string
+	// Architecture is the CPU architecture the pods are scheduled on (kubernetes.io/arch):
+	// "", amd64 or arm64; "" is any.
+	Architecture string
 }
 
 // Defaults of a Deployment's zero fields.

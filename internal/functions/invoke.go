@@ -127,7 +127,11 @@ func (v *Invoker) deployment(ctx context.Context, f *v1alpha1.Function) (*functi
 		return nil, fmt.Errorf("read the bundle of deployment %s: %w", active.ID, err)
 	}
 	d := &functionrun.Deployment{ID: id, FunctionID: f.Name, Bundle: bundle.Bundle, Env: env,
-		MemoryMB: int(f.Spec.MemoryMB), Timeout: time.Duration(f.Spec.TimeoutSeconds) * time.Second}
+		MemoryMB: int(f.Spec.MemoryMB), Timeout: time.Duration(f.Spec.TimeoutSeconds) * time.Second,
+		Namespace: f.Namespace, OwnerUID: f.UID, OwnerName: f.Name, Architecture: f.Spec.Architecture}
+	if active.BundleSha256 != nil {
+		d.BundleSHA256 = *active.BundleSha256
+	}
 	if d.MemoryMB == 0 {
 		d.MemoryMB = 256
 	}

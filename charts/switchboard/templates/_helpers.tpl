@@ -178,6 +178,9 @@ spec:
               valueFrom:
                 fieldRef:
                   fieldPath: metadata.namespace
+            # npm keeps its cache and logs under HOME; the writable folder is /tmp.
+            - name: HOME
+              value: /tmp
           ports:
             {{- if .serves }}
             - name: http
@@ -205,18 +208,24 @@ spec:
             {{- toYaml .resources | nindent 12 }}
           securityContext:
             {{- toYaml $root.Values.securityContext | nindent 12 }}
-          {{- if $webhooks }}
           volumeMounts:
+            # The root filesystem is read-only: function builds (npm and its cache) and the
+            # local function runtime's deployments write here.
+            - name: tmp
+              mountPath: /tmp
+            {{- if $webhooks }}
             - name: webhook-certs
               mountPath: /var/run/switchboard/webhook-certs
               readOnly: true
-          {{- end }}
-      {{- if $webhooks }}
+            {{- end }}
       volumes:
+        - name: tmp
+          emptyDir: {}
+        {{- if $webhooks }}
         - name: webhook-certs
           secret:
             secretName: {{ include "switchboard.fullname" $root }}-webhook-cert
-      {{- end }}
+        {{- end }}
       {{- with $root.Values.nodeSelector }}
       nodeSelector:
         {{- toYaml . | nindent 8 }}
