@@ -78,7 +78,11 @@ func functionInvoker(mgr ctrl.Manager, cfg Config) (*functions.Invoker, error) {
 	case "", RuntimeLocal:
 		local, err := functionrun.NewLocal(functionrun.LocalOptions{Node: o.Node, Dir: o.Dir, Log: cfg.Log.WithName("functions")})
 		if err != nil {
-			return nil, fmt.Errorf("start the local function runtime: %w", err)
+			// A machine without Node.js runs everything else: its functions' runs fail with the
+			// reason (and their builds, which load the bundle with node, too).
+			cfg.Log.Error(err, "functions cannot run here: install Node.js 20 or later, or set --node")
+			rt = unavailable{err: err}
+			break
 		}
 		// The node processes end with the manager.
 		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { <-ctx.Done(); return local.Close() })); err != nil {
@@ -148,3 +152,12 @@ func addFunctionWorkers(mgr ctrl.Manager, cfg Config, svc *functions.Service, in
 	}
 	return nil
 }
+
+// unavailable is the runtime of a process that cannot run functions: every run fails with why.
+type unavailable struct{ err error }
+
+func (u unavailable) Invoke(context.Context, *functionrun.Deployment, functionrun.Invocation) (functionrun.Result, error) {
+	return functionrun.Result{}, fmt.Errorf("functions cannot run here: %w", u.err)
+}
+func (unavailable) Retire(string) {}
+func (unavailable) Close() error  { return nil }

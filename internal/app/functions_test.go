@@ -672,3 +672,21 @@ defineTool({
 		t.Errorf("the deleted function's agent: %v", err)
 	}
 }
+
+// TestFunctionsWithoutNode: a machine without Node.js runs everything else; a function's build
+// fails saying why, and nothing hangs.
+func TestFunctionsWithoutNode(t *testing.T) {
+	in := start(t, fastSandbox, fastFunctions, func(c *app.Config) { c.Functions.Node = "/nonexistent/node" })
+	_, key := sendingProject(t, in, nil, apikey.Test)
+	if r := in.post("/v1/functions", key, `{"name":"Bot","slug":"bot","sourceCode":`+jsonString(echo(1))+`}`); r.status != 201 {
+		t.Fatalf("create = %d %v", r.status, r.body)
+	}
+	r := in.post("/v1/functions/bot/deploy", key, "")
+	d := waitDeployed(t, in, key, r.body["deployment"].(map[string]any)["id"].(string))
+	if d["status"] != "failed" || !strings.HasPrefix(fmt.Sprint(d["errorMessage"]), "this installation cannot load functions") {
+		t.Errorf("deployment without node = %v", d)
+	}
+	if r := in.post("/v1/messages", key, `{"to":"+15005550100","text":"still sending"}`); r.status != 202 && r.status != 200 {
+		t.Errorf("a send without node = %d %v", r.status, r.body)
+	}
+}

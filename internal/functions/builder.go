@@ -253,7 +253,12 @@ func (b *Builder) build(ctx context.Context, row db.FunctionDeployment) (buildRe
 			logs.WriteString("load:\n" + fe.Message + "\n")
 			return buildResult{}, &buildError{summary: "the bundle does not load: " + firstLine(fe.Message), logs: capLogs(logs.String())}
 		}
-		return buildResult{}, err
+		if ctx.Err() != nil {
+			return buildResult{}, err
+		}
+		// Node missing or too old on this worker: the build cannot finish here, and saying so
+		// beats leaving it pending.
+		return buildResult{}, &buildError{summary: "this installation cannot load functions: " + err.Error(), logs: capLogs(logs.String())}
 	}
 	if res.manifest, err = json.Marshal(manifest); err != nil {
 		return buildResult{}, err
