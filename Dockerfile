@@ -21,6 +21,8 @@ FROM node:22-bookworm-slim
 COPY --from=build /out/switchboard /usr/local/bin/switchboard
 # A non-root uid, the same as the chart's podSecurityContext (and the distroless image's before).
 USER 65532:65532
+# npm (function builds) keeps its cache under HOME; the uid has no home of its own.
+ENV HOME=/tmp
 EXPOSE 8080 8081 9090
 ENTRYPOINT ["/usr/local/bin/switchboard"]
 CMD ["all"]
