@@ -136,14 +136,18 @@ func TestInboundCallThroughTwilio(t *testing.T) {
 		t.Fatalf("relay %+v %v", relay, err)
 	}
 	var id string
-	waitFor(t, func() bool {
-		items, _ := in.get("/v1/calls?direction=inbound", key).body["items"].([]any)
-		if len(items) != 1 {
-			return false
+	var items []any
+	for deadline := time.Now().Add(45 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		items, _ = in.get("/v1/calls?direction=inbound", key).body["items"].([]any)
+		if len(items) == 1 && items[0].(map[string]any)["status"] == "completed" {
+			id = items[0].(map[string]any)["id"].(string)
+			break
 		}
-		id = items[0].(map[string]any)["id"].(string)
-		return items[0].(map[string]any)["status"] == "completed"
-	})
+		if time.Now().After(deadline) {
+			// What the calls were, and what the peer saw of the call, say where it stopped.
+			t.Fatalf("the inbound call did not complete within 45 s: calls %v; the peer's %+v", items, peer.Calls())
+		}
+	}
 	c := in.get("/v1/calls/"+id, key).body["call"].(map[string]any)
 	if c["from"] != "+14155550177" || c["to"] != "+15005550006" || len(c["transcript"].([]any)) != 3 {
 		t.Errorf("inbound call %v", c)

@@ -231,6 +231,10 @@ func (v *Verifier) Key(ctx context.Context, d *v1alpha1.EmailDomain) (crypto.Sig
 // that the domain does not own is a setup error: Switchboard does not sign with a key it did
 // not make unless the spec names it.
 func (v *Verifier) ensureSecret(ctx context.Context, d *v1alpha1.EmailDomain) (*corev1.Secret, error) {
+	return v.ensureSecretTries(ctx, d, 3)
+}
+
+func (v *Verifier) ensureSecretTries(ctx context.Context, d *v1alpha1.EmailDomain, tries int) (*corev1.Secret, error) {
 	var s corev1.Secret
 	key := client.ObjectKey{Namespace: d.Namespace, Name: SecretName(d)}
 	err := v.Live.Get(ctx, key, &s)
@@ -255,6 +259,16 @@ func (v *Verifier) ensureSecret(ctx context.Context, d *v1alpha1.EmailDomain) (*
 	}
 	if err != nil {
 		return nil, fmt.Errorf("the DKIM Secret of %s: %w", d.Name, err)
+	}
+	if stale := metav1.GetControllerOf(&s); tries > 1 && stale != nil && stale.Kind == "EmailDomain" && stale.Name == d.Name && stale.UID != d.UID {
+		// The key of a deleted EmailDomain of the same name (names are unique, so it is gone),
+		// which garbage collection has not removed yet, or a check of the deleted one made
+		// again: it is no key of this domain's. It goes, and this domain gets its own.
+		uid := s.UID
+		if err := v.Client.Delete(ctx, &s, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return nil, fmt.Errorf("delete the stale DKIM Secret of %s: %w", d.Name, err)
+		}
+		return v.ensureSecretTries(ctx, d, tries-1)
 	}
 	if !metav1.IsControlledBy(&s, d) {
 		return nil, &SetupError{Reason: fmt.Sprintf("Secret %s exists and belongs to something else; delete it or name a key in spec.dkim", s.Name)}
