@@ -184,7 +184,7 @@ defineAgent({ env: { ...process.env }, tz: new Date(0).getTimezoneOffset() });
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"env":{"SENDER_ID":"snd-1","TZ":"UTC","NODE_ENV":"production"},"tz":0}`
+	want := `{"env":{"SENDER_ID":"snd-1","SWITCHBOARD_SECRET_KEYS":"SENDER_ID","TZ":"UTC","NODE_ENV":"production"},"tz":0}`
 	if !jsonEqual(t, m.Agent, []byte(want)) {
 		t.Errorf("agent %s\nwant %s", m.Agent, want)
 	}

@@ -156,9 +156,12 @@ function defineAgent(config) {
 }
 
 function secretsOf(env) {
+  // SWITCHBOARD_SECRET_KEYS names the function's own variables (a pod's image sets more).
+  const own = typeof env.SWITCHBOARD_SECRET_KEYS === 'string' ? new Set(env.SWITCHBOARD_SECRET_KEYS.split(',')) : null;
   const out = {};
   for (const [k, v] of Object.entries(env)) {
     if (PLATFORM_KEYS.has(k) || PLATFORM_PREFIXES.some((p) => k.startsWith(p))) continue;
+    if (own !== null && !own.has(k)) continue;
     out[k] = v;
   }
   return Object.freeze(out);

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -375,6 +376,16 @@ func runtimeEnv(d *Deployment) map[string][]byte {
 	if _, ok := data["SWITCHBOARD_DEPLOYMENT_ID"]; !ok {
 		data["SWITCHBOARD_DEPLOYMENT_ID"] = []byte(d.ID)
 	}
+	// The function's own variables, as the pod gets them (functionEnv's list counted keys a
+	// Secret cannot hold).
+	keys := make([]string, 0, len(data))
+	for k := range data {
+		if k != SecretKeysVar {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	data[SecretKeysVar] = []byte(strings.Join(keys, ","))
 	return data
 }
 

@@ -208,7 +208,8 @@ func TestKubernetes(t *testing.T) {
 	}
 	owned(&secret)
 	wantData := map[string]string{"ZAVU_API_KEY": serveKey, "ZAVUDEV_BASE_URL": "https://api.test", "MY_SECRET": "one",
-		"SWITCHBOARD_FUNCTION_ID": name, "SWITCHBOARD_DEPLOYMENT_ID": d.ID}
+		"SWITCHBOARD_FUNCTION_ID": name, "SWITCHBOARD_DEPLOYMENT_ID": d.ID,
+		"SWITCHBOARD_SECRET_KEYS": "MY_SECRET,SWITCHBOARD_DEPLOYMENT_ID,SWITCHBOARD_FUNCTION_ID,ZAVUDEV_BASE_URL,ZAVU_API_KEY"}
 	if len(secret.Data) != len(wantData) {
 		t.Errorf("secret keys %v", keys(secret.Data))
 	}

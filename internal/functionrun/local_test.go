@@ -342,7 +342,8 @@ func TestEnvironment(t *testing.T) {
 	wantEnv := map[string]string{
 		"GREETING": "hello", "ZAVU_API_KEY": "zv_test_1", "ZAVUDEV_BASE_URL": "http://127.0.0.1:1",
 		"SWITCHBOARD_FUNCTION_ID": "fn_env", "SWITCHBOARD_DEPLOYMENT_ID": "env",
-		"TZ": "UTC", "NODE_ENV": "production",
+		"SWITCHBOARD_SECRET_KEYS": "GREETING,ZAVUDEV_BASE_URL,ZAVU_API_KEY",
+		"TZ":                      "UTC", "NODE_ENV": "production",
 	}
 	if fmt.Sprint(v.Env) != fmt.Sprint(wantEnv) {
 		t.Errorf("env %v\nwant %v", v.Env, wantEnv)

@@ -165,18 +165,26 @@ func environ(d *Deployment) []string {
 // exec would refuse are skipped, and TZ, NODE_ENV and NODE_OPTIONS, which the runtime sets or
 // drops.
 func functionEnv(vars map[string]string, extra int) []string {
-	env := make([]string, 0, len(vars)+extra)
+	env := make([]string, 0, len(vars)+extra+1)
+	var keys []string
 	for k, v := range vars {
 		switch {
-		case k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0):
+		case k == "" || strings.ContainsAny(k, "=,\x00") || strings.ContainsRune(v, 0):
 			continue // exec would refuse it
-		case k == "TZ" || k == "NODE_ENV" || k == "NODE_OPTIONS":
+		case k == "TZ" || k == "NODE_ENV" || k == "NODE_OPTIONS" || k == SecretKeysVar:
 			continue
 		}
 		env = append(env, k+"="+v)
+		keys = append(keys, k)
 	}
-	return env
+	// The names of the function's own variables: ctx.secrets holds those only, whatever else
+	// the process's environment has (a pod's image sets PATH, HOME and more).
+	slices.Sort(keys)
+	return append(env, SecretKeysVar+"="+strings.Join(keys, ","))
 }
+
+// SecretKeysVar lists the function's variables (comma-separated) for ctx.secrets.
+const SecretKeysVar = "SWITCHBOARD_SECRET_KEYS"
 
 // invoke runs inv once the process loaded. retry reports that the process went away before
 // the request was sent, so the caller may start another.
