@@ -209,6 +209,13 @@ func TestFunctions(t *testing.T) {
 	if r := in.get("/v1/functions/echo-bot/logs?filterPattern=received&limit=1", key); len(r.body["events"].([]any)) != 1 {
 		t.Errorf("filtered logs = %v", r.body)
 	}
+	if r := in.get("/v1/functions/echo-bot/logs?limit=0&startTime=yesterday", key); r.status != 400 ||
+		!slices.Contains(fieldPaths(r), "limit") || !slices.Contains(fieldPaths(r), "startTime") {
+		t.Errorf("logs with a bad limit and start = %d %v", r.status, r.body)
+	}
+	if r := in.get("/v1/functions/echo-bot/deployments?limit=101", key); r.status != 400 || !slices.Contains(fieldPaths(r), "limit") {
+		t.Errorf("deployments?limit=101 = %d %v", r.status, r.body)
+	}
 
 	// A cron trigger fires when due (made due here rather than waiting for the minute).
 	r = in.post("/v1/functions/echo-bot/triggers", key, `{"eventTypes":["cron"],"cron":"*/5 * * * *"}`)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,7 +22,6 @@ import (
 	"github.com/switchboard-io/switchboard/internal/agent"
 	"github.com/switchboard-io/switchboard/internal/functionrun"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
-	"github.com/switchboard-io/switchboard/internal/randid"
 )
 
 // The agent a function declares (defineAgent) is an Agent resource the function owns, named
@@ -50,7 +50,7 @@ var toolIDUnsafe = regexp.MustCompile(`[^a-z0-9_-]`)
 // when it calls defineAgent, deleted when it no longer does. A model other than the
 // installation's (zavu) reads its key from the function's secret <PROVIDER>_API_KEY.
 func (s *Service) SyncAgent(ctx context.Context, f *v1alpha1.Function) error {
-	row, err := db.New(s.pool).ActiveFunctionDeployment(ctx, string(f.UID))
+	row, err := db.New(s.pool).ActiveFunctionManifest(ctx, string(f.UID))
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("read the active deployment of %s: %w", f.Name, err)
 	}
@@ -114,7 +114,7 @@ func applyAgentConfig(a *v1alpha1.Agent, f *v1alpha1.Function, cfg agentConfig, 
 	}
 	a.Spec.Senders = nil
 	for _, id := range append([]string{cfg.SenderID}, cfg.SenderIDs...) {
-		if id != "" && !contains(a.Spec.Senders, id) {
+		if id != "" && !slices.Contains(a.Spec.Senders, id) {
 			a.Spec.Senders = append(a.Spec.Senders, id)
 		}
 	}
@@ -143,15 +143,6 @@ func applyAgentConfig(a *v1alpha1.Agent, f *v1alpha1.Function, cfg agentConfig, 
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // Tools runs the tools functions declare for agents (agent.FunctionTools): a call is a run of
 // the function with a tool event, answered by its return value.
 type Tools struct {
@@ -168,14 +159,8 @@ func (t *Tools) CallTool(ctx context.Context, a *v1alpha1.Agent, function, tool 
 	if f.Spec.Paused {
 		return agent.ToolResult{Error: fmt.Sprintf("function %s is paused", function)}
 	}
-	id, err := randid.Prefixed("fnr_", 20)
-	if err != nil {
-		return agent.ToolResult{Error: "the function could not be run"}
-	}
-	eventID, _ := randid.Prefixed("evt_", 24)
 	data := map[string]any{"tool": tool, "arguments": args, "agentId": a.Name, "executionId": executionID, "conversationId": conversationID}
-	event, _ := json.Marshal(Event{ID: eventID, Type: "tool", Timestamp: t.Invoker.now().UTC(), Mode: string(modeOf(&f)), Data: data})
-	out, err := t.Invoker.Invoke(ctx, &f, id, event)
+	out, err := t.Invoker.Call(ctx, &f, "tool", data)
 	switch {
 	case errors.Is(err, ErrNotDeployed):
 		return agent.ToolResult{Error: fmt.Sprintf("function %s has no active deployment", function)}

@@ -19,12 +19,12 @@ import (
 // same on every attempt), the type, when it happened, the traffic it is about, and the event's
 // data as its webhook carries it.
 type Event struct {
-	ID        string         `json:"id"`
-	Type      string         `json:"type"`
-	Timestamp time.Time      `json:"timestamp"`
-	Mode      string         `json:"mode,omitempty"`
-	SenderID  string         `json:"senderId,omitempty"`
-	Data      map[string]any `json:"data"`
+	ID        string    `json:"id"`
+	Type      string    `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+	Mode      string    `json:"mode,omitempty"`
+	SenderID  string    `json:"senderId,omitempty"`
+	Data      any       `json:"data"`
 }
 
 // Subscribers finds the functions an event triggers and queues their runs in the transaction

@@ -379,7 +379,7 @@ func UpdatedAt(f *v1alpha1.Function) time.Time {
 	return CreatedAt(f)
 }
 
-// PublicURL is where the function answers HTTP: "" while HTTP is off or no public address is
+// PublicURLOf is where the function answers HTTP: "" while HTTP is off or no public address is
 // configured.
 func (s *Service) PublicURLOf(f *v1alpha1.Function) string {
 	token := f.Annotations[URLTokenAnnotation]

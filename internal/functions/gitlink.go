@@ -187,6 +187,8 @@ func (s *Service) DeployLinked(ctx context.Context, f *v1alpha1.Function, commit
 	if cur, err := q.UnfinishedFunctionDeployment(ctx, string(f.UID)); err == nil && cur.Source == SourceGit && cur.Status == "pending" {
 		return false, nil
 	}
+	// The source is not known until the builder fetches it: a digest of its own keeps this
+	// deployment from being taken for another Git deployment still being built.
 	dep, _, err := s.newDeploymentDigest(ctx, f, DraftEdit{}.On(Draft{}), "git:"+commit+":"+randomSuffix(), SourceGit, commit, message, nil)
 	if err != nil {
 		return false, err

@@ -17,7 +17,6 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/functionrun"
 	"github.com/switchboard-io/switchboard/internal/index"
-	"github.com/switchboard-io/switchboard/internal/randid"
 )
 
 // HTTPPath is where functions answer HTTP: /fn/<token>/<anything>.
@@ -88,19 +87,9 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		req.Body, req.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
 	}
-	id, err := randid.Prefixed("fnr_", 20)
-	if err != nil {
-		writeHTTPError(w, http.StatusInternalServerError, "internal_error", "The function could not be run.")
-		return
-	}
-	eventID, _ := randid.Prefixed("evt_", 24)
-	data := map[string]any{}
-	raw, _ := json.Marshal(req)
-	_ = json.Unmarshal(raw, &data)
-	event, _ := json.Marshal(Event{ID: eventID, Type: "http", Timestamp: time.Now().UTC(), Mode: string(modeOf(f)), Data: data})
 	ctx, cancel := context.WithTimeout(r.Context(), HTTPTimeout)
 	defer cancel()
-	out, err := h.Invoker.Invoke(ctx, f, id, event)
+	out, err := h.Invoker.Call(ctx, f, "http", req)
 	switch {
 	case errors.Is(err, ErrNotDeployed):
 		writeHTTPError(w, http.StatusServiceUnavailable, "function_not_deployed", "The function has no active deployment.")
@@ -113,7 +102,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeHTTPError(w, http.StatusBadGateway, "function_error", "The function could not be run.")
 		return
 	}
-	w.Header().Set("X-Function-Invocation", id)
+	w.Header().Set("X-Function-Invocation", out.Invocation)
 	if out.Reason != functionrun.ReasonNone {
 		status := http.StatusBadGateway
 		if out.Reason == functionrun.ReasonTimeout {

@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/functionrun"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/randid"
 )
 
 // ErrNotDeployed is an invocation of a function no deployment serves.
@@ -53,6 +54,26 @@ func NewInvoker(pool *pgxpool.Pool, reader, live client.Reader, rt functionrun.R
 type Outcome struct {
 	functionrun.Result
 	Deployment string
+	// Invocation is the run's id (its log lines carry it).
+	Invocation string
+}
+
+// Call runs f at once on an event of typ carrying data, as an HTTP request or an agent's tool
+// call does: not queued, not tried again.
+func (v *Invoker) Call(ctx context.Context, f *v1alpha1.Function, typ string, data any) (Outcome, error) {
+	id, err := randid.Prefixed("fnr_", 20)
+	if err != nil {
+		return Outcome{}, err
+	}
+	eventID, err := randid.Prefixed("evt_", 24)
+	if err != nil {
+		return Outcome{}, err
+	}
+	event, err := json.Marshal(Event{ID: eventID, Type: typ, Timestamp: v.now().UTC(), Mode: string(modeOf(f)), Data: data})
+	if err != nil {
+		return Outcome{}, fmt.Errorf("encode the %s event of %s: %w", typ, f.Name, err)
+	}
+	return v.Invoke(ctx, f, id, event)
 }
 
 // Invoke runs the function's active deployment on event, as invocation id, and records its logs.
@@ -81,7 +102,7 @@ func (v *Invoker) Invoke(ctx context.Context, f *v1alpha1.Function, id string, e
 	if err := v.record(ctx, f, depID, id, lines); err != nil {
 		return Outcome{}, err
 	}
-	return Outcome{Result: res, Deployment: depID}, nil
+	return Outcome{Result: res, Deployment: depID, Invocation: id}, nil
 }
 
 // record keeps an invocation's lines.

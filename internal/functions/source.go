@@ -201,6 +201,27 @@ func (s *Service) Draft(ctx context.Context, f *v1alpha1.Function) (Draft, error
 	return draftOf(row.Files, row.Entrypoint, row.Dependencies)
 }
 
+// Dependencies are the npm packages of the function's draft (its spec.source's when declared
+// there), read without its files.
+func (s *Service) Dependencies(ctx context.Context, f *v1alpha1.Function) (map[string]string, error) {
+	deps := map[string]string{}
+	if src := f.Spec.Source; src != nil && src.Files != nil {
+		maps.Copy(deps, src.Dependencies)
+		return deps, nil
+	}
+	raw, err := db.New(s.pool).FunctionDraftDependencies(ctx, string(f.UID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return deps, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the dependencies of function %s: %w", f.Name, err)
+	}
+	if err := json.Unmarshal(raw, &deps); err != nil {
+		return nil, fmt.Errorf("decode the dependencies of function %s: %w", f.Name, err)
+	}
+	return deps, nil
+}
+
 func draftOf(files []byte, entrypoint string, deps []byte) (Draft, error) {
 	d := Draft{Entrypoint: entrypoint}
 	if err := json.Unmarshal(files, &d.Files); err != nil {

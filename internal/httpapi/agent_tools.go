@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -270,14 +269,10 @@ func (s *Server) testAgentTool(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) listAgentToolRuns(w http.ResponseWriter, r *http.Request) {
-	limit := defaultToolRuns
-	if v := r.URL.Query().Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxToolRuns {
-			s.writeError(w, r, apperror.InvalidFields(apperror.FieldError{Path: "limit", Message: "must be an integer from 1 to " + strconv.Itoa(maxToolRuns)}))
-			return
-		}
-		limit = n
+	limit, err := queryLimit(r, defaultToolRuns, maxToolRuns)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	a, err := s.agentOf(r)
 	if err != nil {

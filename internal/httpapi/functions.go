@@ -24,11 +24,11 @@ const functionMaxBody = 4 << 20
 // ServeMux refuses GET /v1/functions/deployments/{deploymentId} beside
 // GET /v1/functions/{functionId}/logs, each matching a path of the other.
 func (s *Server) functionRoutes() []route {
-	all, any := apikey.PermissionAll, anyKey
+	all := apikey.PermissionAll
 	return []route{
 		{method: "POST", path: "/v1/functions", access: permission, permission: all, maxBody: functionMaxBody, handle: s.createFunction},
-		{method: "GET", path: "/v1/functions/event-types", access: any, handle: s.functionEventTypes},
-		{method: "GET", path: "/v1/functions/{functionId}", access: any, handle: s.getFunction},
+		{method: "GET", path: "/v1/functions/event-types", access: anyKey, handle: s.functionEventTypes},
+		{method: "GET", path: "/v1/functions/{functionId}", access: anyKey, handle: s.getFunction},
 		{method: "PATCH", path: "/v1/functions/{functionId}", access: permission, permission: all, maxBody: functionMaxBody, handle: s.updateFunction},
 		{method: "DELETE", path: "/v1/functions/{functionId}", access: permission, permission: all, handle: s.deleteFunction},
 		{method: "POST", path: "/v1/functions/{functionId}/deploy", access: permission, permission: all, maxBody: functionMaxBody, handle: s.deployFunction},
@@ -39,21 +39,21 @@ func (s *Server) functionRoutes() []route {
 
 		{method: "GET", path: "/v1/functions/bundles/{sha256}", dispatched: true, access: permission, permission: all, handle: s.functionBundle},
 		{method: "GET", path: "/v1/functions/deployments/{deploymentId}", dispatched: true, access: permission, permission: all, handle: s.getFunctionDeployment},
-		{method: "GET", path: "/v1/functions/{functionId}/deployments", dispatched: true, access: any, handle: s.listFunctionDeployments},
+		{method: "GET", path: "/v1/functions/{functionId}/deployments", dispatched: true, access: anyKey, handle: s.listFunctionDeployments},
 		{method: "GET", path: "/v1/functions/{functionId}/logs", dispatched: true, access: permission, permission: all, handle: s.functionLogs},
-		{method: "GET", path: "/v1/functions/{functionId}/triggers", dispatched: true, access: any, handle: s.listFunctionTriggers},
+		{method: "GET", path: "/v1/functions/{functionId}/triggers", dispatched: true, access: anyKey, handle: s.listFunctionTriggers},
 		{method: "GET", path: "/v1/functions/{functionId}/secrets", dispatched: true, access: permission, permission: all, handle: s.listFunctionSecrets},
 		{method: "PATCH", path: "/v1/functions/triggers/{triggerId}", dispatched: true, access: permission, permission: all, handle: s.updateFunctionTrigger},
 		{method: "DELETE", path: "/v1/functions/triggers/{triggerId}", dispatched: true, access: permission, permission: all, handle: s.deleteFunctionTrigger},
 
 		{method: "POST", path: "/v1/functions/{functionId}/git-link", access: permission, permission: all, handle: s.linkFunction},
-		{method: "GET", path: "/v1/functions/{functionId}/git-link", dispatched: true, access: any, handle: s.getFunctionLink},
+		{method: "GET", path: "/v1/functions/{functionId}/git-link", dispatched: true, access: anyKey, handle: s.getFunctionLink},
 		{method: "PATCH", path: "/v1/functions/{functionId}/git-link", dispatched: true, access: permission, permission: all, handle: s.updateFunctionLink},
 		{method: "DELETE", path: "/v1/functions/{functionId}/git-link", dispatched: true, access: permission, permission: all, handle: s.unlinkFunction},
 		{method: "POST", path: "/v1/functions/{functionId}/git-link/deploy", access: permission, permission: all, handle: s.deployFunctionLink},
 
-		{method: "GET", path: "/v2/functions", access: any, handle: s.listFunctionsV2},
-		{method: "GET", path: "/v2/functions/{functionId}", access: any, handle: s.getFunction},
+		{method: "GET", path: "/v2/functions", access: anyKey, handle: s.listFunctionsV2},
+		{method: "GET", path: "/v2/functions/{functionId}", access: anyKey, handle: s.getFunction},
 		{method: "PATCH", path: "/v2/functions/{functionId}", access: permission, permission: all, handle: s.updateFunctionV2},
 	}
 }
@@ -85,12 +85,12 @@ func (s *Server) functionView(r *http.Request, f *v1alpha1.Function) (functionJS
 	if err != nil {
 		return functionJSON{}, err
 	}
-	draft, err := s.functions.Draft(r.Context(), f)
+	deps, err := s.functions.Dependencies(r.Context(), f)
 	if err != nil {
 		return functionJSON{}, err
 	}
 	out := functionJSON{ID: f.Name, Name: f.Spec.DisplayName, Slug: f.Name, Runtime: string(f.Spec.Runtime), Status: string(st.Phase),
-		HTTPEnabled: f.Spec.HTTPEnabled, MemoryMB: f.Spec.MemoryMB, TimeoutSec: f.Spec.TimeoutSeconds, Dependencies: draft.Dependencies,
+		HTTPEnabled: f.Spec.HTTPEnabled, MemoryMB: f.Spec.MemoryMB, TimeoutSec: f.Spec.TimeoutSeconds, Dependencies: deps,
 		Paused: f.Spec.Paused, Mode: string(f.Spec.Mode), CreatedAt: functions.CreatedAt(f), UpdatedAt: functions.UpdatedAt(f)}
 	if f.Spec.Description != "" {
 		out.Description = &f.Spec.Description
@@ -407,15 +407,24 @@ func (s *Server) listFunctionDeployments(w http.ResponseWriter, r *http.Request)
 	writeJSON(w, http.StatusOK, map[string]any{"deployments": out})
 }
 
-// queryLimit reads ?limit= within 1..max (def when absent).
+// queryLimit reads ?limit= within 1..max (def when absent): 400 on limit otherwise.
 func queryLimit(r *http.Request, def, max int) (int, error) {
+	n, bad := limitField(r, def, max)
+	if bad != nil {
+		return 0, apperror.InvalidFields(*bad)
+	}
+	return n, nil
+}
+
+// limitField is queryLimit for a handler that reports it among other fields.
+func limitField(r *http.Request, def, max int) (int, *apperror.FieldError) {
 	v := r.URL.Query().Get("limit")
 	if v == "" {
 		return def, nil
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > max {
-		return 0, apperror.InvalidFields(apperror.FieldError{Path: "limit", Message: "must be an integer from 1 to " + strconv.Itoa(max)})
+		return 0, &apperror.FieldError{Path: "limit", Message: "must be an integer from 1 to " + strconv.Itoa(max)}
 	}
 	return n, nil
 }
@@ -437,13 +446,11 @@ func (s *Server) functionLogs(w http.ResponseWriter, r *http.Request) {
 			*dst = n
 		}
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > functions.MaxLogsLimit {
-			errs = append(errs, apperror.FieldError{Path: "limit", Message: "must be an integer from 1 to " + strconv.Itoa(functions.MaxLogsLimit)})
-		}
-		in.Limit = n
+	limit, bad := limitField(r, functions.DefaultLogsLimit, functions.MaxLogsLimit)
+	if bad != nil {
+		errs = append(errs, *bad)
 	}
+	in.Limit = limit
 	if len(errs) > 0 {
 		s.writeError(w, r, apperror.InvalidFields(errs...))
 		return

@@ -45,7 +45,7 @@ func (q *Queries) ActivateFunctionDeployment(ctx context.Context, arg ActivateFu
 }
 
 const activeFunctionDeployment = `-- name: ActiveFunctionDeployment :one
-SELECT id, version, bundle_sha256, deployed_at, manifest FROM function_deployments WHERE function_uid = $1 AND status = 'active'
+SELECT id, version, bundle_sha256, deployed_at FROM function_deployments WHERE function_uid = $1 AND status = 'active'
 `
 
 type ActiveFunctionDeploymentRow struct {
@@ -53,7 +53,6 @@ type ActiveFunctionDeploymentRow struct {
 	Version      int32
 	BundleSha256 *string
 	DeployedAt   *time.Time
-	Manifest     []byte
 }
 
 func (q *Queries) ActiveFunctionDeployment(ctx context.Context, functionUid string) (ActiveFunctionDeploymentRow, error) {
@@ -64,8 +63,23 @@ func (q *Queries) ActiveFunctionDeployment(ctx context.Context, functionUid stri
 		&i.Version,
 		&i.BundleSha256,
 		&i.DeployedAt,
-		&i.Manifest,
 	)
+	return i, err
+}
+
+const activeFunctionManifest = `-- name: ActiveFunctionManifest :one
+SELECT id, manifest FROM function_deployments WHERE function_uid = $1 AND status = 'active'
+`
+
+type ActiveFunctionManifestRow struct {
+	ID       string
+	Manifest []byte
+}
+
+func (q *Queries) ActiveFunctionManifest(ctx context.Context, functionUid string) (ActiveFunctionManifestRow, error) {
+	row := q.db.QueryRow(ctx, activeFunctionManifest, functionUid)
+	var i ActiveFunctionManifestRow
+	err := row.Scan(&i.ID, &i.Manifest)
 	return i, err
 }
 
@@ -589,6 +603,18 @@ func (q *Queries) FunctionDraft(ctx context.Context, functionUid string) (Functi
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const functionDraftDependencies = `-- name: FunctionDraftDependencies :one
+SELECT dependencies FROM function_drafts WHERE function_uid = $1
+`
+
+// A draft's dependencies alone: what the function's view shows (its files can be 900 KB).
+func (q *Queries) FunctionDraftDependencies(ctx context.Context, functionUid string) ([]byte, error) {
+	row := q.db.QueryRow(ctx, functionDraftDependencies, functionUid)
+	var dependencies []byte
+	err := row.Scan(&dependencies)
+	return dependencies, err
 }
 
 const functionGitLinkByID = `-- name: FunctionGitLinkByID :one

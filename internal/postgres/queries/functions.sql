@@ -81,7 +81,7 @@ UPDATE function_deployments SET status = 'active', bundle = @bundle, bundle_sha2
 WHERE id = @id AND status IN ('bundling', 'uploading', 'publishing');
 
 -- name: ActiveFunctionDeployment :one
-SELECT id, version, bundle_sha256, deployed_at, manifest FROM function_deployments WHERE function_uid = @function_uid AND status = 'active';
+SELECT id, version, bundle_sha256, deployed_at FROM function_deployments WHERE function_uid = @function_uid AND status = 'active';
 
 -- name: FunctionBundle :one
 SELECT id, function_uid, bundle, bundle_sha256 FROM function_deployments WHERE id = @id AND bundle IS NOT NULL;
@@ -230,3 +230,10 @@ SELECT * FROM function_git_links WHERE id = @id;
 UPDATE function_deployments SET files = @files, entrypoint = @entrypoint, dependencies = @dependencies,
     source_bytes = @source_bytes, git_commit = @git_commit, git_message = @git_message
 WHERE id = @id;
+
+-- name: FunctionDraftDependencies :one
+-- A draft's dependencies alone: what the function's view shows (its files can be 900 KB).
+SELECT dependencies FROM function_drafts WHERE function_uid = @function_uid;
+
+-- name: ActiveFunctionManifest :one
+SELECT id, manifest FROM function_deployments WHERE function_uid = @function_uid AND status = 'active';
