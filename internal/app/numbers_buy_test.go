@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
@@ -178,11 +179,14 @@ func TestBuyNumbers(t *testing.T) {
 		t.Fatalf("purchase = %d %v", r.status, r.body)
 	}
 	kept := &v1alpha1.PhoneNumber{}
-	if err := in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: "pn-14155550103"}, kept); err != nil {
-		t.Fatal(err)
-	}
-	kept.Annotations[v1alpha1.PhoneNumberKeepAnnotation] = "true"
-	if err := in.k8s.Update(ctx, kept); err != nil {
+	// The controller writes the new number too: the annotation is written again on a conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: "pn-14155550103"}, kept); err != nil {
+			return err
+		}
+		kept.Annotations[v1alpha1.PhoneNumberKeepAnnotation] = "true"
+		return in.k8s.Update(ctx, kept)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if err := in.k8s.Delete(ctx, kept); err != nil {

@@ -7,12 +7,15 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -167,7 +170,9 @@ func capabilitiesOf(pn *v1alpha1.PhoneNumber, account *v1alpha1.PhoneNumberAccou
 // PhoneNumbers of its namespace, which it may prove; so does a Project.
 func (r *PhoneNumberReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.PhoneNumber{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Status writes are the controller's own, except the renewer's Paid condition, which
+		// suspends or resumes the number.
+		For(&v1alpha1.PhoneNumber{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, paidChanged))).
 		Watches(&v1alpha1.PhoneNumber{}, handler.EnqueueRequestsFromMapFunc(r.sameNumber)).
 		Watches(&v1alpha1.Sender{}, handler.EnqueueRequestsFromMapFunc(r.ofSenderNumber),
 			builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -177,6 +182,19 @@ func (r *PhoneNumberReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("phonenumber").
 		Complete(r)
 }
+
+// paidChanged passes a PhoneNumber whose Paid condition changed status (the renewer's write).
+var paidChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	paid := func(o client.Object) metav1.ConditionStatus {
+		if pn, ok := o.(*v1alpha1.PhoneNumber); ok {
+			if c := meta.FindStatusCondition(pn.Status.Conditions, v1alpha1.ConditionNumberPaid); c != nil {
+				return c.Status
+			}
+		}
+		return ""
+	}
+	return paid(e.ObjectOld) != paid(e.ObjectNew)
+}}
 
 func (r *PhoneNumberReconciler) sameNumber(ctx context.Context, o client.Object) []reconcile.Request {
 	return r.ofNumber(ctx, o.(*v1alpha1.PhoneNumber).Spec.Number)
