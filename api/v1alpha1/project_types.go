@@ -125,6 +125,22 @@ type ProjectSpec struct {
 	// Email holds the project's email settings.
 	// +optional
 	Email *ProjectEmail `json:"email,omitempty"`
+
+	// Retention keeps the project's data for less time than the installation does
+	// (docs/data-lifecycle.md); unset, the installation's settings apply. A setting longer than
+	// the installation's has the installation's effect: data is not kept past it.
+	// +optional
+	Retention *ProjectRetention `json:"retention,omitempty"`
+}
+
+// ProjectRetention is how long a project's data is kept, in days.
+type ProjectRetention struct {
+	// MessagesDays: the project's messages (their text, content, metadata and media) are gone
+	// from the API once this old.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=3650
+	// +optional
+	MessagesDays *int32 `json:"messagesDays,omitempty"`
 }
 
 // UnsubscribeScope is what an unsubscribe on a project's suppression list refuses.

@@ -14,6 +14,7 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/flow"
 	"github.com/switchboard-io/switchboard/internal/llm"
+	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
@@ -252,7 +253,7 @@ func (r *Runtime) generate(ctx context.Context, ex db.AgentExecution, a *v1alpha
 	req.Tools = nil
 	req.System += "\n\n" + instruction
 	history, err := db.New(r.Pool).RecentConversationMessages(ctx, db.RecentConversationMessagesParams{ConversationID: &ex.ConversationID,
-		MaxRows: int32(contextWindow(a) + 1)})
+		MaxRows: int32(contextWindow(a) + 1), Since: time.Now().Add(-partition.Lookback)})
 	if err != nil {
 		return "", err
 	}

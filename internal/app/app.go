@@ -47,6 +47,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/emailcheck"
 	"github.com/switchboard-io/switchboard/internal/emaildomain"
 	"github.com/switchboard-io/switchboard/internal/emailin"
+	"github.com/switchboard-io/switchboard/internal/erasure"
 	"github.com/switchboard-io/switchboard/internal/functions"
 	"github.com/switchboard-io/switchboard/internal/httpapi"
 	"github.com/switchboard-io/switchboard/internal/index"
@@ -59,6 +60,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/numbers"
 	"github.com/switchboard-io/switchboard/internal/onboarding"
+	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/phonecheck"
 	"github.com/switchboard-io/switchboard/internal/phonenumber"
 	"github.com/switchboard-io/switchboard/internal/postgres"
@@ -66,6 +68,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/providercheck"
 	"github.com/switchboard-io/switchboard/internal/ratelimit"
 	"github.com/switchboard-io/switchboard/internal/regulatory"
+	"github.com/switchboard-io/switchboard/internal/retention"
 	"github.com/switchboard-io/switchboard/internal/risk"
 	"github.com/switchboard-io/switchboard/internal/sender"
 	"github.com/switchboard-io/switchboard/internal/template"
@@ -175,6 +178,10 @@ type Config struct {
 	WebhookPort    int
 	// HoldExpiryEvery is how often workers fail risk holds whose review window closed (30 s).
 	HoldExpiryEvery time.Duration
+	// Retention is how long what grows with traffic is kept (retention.Default when zero);
+	// workers drop what is older every RetentionEvery (1 hour).
+	Retention      retention.Policy
+	RetentionEvery time.Duration
 	// BroadcastChunk is how many recipients of a broadcast one transaction hands to the send
 	// path (broadcast.DefaultChunk when zero).
 	BroadcastChunk int
@@ -384,13 +391,16 @@ func Run(ctx context.Context, cfg Config) error {
 		broadcastReview := &broadcast.ReviewWorker{}
 		agents := &agent.Worker{}
 		knowledgeWorker := &knowledge.Worker{}
+		erasures := &erasure.Service{Pool: cfg.Pool, Log: log.WithName("erasure")}
 		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Dispatch: dispatch, DispatchMany: dispatchMany, CatchUp: catchUp,
-			BroadcastReview: broadcastReview, Agents: agents, Knowledge: knowledgeWorker},
+			BroadcastReview: broadcastReview, Agents: agents, Knowledge: knowledgeWorker, Erasures: &erasure.Worker{Service: erasures}},
 			worker.Options{Concurrency: cfg.WorkerConcurrency}, cfg.Role.runs(RoleWorker), log)
 		if err != nil {
 			return err
 		}
 		messages := message.NewService(cfg.Pool, mgr.GetClient(), events(), queue, transports, registry.Carries)
+		contacts := contact.NewService(cfg.Pool)
+		contacts.SetEraser(&erasure.Queue{Service: erasures, Client: queue})
 		emailChecks := &emailcheck.Checker{Pool: cfg.Pool, Resolver: resolver}
 		messages.SetEmailPreflight(emailChecks)
 		messages.SetReceipts(transports)
@@ -477,6 +487,20 @@ func Run(ctx context.Context, cfg Config) error {
 		agentRuntime.Functions = &functions.Tools{Reader: mgr.GetClient(), Invoker: invoker}
 		// The sandbox's steps come in bursts (every message sent 0.5 s ago is delivered now):
 		// they share transactions.
+		// Every process that writes keeps the coming days' partitions made (docs/data-lifecycle.md).
+		if err := mgr.Add(&partition.Keeper{Pool: cfg.Pool, Log: log.WithName("partitions")}); err != nil {
+			return fmt.Errorf("add partition keeper: %w", err)
+		}
+		policy := cfg.Retention
+		if policy == (retention.Policy{}) {
+			policy = retention.Default
+		}
+		messages.SetRetention(policy)
+		if cfg.Role.runs(RoleWorker) {
+			if err := mgr.Add(&retention.Pruner{Pool: cfg.Pool, Policy: policy, Every: cfg.RetentionEvery, Log: log.WithName("retention")}); err != nil {
+				return fmt.Errorf("add retention pruner: %w", err)
+			}
+		}
 		statuses := messages.NewStatusBatcher()
 		sbx.Advance = func(ctx context.Context, id, status string) error {
 			_, err := statuses.Apply(ctx, message.StatusChange{MessageID: id, Status: status})
@@ -508,7 +532,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.Role.runs(RoleAPI) {
 			domains := emaildomain.NewService(mgr.GetClient(), mgr.GetAPIReader(), verifier(kubewrite.FieldManager))
 			templates := template.NewService(mgr.GetClient(), mgr.GetAPIReader(), reviewer(kubewrite.FieldManager))
-			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, transports, domains, templates, registrations, broadcasts, invitations(kubewrite.FieldManager), invitationKey, unsubscribes, emailChecks, agentRuntime, know, calls, phoneNumbers, urls, resolver, checks,
+			if err := addAPI(ctx, mgr, cfg, keys, queue, messages, contacts, transports, domains, templates, registrations, broadcasts, invitations(kubewrite.FieldManager), invitationKey, unsubscribes, emailChecks, agentRuntime, know, calls, phoneNumbers, urls, resolver, checks,
 				functionParts{service: functionsAPI, http: &functions.HTTPHandler{Reader: mgr.GetClient(), Invoker: invoker, Log: log.WithName("functions")},
 					pushes: &functions.GitHookHandler{Service: functionsAPI, Log: log.WithName("functions")}}, log); err != nil {
 				return err
@@ -523,7 +547,7 @@ func Run(ctx context.Context, cfg Config) error {
 // addAPI adds the API server and what it needs: the key authenticator with its revocation
 // listener, the request-rate limiter, the cursor key shared by replicas, and the informers it reads.
 func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Service, queue *river.Client[pgx.Tx],
-	messages *message.Service, transports *registry.Registry, domains *emaildomain.Service, templates *template.Service,
+	messages *message.Service, contacts *contact.Service, transports *registry.Registry, domains *emaildomain.Service, templates *template.Service,
 	registrations *tendlc.Service, broadcasts *broadcast.Service, invitations *invitation.Service, invitationKey []byte,
 	unsubscribes *unsubscribe.Service, emailChecks *emailcheck.Checker, agentRuntime *agent.Runtime, know *knowledge.Service,
 	calls *call.Service, phoneNumbers *numbers.Service, urls *urlcheck.Service, resolver *dnsresolve.Resolver, checks map[string]healthz.Checker,
@@ -565,7 +589,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 		Senders:         senders,
 		ProjectWebhooks: projectwebhook.NewService(mgr.GetClient(), mgr.GetAPIReader()).WithURLPolicy(cfg.Delivery.Client.URLPolicy()),
 		Messages:        messages,
-		Contacts:        contact.NewService(cfg.Pool),
+		Contacts:        contacts,
 		Phones:          &phonecheck.Service{Reader: mgr.GetClient(), Lookup: transports, TenDLC: registrations},
 		Balances:        balances,
 		EmailDomains:    domains,

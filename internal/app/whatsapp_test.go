@@ -232,7 +232,7 @@ func TestLiveWhatsAppThroughMeta(t *testing.T) {
 	}
 
 	// Meta refusing for good: the message fails with the mapped code and Meta's own.
-	peer.FailNext(1, 400, 131026, 0, "Message Undeliverable")
+	peer.FailNextMessage(1, 400, 131026, 0, "Message Undeliverable")
 	r = in.post("/v1/messages", key, `{"to":"+15551230001","channel":"whatsapp","text":"x","fallbackEnabled":false}`)
 	m = waitStatus(t, in, key, r.body["message"].(map[string]any)["id"].(string), "failed")
 	if m["errorCode"] != "WHATSAPP_UNDELIVERABLE" || m["errorDetails"].(map[string]any)["providerCode"] != "131026" {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/apperror"
-	"github.com/switchboard-io/switchboard/internal/postgres"
 )
 
 func newAPIKeyCommand(g *globalFlags, stdout, stderr io.Writer) *cobra.Command {
@@ -33,12 +32,12 @@ only its hash is stored. A revoked key is refused by every api replica at once.`
 			return nil, nil, err
 		}
 		if databaseURL == "" {
-			return nil, nil, &UsageError{Err: errors.New("--database-url (or DATABASE_URL) is required")}
+			return nil, nil, errNoDatabase
 		}
 		if project == "" {
 			return nil, nil, &UsageError{Err: errors.New("--project is required")}
 		}
-		pool, err := postgres.Open(cmd.Context(), databaseURL)
+		pool, err := operatorPool(cmd.Context(), databaseURL)
 		if err != nil {
 			return nil, nil, err
 		}

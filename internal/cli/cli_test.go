@@ -38,6 +38,8 @@ func TestUsageErrorsExitTwoWithUsageOnStderr(t *testing.T) {
 		"decide no url":        {"review", "urls", "approve", "--database-url", "postgres://x@127.0.0.1:1/x"},
 		"interval below zero":  {"manager", "--template-sync-interval", "-1s", "--database-url", "postgres://x@127.0.0.1:1/x"},
 		"smtp conns below 0":   {"api", "--smtp-max-connections-per-ip", "-1", "--database-url", "postgres://x@127.0.0.1:1/x"},
+		"retention of 0 days":  {"worker", "--retain-messages-days", "0", "--database-url", "postgres://x@127.0.0.1:1/x"},
+		"keys kept too long":   {"api", "--retain-idempotency-keys-days", "31", "--database-url", "postgres://x@127.0.0.1:1/x"},
 		"smtp budget too low":  {"api", "--smtp-listen", "127.0.0.1:0", "--smtp-max-buffered-bytes", "1024", "--database-url", "postgres://x@127.0.0.1:1/x"},
 	} {
 		t.Run(name, func(t *testing.T) {

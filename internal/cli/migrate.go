@@ -1,10 +1,11 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
+	"strings"
 
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 
 	"github.com/switchboard-io/switchboard/internal/postgres"
@@ -20,18 +21,17 @@ Safe to run again and from several places at once: a lock serialises concurrent 
 and worker roles refuse to start on an older schema.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := g.logger(stderr); err != nil {
+			log, err := g.logger(stderr)
+			if err != nil {
 				return err
 			}
-			if databaseURL == "" {
-				return &UsageError{Err: errors.New("--database-url (or DATABASE_URL) is required")}
-			}
-			pool, err := postgres.Open(cmd.Context(), databaseURL)
+			pool, err := operatorPool(cmd.Context(), databaseURL)
 			if err != nil {
 				return err
 			}
 			defer pool.Close()
-			applied, err := postgres.Migrate(cmd.Context(), pool)
+			// The conversion to time partitions logs its steps (minutes on a large table).
+			applied, err := postgres.Migrate(logr.NewContext(cmd.Context(), log), pool)
 			if err != nil {
 				return err
 			}
@@ -41,6 +41,9 @@ and worker roles refuse to start on an older schema.`,
 			}
 			fmt.Fprintf(stdout, "schema at version %d (applied now: %d Switchboard, %d job queue migrations)\n",
 				current, len(applied.Switchboard), len(applied.River))
+			if len(applied.Partitioned) > 0 {
+				fmt.Fprintf(stdout, "partitioned by day now: %s\n", strings.Join(applied.Partitioned, ", "))
+			}
 			return nil
 		},
 	}

@@ -26,17 +26,28 @@ import (
 // the Kubernetes API (Projects, PriceLists, Senders and their Secrets) and Postgres.
 func operatorClients(ctx context.Context, databaseURL, kubeconfig string) (client.Client, *pgxpool.Pool, error) {
 	if databaseURL == "" {
-		return nil, nil, &UsageError{Err: errors.New("--database-url (or DATABASE_URL) is required")}
+		return nil, nil, errNoDatabase
 	}
 	k8s, err := operatorKube(kubeconfig)
 	if err != nil {
 		return nil, nil, err
 	}
-	pool, err := postgres.Open(ctx, databaseURL)
+	pool, err := operatorPool(ctx, databaseURL)
 	if err != nil {
 		return nil, nil, err
 	}
 	return k8s, pool, nil
+}
+
+// errNoDatabase is the usage error of a command that needs Postgres and was given no URL.
+var errNoDatabase = &UsageError{Err: errors.New("--database-url (or DATABASE_URL) is required")}
+
+// operatorPool opens Postgres for a command that needs nothing else (migrate, apikey, contact).
+func operatorPool(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+	if databaseURL == "" {
+		return nil, errNoDatabase
+	}
+	return postgres.Open(ctx, databaseURL)
 }
 
 // operatorKube is the Kubernetes client of the operator's commands.

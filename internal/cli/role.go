@@ -31,6 +31,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/mailin"
 	"github.com/switchboard-io/switchboard/internal/postgres"
 	"github.com/switchboard-io/switchboard/internal/regulatory"
+	"github.com/switchboard-io/switchboard/internal/retention"
 )
 
 type roleFlags struct {
@@ -46,6 +47,7 @@ type roleFlags struct {
 	workerConcurrency int
 	knowledgeMemory   string
 	broadcastChunk    int
+	retention         retention.Policy
 	maxRecipients     int
 	webhookAllow      []string
 	telegramAPI       string
@@ -179,6 +181,12 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 			"how often each WhatsApp sender's number, quality rating and payment status are read from the Graph API into its status (Sender.whatsapp.paymentStatus)")
 	}
 	if r != app.RoleManager {
+		fl.IntVar(&f.retention.Messages, "retain-messages-days", retention.Default.Messages,
+			fmt.Sprintf("days a message (its row, text, media references and metadata) is kept, %d to %d; older ones answer 404 and their days' partitions are dropped by the workers (docs/data-lifecycle.md). Set the same on every process", retention.MinDays, retention.MaxMessageDays))
+		fl.IntVar(&f.retention.WebhookDeliveries, "retain-webhook-deliveries-days", retention.Default.WebhookDeliveries,
+			fmt.Sprintf("days a webhook delivery and its attempts' log are kept, %d to %d", retention.MinDays, retention.MaxWebhookDeliveryDays))
+		fl.IntVar(&f.retention.IdempotencyKeys, "retain-idempotency-keys-days", retention.Default.IdempotencyKeys,
+			fmt.Sprintf("days a send's idempotency key answers a repeat with the first message, %d to %d; after that the key may be used again", retention.MinDays, retention.MaxIdempotencyKeyDays))
 		fl.StringVar(&f.knowledgeMemory, "knowledge-memory", "256Mi",
 			"memory for agents' knowledge vectors held in this process (a Kubernetes quantity, e.g. 512Mi); past it the least recently used agents' indexes are dropped and loaded again from Postgres when next asked")
 	}
@@ -220,6 +228,11 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 			return &UsageError{Err: fmt.Errorf("--knowledge-memory %q is not a positive quantity such as 256Mi", f.knowledgeMemory)}
 		}
 		knowledgeMemory = q.Value()
+	}
+	if role != app.RoleManager {
+		if err := f.retention.Validate(); err != nil {
+			return &UsageError{Err: err}
+		}
 	}
 	if f.workerConcurrency < 0 {
 		return &UsageError{Err: errors.New("--worker-concurrency must be positive")}
@@ -331,6 +344,7 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		WorkerConcurrency:       f.workerConcurrency,
 		KnowledgeMemory:         knowledgeMemory,
 		BroadcastChunk:          f.broadcastChunk,
+		Retention:               f.retention,
 		BroadcastMaxRecipients:  f.maxRecipients,
 		Delivery:                delivery.WorkerOptions{Client: delivery.ClientOptions{Allow: allow}},
 		TelegramAPI:             f.telegramAPI,

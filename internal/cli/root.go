@@ -101,6 +101,7 @@ election on (the default): one leads, the others wait.`),
 		newInvitationCommand(g, stdout, stderr),
 		newBroadcastCommand(g, stdout, stderr),
 		newProjectCommand(g, stdout, stderr),
+		newContactCommand(g, stdout, stderr),
 		newVersionCommand(stdout),
 	)
 	return root

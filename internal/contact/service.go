@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/emailcheck"
+	"github.com/switchboard-io/switchboard/internal/erasure"
 	"github.com/switchboard-io/switchboard/internal/optional"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/randid"
@@ -47,7 +48,18 @@ func duplicateIdentifier(conflicts []Conflict) *apperror.Error {
 type Service struct {
 	pool *pgxpool.Pool
 	now  func() time.Time
+	// eraser erases a deleted contact's person from the project; nil only deletes the contact.
+	eraser Eraser
 }
+
+// Eraser erases a person from a project, recorded in the transaction that deletes their contact
+// (erasure.Queue).
+type Eraser interface {
+	Erase(ctx context.Context, tx pgx.Tx, req erasure.Request) error
+}
+
+// SetEraser makes deleting a contact erase its person.
+func (s *Service) SetEraser(e Eraser) { s.eraser = e }
 
 // NewService returns a Service.
 func NewService(pool *pgxpool.Pool) *Service {
@@ -369,17 +381,27 @@ func (s *Service) Update(ctx context.Context, key apikey.Key, id string, in Upda
 	return out, err
 }
 
-// Delete removes a contact and its channels; its conversations stay, without a contact.
-// Deleting it again is not found.
+// Delete removes a contact and erases its person from the project's data of the key's mode:
+// the erasure (internal/erasure) is recorded and queued with the deletion, and runs in the
+// background; the answer does not wait for it. Deleting it again is not found.
 func (s *Service) Delete(ctx context.Context, key apikey.Key, id string) error {
-	n, err := db.New(s.pool).DeleteContact(ctx, db.DeleteContactParams{ID: id, Project: key.Project, TestMode: key.TestMode()})
-	if err != nil {
-		return fmt.Errorf("delete contact %s: %w", id, err)
-	}
-	if n == 0 {
-		return notFound(id)
-	}
-	return nil
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if s.eraser != nil {
+			mode := key.TestMode()
+			err := s.eraser.Erase(ctx, tx, erasure.Request{Project: key.Project, TestMode: &mode, ContactID: id, RequestedBy: "api-key:" + key.ID})
+			if err != nil && !errors.Is(err, erasure.ErrNothing) {
+				return fmt.Errorf("erase contact %s: %w", id, err)
+			}
+		}
+		n, err := db.New(tx).DeleteContact(ctx, db.DeleteContactParams{ID: id, Project: key.Project, TestMode: key.TestMode()})
+		if err != nil {
+			return fmt.Errorf("delete contact %s: %w", id, err)
+		}
+		if n == 0 {
+			return notFound(id)
+		}
+		return nil
+	})
 }
 
 // MergeInput is the body of POST /v1/contacts/{id}/merge.

@@ -68,10 +68,15 @@ var _ = Describe("Invitation controller", func() {
 		Expect(inv.Status.State).To(Equal(v1alpha1.InvitationPending))
 		Expect(inv.Status.ExpiresAt.Sub(inv.CreationTimestamp.Time)).To(Equal(7 * 24 * time.Hour))
 		Expect(inv.Status.TokenHash).To(Equal(invitation.Hash(invitations.Token(inv))))
-		found, err := invitations.ByToken(ctx, invitations.Token(inv))
-		Expect(err).NotTo(HaveOccurred())
+		// ByToken reads the manager's cache, which sees the status a moment after the API server.
+		var found *v1alpha1.Invitation
+		Eventually(func() error {
+			var err error
+			found, err = invitations.ByToken(ctx, invitations.Token(inv))
+			return err
+		}).Should(Succeed())
 		Expect(found.Name).To(Equal(inv.Name))
-		_, err = invitations.ByToken(ctx, "not-a-token")
+		_, err := invitations.ByToken(ctx, "not-a-token")
 		Expect(err).To(HaveOccurred())
 		Consistently(func() []string { return invitationEvents(ctx, ns) }, "300ms").Should(BeEmpty())
 	})

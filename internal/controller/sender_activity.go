@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
+	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
@@ -30,11 +31,15 @@ func (a *ActivitySource) activity(ctx context.Context, sender *v1alpha1.Sender, 
 		return nil, fmt.Errorf("read activity of sender %s: %w", sender.Name, err)
 	}
 	out := &v1alpha1.SenderActivity{Outbound24h: counts.Outbound, Inbound24h: counts.Inbound, RefreshedAt: metav1.NewTime(now.UTC().Truncate(time.Second))}
-	last, err := q.SenderLastMessage(ctx, db.SenderLastMessageParams{Project: sender.Namespace, Sender: sender.Name})
+	// The last message within partition.Lookback; before that, what the status already says.
+	last, err := q.SenderLastMessage(ctx, db.SenderLastMessageParams{Project: sender.Namespace, Sender: sender.Name,
+		Since: now.Add(-partition.Lookback)})
 	switch {
 	case err == nil:
 		at := metav1.NewTime(last.CreatedAt.UTC().Truncate(time.Second))
 		out.LastMessageID, out.LastMessageAt = last.ID, &at
+	case errors.Is(err, pgx.ErrNoRows) && sender.Status.Activity != nil:
+		out.LastMessageID, out.LastMessageAt = sender.Status.Activity.LastMessageID, sender.Status.Activity.LastMessageAt
 	case !errors.Is(err, pgx.ErrNoRows):
 		return nil, fmt.Errorf("read last message of sender %s: %w", sender.Name, err)
 	}

@@ -94,6 +94,8 @@ func (s *Service) EnqueueAll(ctx context.Context, tx pgx.Tx, events ...Event) ([
 			return nil, err
 		}
 	}
+	// The deliveries' time, and their ids' (a delivery is found in its partition by its id).
+	now := s.now().UTC().Truncate(time.Microsecond)
 	var p db.InsertWebhookDeliveriesParams
 	// Each endpoint is read once for all the events (a broadcast's chunk has a thousand).
 	endpoints := map[target]*declared{}
@@ -137,7 +139,7 @@ func (s *Service) EnqueueAll(ctx context.Context, tx pgx.Tx, events ...Event) ([
 					return nil, fmt.Errorf("encode %s data: %w", ev.Name, err)
 				}
 			}
-			id, err := newEventID()
+			id, err := newEventID(now)
 			if err != nil {
 				return nil, err
 			}
@@ -155,7 +157,7 @@ func (s *Service) EnqueueAll(ctx context.Context, tx pgx.Tx, events ...Event) ([
 	if len(p.Ids) == 0 {
 		return nil, nil
 	}
-	p.Project, p.CreatedAt = events[0].Project, s.now().UTC()
+	p.Project, p.CreatedAt = events[0].Project, now
 	if err := db.New(tx).InsertWebhookDeliveries(ctx, p); err != nil {
 		return nil, fmt.Errorf("record deliveries of %s: %w", events[0].Name, err)
 	}
@@ -177,5 +179,5 @@ func withSenderID(data map[string]any, sender string) map[string]any {
 	return out
 }
 
-// newEventID returns "evt_" and 24 random base62 characters.
-func newEventID() (string, error) { return randid.Prefixed("evt_", 24) }
+// newEventID returns a delivery's id: "evt_" and its time and random characters (randid.Timed).
+func newEventID(at time.Time) (string, error) { return randid.Timed("evt_", at) }

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/pkg/webhook"
 )
@@ -24,6 +25,11 @@ const MaxAttempts = 5
 
 // Schedule is when attempts 2 to 5 happen, counted from the first (spec: Retries 1).
 var Schedule = []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour}
+
+// ClaimHorizon is how far back the worker looks for due deliveries: the schedule ends 81 minutes
+// after a delivery is made, and an attempt a busy receiver put off comes back within seconds, so
+// a week holds every delivery still pending while touching a week of partitions, not a year's.
+const ClaimHorizon = 7 * 24 * time.Hour
 
 // responseKept is how much of a receiver's answer the attempt log keeps.
 const responseKept = 1024
@@ -129,7 +135,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		lastClaim = time.Now()
 		now := w.now().UTC()
 		claimed, err := db.New(w.pool).ClaimWebhookDeliveries(ctx, db.ClaimWebhookDeliveriesParams{
-			Now: now, LeaseUntil: now.Add(claimLease), Max: int32(free)})
+			Now: now, LeaseUntil: now.Add(claimLease), Max: int32(free), MadeSince: now.Add(-ClaimHorizon)})
 		if err != nil {
 			if ctx.Err() == nil {
 				w.opts.Log.Error(err, "claim webhook deliveries; trying again in 1 s")
@@ -222,6 +228,7 @@ func (w *Worker) flush(batch []outcome) {
 		p.ResponseBodies = append(p.ResponseBodies, r.body)
 		p.FinishedAt = append(p.FinishedAt, finished)
 	}
+	p.CreatedFrom, p.CreatedTo = partition.Bounds(p.Ids)
 	backoff := 100 * time.Millisecond
 	for try := 1; ; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

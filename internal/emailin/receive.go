@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/jackc/pgx/v5"
@@ -16,6 +17,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/mailin"
 	"github.com/switchboard-io/switchboard/internal/mailreport"
 	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/transport"
 	"github.com/switchboard-io/switchboard/internal/unsubscribe"
@@ -165,7 +167,8 @@ func (h *Receiver) original(ctx context.Context, route mailin.Route, r *mailrepo
 		m, err = q.GetMessageByID(ctx, id)
 	} else if r.OriginalMessageID != "" {
 		pid := r.OriginalMessageID
-		m, err = q.GetOutboundEmail(ctx, db.GetOutboundEmailParams{Project: route.Project, ProviderMessageID: &pid})
+		m, err = q.GetOutboundEmail(ctx, db.GetOutboundEmailParams{Project: route.Project, ProviderMessageID: &pid,
+			Since: time.Now().Add(-partition.Lookback)})
 	} else {
 		return nil, nil
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/kubewrite"
+	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/quota"
 	"github.com/switchboard-io/switchboard/internal/transport"
@@ -82,7 +83,7 @@ func (s *Service) Accept(ctx context.Context, tx pgx.Tx, batch []Outbound) ([]db
 			return nil, err
 		}
 		if key := batch[i].IdempotencyKey; key != nil {
-			owner, err := claim(ctx, tx, m, *key)
+			owner, err := claim(ctx, tx, m, *key, s.retention.IdempotencyKeysSince(now))
 			if err != nil {
 				return nil, err
 			}
@@ -228,6 +229,7 @@ func (s *Service) charge(ctx context.Context, tx pgx.Tx, msgs []db.Message, now 
 			bills = append(bills, bill{acct, charges, email})
 		}
 		if len(costs.Ids) > 0 {
+			costs.CreatedFrom, costs.CreatedTo = partition.Bounds(costs.Ids)
 			if err := db.New(tx).SetMessageCosts(ctx, costs); err != nil {
 				return fmt.Errorf("record costs: %w", err)
 			}
@@ -327,7 +329,7 @@ func dispatchOpts(o *Outbound) *river.InsertOpts {
 
 // stored is o as its row: queued, with a new id.
 func stored(o *Outbound, now time.Time) (db.Message, error) {
-	id, err := newID("msg_")
+	id, err := newMessageID(now)
 	if err != nil {
 		return db.Message{}, err
 	}
@@ -381,32 +383,31 @@ func (s *Service) acceptOne(ctx context.Context, o Outbound) (db.Message, error)
 // Accept itself, so nothing was committed; otherwise the transaction could not begin or its
 // commit got no answer, and it may have committed.
 func (s *Service) acceptTx(ctx context.Context, batch []Outbound) (msgs []db.Message, rolledBack bool, err error) {
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var aerr error
-		msgs, aerr = s.Accept(ctx, tx, batch)
-		rolledBack = aerr != nil
-		return aerr
+	err = partition.Retry(ctx, s.pool, func() error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var aerr error
+			msgs, aerr = s.Accept(ctx, tx, batch)
+			rolledBack = aerr != nil
+			return aerr
+		})
 	})
 	return msgs, rolledBack, err
 }
 
-// claim records the idempotency key for msg and returns the id of the message that owns it.
-// A concurrent claim that is still uncommitted is waited for; a statement whose snapshot
-// predates the winner's commit sees no row, and is asked again.
-func claim(ctx context.Context, tx pgx.Tx, msg db.Message, key string) (string, error) {
+// claim records the idempotency key for msg and returns the id of the message that owns it. The
+// key's lock, held until tx ends, makes a concurrent claim of the same key wait for this one's
+// outcome and then see it.
+func claim(ctx context.Context, tx pgx.Tx, msg db.Message, key string, since time.Time) (string, error) {
 	q := db.New(tx)
-	for attempt := 0; attempt < 3; attempt++ {
-		owner, err := q.ClaimIdempotencyKey(ctx, db.ClaimIdempotencyKeyParams{
-			Project: msg.Project, TestMode: msg.TestMode, Key: key, MessageID: msg.ID, CreatedAt: msg.CreatedAt})
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue
-		}
-		if err != nil {
-			return "", fmt.Errorf("claim idempotency key: %w", err)
-		}
-		return owner, nil
+	if err := q.LockKey(ctx, fmt.Sprintf("idempotency/%s/%t/%s", msg.Project, msg.TestMode, key)); err != nil {
+		return "", fmt.Errorf("lock idempotency key: %w", err)
 	}
-	return "", errors.New("claim idempotency key: the key's owner could not be read")
+	owner, err := q.ClaimIdempotencyKey(ctx, db.ClaimIdempotencyKeyParams{
+		Project: msg.Project, TestMode: msg.TestMode, Key: key, MessageID: msg.ID, CreatedAt: msg.CreatedAt, Since: since})
+	if err != nil {
+		return "", fmt.Errorf("claim idempotency key: %w", err)
+	}
+	return owner, nil
 }
 
 // event enqueues the events of msg's status in tx.

@@ -11,6 +11,7 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/transport"
 )
@@ -56,11 +57,32 @@ func (s *Service) Conversations(ctx context.Context, key apikey.Key, f Conversat
 
 // ConversationMessages returns a conversation's messages, newest first.
 func (s *Service) ConversationMessages(ctx context.Context, key apikey.Key, id string, f ListFilter) ([]db.Message, error) {
-	if _, err := s.Conversation(ctx, key, id); err != nil {
+	c, err := s.Conversation(ctx, key, id)
+	if err != nil {
 		return nil, err
 	}
-	rows, err := db.New(s.pool).ListConversationMessages(ctx, db.ListConversationMessagesParams{ConversationID: &id,
-		Project: key.Project, TestMode: key.TestMode(), BeforeTime: f.BeforeTime, BeforeID: f.BeforeID, PageSize: int32(f.Limit)})
+	since, _, err := s.messagesSince(ctx, key.Project)
+	if err != nil {
+		return nil, err
+	}
+	q := db.New(s.pool)
+	read := func(spans []partition.Span, limit int) ([]db.Message, error) {
+		froms, tos := partition.SpanBounds(spans)
+		return q.ListConversationMessages(ctx, db.ListConversationMessagesParams{ConversationID: &id, Froms: froms, Tos: tos,
+			Project: key.Project, TestMode: key.TestMode(), BeforeTime: f.BeforeTime, BeforeID: f.BeforeID, PageSize: int32(limit)})
+	}
+	var rows []db.Message
+	if c.MessageDaysFrom != nil { // the days holding its messages are known: only their partitions are read
+		if !c.MessageDaysFrom.After(c.CreatedAt) && c.CreatedAt.After(since) {
+			// Kept since its first message: nothing lies before, and nothing is read there.
+			since = c.CreatedAt.UTC().Truncate(partition.Day)
+		}
+		rows, err = partition.OnDays(pageTop(s.now(), f), since, c.MessageDays, *c.MessageDaysFrom, f.Limit, read)
+	} else {
+		rows, err = partition.NewestFirst(pageTop(s.now(), f), since, f.Limit, func(from, to time.Time, limit int) ([]db.Message, error) {
+			return read([]partition.Span{{From: from, To: to}}, limit)
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list messages of conversation %s: %w", id, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/switchboard-io/switchboard/internal/delivery"
+	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/transport"
 )
@@ -51,7 +52,8 @@ func (w *DispatchManyWorker) Work(ctx context.Context, job *river.Job[DispatchMa
 // would be. An error that is not a message's own (the database) fails the job after the sends
 // made so far are recorded, and the queue runs it again for the rest.
 func (s *Service) dispatchMany(ctx context.Context, ids []string) error {
-	msgs, err := db.New(s.pool).GetMessagesByIDs(ctx, ids)
+	from, to := partition.Bounds(ids)
+	msgs, err := db.New(s.pool).GetMessagesByIDs(ctx, db.GetMessagesByIDsParams{Ids: ids, CreatedFrom: from, CreatedTo: to})
 	if err != nil {
 		return fmt.Errorf("read a batch of %d messages: %w", len(ids), err)
 	}
@@ -146,6 +148,7 @@ func (s *Service) AdvanceAll(ctx context.Context, ids []string, status string) e
 // events of those that moved, one statement a project; the broadcast ones are added to f.
 func (s *Service) applyAllIn(ctx context.Context, tx pgx.Tx, status string, p db.SetMessagesStatusParams, f *followed) ([]db.Message, error) {
 	p.UpdatedAt = s.now().UTC()
+	p.CreatedFrom, p.CreatedTo = partition.Bounds(p.Ids)
 	rows, err := db.New(tx).SetMessagesStatus(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("move %d messages to %s: %w", len(p.Ids), status, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/addr"
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/delivery"
+	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/quota"
 	"github.com/switchboard-io/switchboard/internal/transport"
@@ -39,11 +40,11 @@ func (s *Service) Receive(ctx context.Context, in Inbound) (db.Message, error) {
 // ReceiveAll (a savepoint). files, when not nil, keeps the attachments' content once for all
 // the messages ReceiveAll stores.
 func (s *Service) receive(ctx context.Context, b beginner, in Inbound, files *sharedFiles) (db.Message, error) {
-	id, err := newID("msg_")
+	now := s.now().UTC().Truncate(time.Microsecond)
+	id, err := newMessageID(now)
 	if err != nil {
 		return db.Message{}, err
 	}
-	now := s.now().UTC().Truncate(time.Microsecond)
 	conversation := conversationID(in.Project, in.TestMode, in.Sender, in.From)
 	content := transport.Content{}
 	if in.Content != nil {
@@ -89,78 +90,90 @@ func (s *Service) receive(ctx context.Context, b beginner, in Inbound, files *sh
 	}
 
 	var again *db.Message
-	err = pgx.BeginFunc(ctx, b, func(tx pgx.Tx) error {
-		q := db.New(tx)
-		if in.ProviderMessageID != "" {
-			// A provider posts a message again when our answer did not reach it: store it once.
-			prev, err := q.GetMessageByProviderID(ctx, db.GetMessageByProviderIDParams{Project: in.Project, TestMode: in.TestMode, Sender: in.Sender,
-				ProviderMessageID: &in.ProviderMessageID})
-			if err == nil && prev.Direction == "inbound" {
-				again = &prev
-				return nil
+	write := func() error {
+		again = nil
+		return pgx.BeginFunc(ctx, b, func(tx pgx.Tx) error {
+			q := db.New(tx)
+			if in.ProviderMessageID != "" {
+				// A provider posts a message again when our answer did not reach it: store it once.
+				prev, err := partition.RecentFirst(s.now(), func(since, until time.Time) (db.Message, error) {
+					return q.GetMessageByProviderID(ctx, db.GetMessageByProviderIDParams{Project: in.Project, TestMode: in.TestMode, Sender: in.Sender,
+						ProviderMessageID: &in.ProviderMessageID, Since: since, Until: until})
+				})
+				if err == nil && prev.Direction == "inbound" {
+					again = &prev
+					return nil
+				}
+				if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+					return fmt.Errorf("find message of provider id: %w", err)
+				}
 			}
-			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("find message of provider id: %w", err)
-			}
-		}
-		contactID, err := newContact(ctx, tx, in.Project, in.TestMode, contactChannel(in.Channel), addr.Key(in.From), profile, now)
-		if err != nil {
-			return err
-		}
-		if err := q.NoteInbound(ctx, db.NoteInboundParams{At: now, Project: in.Project, TestMode: in.TestMode,
-			Channel: contactChannel(in.Channel), Identifier: addr.Key(in.From), ProfileName: profile}); err != nil {
-			return fmt.Errorf("note inbound message: %w", err)
-		}
-		if in.ReplyToProviderMessageID != "" {
-			if err := replyContext(ctx, q, in, &content); err != nil {
-				return err
-			}
-		}
-		if msg.Content, err = json.Marshal(content); err != nil {
-			return fmt.Errorf("encode content: %w", err)
-		}
-		if string(msg.Content) == "{}" {
-			msg.Content = nil // a plain text message carries no content
-		}
-		var referral []byte
-		if in.Referral != nil {
-			referral, _ = json.Marshal(in.Referral)
-		}
-		conv, err := record(ctx, tx, thread{msg: msg, contactID: &contactID, profileName: profile, referral: referral})
-		if err != nil {
-			return err
-		}
-		if err := files.store(ctx, tx, msg.ID, attachments, now); err != nil {
-			return err
-		}
-		if conv.InboundCount == 1 {
-			if err := s.conversationNew(ctx, tx, msg, contactID, in.ProfileName); err != nil {
-				return err
-			}
-		}
-		if err := s.inboundEvent(ctx, tx, msg, in); err != nil {
-			return err
-		}
-		if s.inboundHook != nil {
-			if err := s.inboundHook.Inbound(ctx, tx, msg); err != nil {
-				return err
-			}
-		}
-		// The Free plan's monthly allowance counts what contacts send on the conversational
-		// channels too; past it the message is refused whole (the transaction rolls back).
-		if meter, ok := quota.MeterOf(msg.Channel); ok && meter == quota.Conversational {
-			counted, err := s.countedOn(ctx, in.Project)
+			contactID, err := newContact(ctx, tx, in.Project, in.TestMode, contactChannel(in.Channel), addr.Key(in.From), profile, now)
 			if err != nil {
 				return err
 			}
-			var takes []quota.Take
-			for _, p := range counted {
-				takes = append(takes, quota.Take{Project: p, TestMode: in.TestMode, Meter: meter, Inbound: true, N: 1})
+			if err := q.NoteInbound(ctx, db.NoteInboundParams{At: now, Project: in.Project, TestMode: in.TestMode,
+				Channel: contactChannel(in.Channel), Identifier: addr.Key(in.From), ProfileName: profile}); err != nil {
+				return fmt.Errorf("note inbound message: %w", err)
 			}
-			return quota.TakeAll(ctx, tx, now, takes, s.limitsOf(ctx))
-		}
-		return nil
-	})
+			if in.ReplyToProviderMessageID != "" {
+				if err := replyContext(ctx, q, in, &content); err != nil {
+					return err
+				}
+			}
+			if msg.Content, err = json.Marshal(content); err != nil {
+				return fmt.Errorf("encode content: %w", err)
+			}
+			if string(msg.Content) == "{}" {
+				msg.Content = nil // a plain text message carries no content
+			}
+			var referral []byte
+			if in.Referral != nil {
+				referral, _ = json.Marshal(in.Referral)
+			}
+			conv, err := record(ctx, tx, thread{msg: msg, contactID: &contactID, profileName: profile, referral: referral})
+			if err != nil {
+				return err
+			}
+			if err := files.store(ctx, tx, msg.ID, attachments, now); err != nil {
+				return err
+			}
+			if conv.InboundCount == 1 {
+				if err := s.conversationNew(ctx, tx, msg, contactID, in.ProfileName); err != nil {
+					return err
+				}
+			}
+			if err := s.inboundEvent(ctx, tx, msg, in); err != nil {
+				return err
+			}
+			if s.inboundHook != nil {
+				if err := s.inboundHook.Inbound(ctx, tx, msg); err != nil {
+					return err
+				}
+			}
+			// The Free plan's monthly allowance counts what contacts send on the conversational
+			// channels too; past it the message is refused whole (the transaction rolls back).
+			if meter, ok := quota.MeterOf(msg.Channel); ok && meter == quota.Conversational {
+				counted, err := s.countedOn(ctx, in.Project)
+				if err != nil {
+					return err
+				}
+				var takes []quota.Take
+				for _, p := range counted {
+					takes = append(takes, quota.Take{Project: p, TestMode: in.TestMode, Meter: meter, Inbound: true, N: 1})
+				}
+				return quota.TakeAll(ctx, tx, now, takes, s.limitsOf(ctx))
+			}
+			return nil
+		})
+	}
+	// A message alone is written again if its day had no partition; ReceiveAll's batch shares
+	// attachment contents that a rollback would leave recorded, and is written once.
+	if files == nil {
+		err = partition.Retry(ctx, s.pool, write)
+	} else {
+		err = write()
+	}
 	if e := apperror.As(err); e != nil && e.Code == "a2p_limit_exceeded" {
 		return db.Message{}, errors.Join(ErrInboundRefused, err)
 	}
@@ -197,8 +210,10 @@ func (s *Service) ReceiveUnsupported(ctx context.Context, in Inbound) error {
 // a message Switchboard knows.
 func replyContext(ctx context.Context, q *db.Queries, in Inbound, c *transport.Content) error {
 	c.ReplyToProviderMessageID = in.ReplyToProviderMessageID
-	quoted, err := q.GetMessageByProviderID(ctx, db.GetMessageByProviderIDParams{Project: in.Project, TestMode: in.TestMode, Sender: in.Sender,
-		ProviderMessageID: &in.ReplyToProviderMessageID})
+	quoted, err := partition.RecentFirst(time.Now(), func(since, until time.Time) (db.Message, error) {
+		return q.GetMessageByProviderID(ctx, db.GetMessageByProviderIDParams{Project: in.Project, TestMode: in.TestMode, Sender: in.Sender,
+			ProviderMessageID: &in.ReplyToProviderMessageID, Since: since, Until: until})
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // a message from before Switchboard, or from another tool: the provider id is all there is
 	}

@@ -28,8 +28,10 @@ import (
 	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/index"
+	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/randid"
+	"github.com/switchboard-io/switchboard/internal/retention"
 	"github.com/switchboard-io/switchboard/internal/risk"
 	"github.com/switchboard-io/switchboard/internal/transport"
 	"github.com/switchboard-io/switchboard/internal/urlcheck"
@@ -154,14 +156,22 @@ type Service struct {
 	acceptPolicies   []AcceptPolicy
 	dispatchPolicies []DispatchPolicy
 	fallbackPolicies []FallbackPolicy
+
+	// retention is how long messages and idempotency keys are kept: older ones are not shown
+	// (their partitions are dropped by the retention job).
+	retention retention.Policy
 }
+
+// SetRetention sets how long messages and idempotency keys are kept (retention.Default unless
+// set).
+func (s *Service) SetRetention(p retention.Policy) { s.retention = p }
 
 // NewService returns a Service that sends through transports; carries says which message types
 // each channel's transport can carry (nil: all).
 func NewService(pool *pgxpool.Pool, reader client.Reader, deliveries *delivery.Service, queue *river.Client[pgx.Tx],
 	transports Transports, carries Carries) *Service {
 	s := &Service{pool: pool, reader: reader, deliveries: deliveries, queue: queue, transports: transports, now: time.Now,
-		dispatchAttempts: DefaultDispatchAttempts}
+		dispatchAttempts: DefaultDispatchAttempts, retention: retention.Default}
 	s.defaultPolicies(carries)
 	return s
 }
@@ -237,14 +247,49 @@ func check(in Request) (checked, []apperror.FieldError) {
 	return c, errs
 }
 
-// Get returns the key's message id; another project's, or another mode's, is not found.
+// messageDays is how many days project's messages are kept: the installation's retention, or
+// the Project's shorter one.
+func (s *Service) messageDays(ctx context.Context, project string) (int, error) {
+	days := s.retention.Messages
+	p, err := s.project(ctx, project)
+	if err != nil {
+		return 0, err
+	}
+	if p != nil && p.Spec.Retention != nil && p.Spec.Retention.MessagesDays != nil {
+		days = min(days, int(*p.Spec.Retention.MessagesDays))
+	}
+	return days, nil
+}
+
+// messagesSince is the oldest creation time of project's messages the API shows.
+func (s *Service) messagesSince(ctx context.Context, project string) (time.Time, int, error) {
+	days, err := s.messageDays(ctx, project)
+	if err != nil {
+		return time.Time{}, 0, err
+	}
+	return s.now().UTC().Add(-time.Duration(days) * 24 * time.Hour), days, nil
+}
+
+// Get returns the key's message id; another project's, or another mode's, is not found. A
+// message older than the retention is not found either, and the answer says why.
 func (s *Service) Get(ctx context.Context, key apikey.Key, id string) (db.Message, error) {
+	since, days, err := s.messagesSince(ctx, key.Project)
+	if err != nil {
+		return db.Message{}, err
+	}
+	expired := apperror.NotFoundf("No message %s: messages are kept %d days, and it was older.", id, days)
+	if at, ok := randid.TimeOf(id); ok && at.Before(since) {
+		return db.Message{}, expired
+	}
 	m, err := db.New(s.pool).GetMessage(ctx, db.GetMessageParams{ID: id, Project: key.Project, TestMode: key.TestMode()})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return db.Message{}, apperror.NotFoundf("No message %s.", id)
 	}
 	if err != nil {
 		return db.Message{}, fmt.Errorf("read message %s: %w", id, err)
+	}
+	if m.CreatedAt.Before(since) {
+		return db.Message{}, expired
 	}
 	return m, nil
 }
@@ -260,12 +305,29 @@ type ListFilter struct {
 
 // List returns the key's messages, newest first.
 func (s *Service) List(ctx context.Context, key apikey.Key, f ListFilter) ([]db.Message, error) {
-	rows, err := db.New(s.pool).ListMessages(ctx, db.ListMessagesParams{Project: key.Project, TestMode: key.TestMode(),
-		Channel: f.Channel, Status: f.Status, Recipient: f.To, BeforeTime: f.BeforeTime, BeforeID: f.BeforeID, PageSize: int32(f.Limit)})
+	since, _, err := s.messagesSince(ctx, key.Project)
+	if err != nil {
+		return nil, err
+	}
+	q := db.New(s.pool)
+	rows, err := partition.NewestFirst(pageTop(s.now(), f), since, f.Limit, func(from, to time.Time, limit int) ([]db.Message, error) {
+		return q.ListMessages(ctx, db.ListMessagesParams{Project: key.Project, TestMode: key.TestMode(), Since: from, Until: to,
+			Channel: f.Channel, Status: f.Status, Recipient: f.To, BeforeTime: f.BeforeTime, BeforeID: f.BeforeID, PageSize: int32(limit)})
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list messages: %w", err)
 	}
 	return rows, nil
+}
+
+// pageTop is where a page of messages begins, going back: at the cursor's time (its instant
+// included: the cursor's id orders the rows of that microsecond), or a week ahead of this
+// process's clock for the first page, which takes the rows of a clock a little ahead too.
+func pageTop(now time.Time, f ListFilter) time.Time {
+	if f.BeforeTime != nil {
+		return f.BeforeTime.Add(time.Microsecond)
+	}
+	return now.Add(7 * partition.Day)
 }
 
 // pickSender returns the sender named by Service-Sender, or the project's default.
@@ -311,3 +373,7 @@ func deref(s *string) string {
 
 // newID returns prefix and 24 random base62 characters.
 func newID(prefix string) (string, error) { return randid.Prefixed(prefix, 24) }
+
+// newMessageID returns the id of a message created at: it carries that time, which names the
+// message's partition (randid.Timed).
+func newMessageID(at time.Time) (string, error) { return randid.Timed("msg_", at) }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchboard-io/switchboard/internal/addr"
+	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/transport"
 )
@@ -52,15 +53,15 @@ func (s *Service) mirror(ctx context.Context, in Mirror) (bool, error) {
 	if in.ProviderMessageID == "" {
 		return false, errors.New("a mirrored message has no provider id")
 	}
-	id, err := newID("msg_")
-	if err != nil {
-		return false, err
-	}
 	at := s.now().UTC()
 	if in.ProviderTimestamp != nil {
 		at = in.ProviderTimestamp.UTC()
 	}
 	at = at.Truncate(time.Microsecond)
+	id, err := newMessageID(at)
+	if err != nil {
+		return false, err
+	}
 	contact, direction, status := in.From, "inbound", "received"
 	if in.Outbound {
 		contact, direction, status = in.To, "outbound", "sent"
@@ -91,8 +92,10 @@ func (s *Service) mirror(ctx context.Context, in Mirror) (bool, error) {
 	stored := false
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.New(tx)
-		_, err := q.GetMessageByProviderID(ctx, db.GetMessageByProviderIDParams{Project: in.Project, TestMode: false, Sender: in.Sender,
-			ProviderMessageID: &in.ProviderMessageID})
+		_, err := partition.RecentFirst(s.now(), func(since, until time.Time) (db.Message, error) {
+			return q.GetMessageByProviderID(ctx, db.GetMessageByProviderIDParams{Project: in.Project, TestMode: false, Sender: in.Sender,
+				ProviderMessageID: &in.ProviderMessageID, Since: since, Until: until})
+		})
 		if err == nil {
 			return nil // posted again, or synced twice: kept once
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchboard-io/switchboard/internal/billing"
+	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/quota"
 	"github.com/switchboard-io/switchboard/internal/transport"
@@ -64,12 +65,14 @@ func (s *Service) ApplyStatus(ctx context.Context, ch StatusChange) (bool, error
 		return false, fmt.Errorf("apply status: unknown status %q", ch.Status)
 	}
 	moved := false
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
-		var f followed
-		if moved, err = s.applyIn(ctx, tx, ch, &f); err != nil {
-			return err
-		}
-		return s.follow(ctx, tx, f)
+	err := partition.Retry(ctx, s.pool, func() error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+			var f followed
+			if moved, err = s.applyIn(ctx, tx, ch, &f); err != nil {
+				return err
+			}
+			return s.follow(ctx, tx, f)
+		})
 	})
 	return moved, err
 }
@@ -198,7 +201,7 @@ func (s *Service) AwaitingReceipt(ctx context.Context, project, sender, channel,
 		return nil, nil
 	}
 	ids, err := db.New(s.pool).AwaitingReceipt(ctx, db.AwaitingReceiptParams{Project: project, Sender: sender, Channel: channel,
-		Recipient: recipient, Statuses: statusFrom[status], UpTo: upTo})
+		Recipient: recipient, Statuses: statusFrom[status], UpTo: upTo, Since: upTo.Add(-partition.Lookback)})
 	if err != nil {
 		return nil, fmt.Errorf("find messages a receipt covers: %w", err)
 	}
@@ -216,8 +219,10 @@ func liveMessageThrough(ctx context.Context, q *db.Queries, via Via, providerMes
 	if via.Provider == "" {
 		return db.Message{}, false, errors.New("find message of provider id: no Provider it came through")
 	}
-	m, err := q.GetLiveMessageThrough(ctx, db.GetLiveMessageThroughParams{ProviderMessageID: &providerMessageID,
-		Provider: &via.Provider, Project: via.Project})
+	m, err := partition.RecentFirst(time.Now(), func(since, until time.Time) (db.Message, error) {
+		return q.GetLiveMessageThrough(ctx, db.GetLiveMessageThroughParams{ProviderMessageID: &providerMessageID,
+			Provider: &via.Provider, Project: via.Project, Since: since, Until: until})
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return db.Message{}, false, nil
 	}

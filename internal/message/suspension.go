@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/transport"
 )
@@ -178,7 +179,8 @@ func (s *Service) afterRefusal(ctx context.Context, m db.Message, after int64, w
 // failQueued fails every message of the project still waiting to go with SENDING_SUSPENDED.
 func (s *Service) failQueued(ctx context.Context, project string, testMode bool) error {
 	for {
-		ids, err := db.New(s.pool).QueuedMessages(ctx, db.QueuedMessagesParams{Project: project, TestMode: testMode, MaxRows: 500})
+		ids, err := db.New(s.pool).QueuedMessages(ctx, db.QueuedMessagesParams{Project: project, TestMode: testMode, MaxRows: 500,
+			Since: s.now().Add(-partition.Lookback)})
 		if err != nil {
 			return fmt.Errorf("list queued messages of %s: %w", project, err)
 		}

@@ -6,12 +6,16 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/switchboard-io/switchboard/internal/partition"
 )
 
 //go:embed migrations/*.sql
@@ -23,12 +27,15 @@ const migrateLockKey = 0x5377_6974_6368 // "Switch"
 
 // Applied lists what one Migrate call applied.
 type Applied struct {
-	Switchboard []int64 // versions of migrations/ applied now
-	River       []int   // versions of River's migrations applied now
+	Switchboard []int64  // versions of migrations/ applied now
+	River       []int    // versions of River's migrations applied now
+	Partitioned []string // tables converted to time partitions now
 }
 
 // Migrate brings the schema up to date: the job queue's migrations first (our tables may refer to
-// them in the future, never the other way round), then Switchboard's own.
+// them in the future, never the other way round), then Switchboard's own, then the conversion of
+// the tables that grow with traffic to time partitions (online; a killed run resumes; logged
+// through the context's logr logger).
 func Migrate(ctx context.Context, pool *pgxpool.Pool) (Applied, error) {
 	return MigrateTo(ctx, pool, 0)
 }
@@ -42,8 +49,22 @@ func MigrateTo(ctx context.Context, pool *pgxpool.Pool, version int64) (Applied,
 		return applied, fmt.Errorf("acquire connection for migrations: %w", err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", int64(migrateLockKey)); err != nil {
-		return applied, fmt.Errorf("take migration lock: %w", err)
+	// Polled rather than waited for: a migrator waiting inside pg_advisory_lock holds a snapshot,
+	// and the conversion's CREATE INDEX CONCURRENTLY waits for every older snapshot to end, a
+	// wait between two processes that Postgres cannot see as a deadlock.
+	for {
+		var locked bool
+		if err := conn.QueryRow(ctx, "SELECT pg_try_advisory_lock($1)", int64(migrateLockKey)).Scan(&locked); err != nil {
+			return applied, fmt.Errorf("take migration lock: %w", err)
+		}
+		if locked {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return applied, fmt.Errorf("take migration lock: %w", ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 	defer func() {
 		_, _ = conn.Exec(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", int64(migrateLockKey))
@@ -77,6 +98,23 @@ func MigrateTo(ctx context.Context, pool *pgxpool.Pool, version int64) (Applied,
 	}
 	for _, r := range results {
 		applied.Switchboard = append(applied.Switchboard, r.Source.Version)
+	}
+	if version > 0 {
+		return applied, nil
+	}
+	for _, t := range partition.Tables {
+		done, err := partition.IsPartitioned(ctx, pool, t)
+		if err != nil {
+			return applied, err
+		}
+		if done {
+			continue
+		}
+		convert := partition.Converter{Pool: pool, Log: logr.FromContextOrDiscard(ctx)}
+		if err := convert.Convert(ctx, t); err != nil {
+			return applied, fmt.Errorf("partition %s: %w", t.Name, err)
+		}
+		applied.Partitioned = append(applied.Partitioned, t.Name)
 	}
 	return applied, nil
 }

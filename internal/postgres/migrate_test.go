@@ -100,3 +100,25 @@ func TestOpenExplainsFailures(t *testing.T) {
 		})
 	}
 }
+
+// Switchboard's connections plan every statement for its parameters (generic plans lock every
+// time partition), unless the database URL says otherwise.
+func TestOpenPlansEveryStatementForItsParameters(t *testing.T) {
+	ctx := context.Background()
+	url := pgtest.NewEmptyDatabase(t)
+	for _, c := range []struct{ url, want string }{
+		{url, "force_custom_plan"},
+		{url + map[bool]string{true: "&", false: "?"}[strings.Contains(url, "?")] + "plan_cache_mode=auto", "auto"},
+	} {
+		pool, err := postgres.Open(ctx, c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mode string
+		err = pool.QueryRow(ctx, `SHOW plan_cache_mode`).Scan(&mode)
+		pool.Close()
+		if err != nil || mode != c.want {
+			t.Errorf("plan_cache_mode = %q, %v; want %q", mode, err, c.want)
+		}
+	}
+}

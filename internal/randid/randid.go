@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"fmt"
 	"math/big"
+	"strings"
+	"time"
 )
 
 // Alphabets.
@@ -46,4 +48,50 @@ func Name(prefix string, n int) (string, error) {
 		return "", err
 	}
 	return prefix + s, nil
+}
+
+// timeChars is the width of the time part of a Timed id: 62^8 ms reach the year 8888.
+const timeChars = 8
+
+// TimedLength is the length after the prefix of a Timed id: the time, then 18 random
+// characters (~107 bits). Untimed ids of Prefixed(prefix, 24) are told apart by their length.
+const TimedLength = timeChars + 18
+
+// Timed returns prefix followed by at's millisecond in base62 (fixed width, so ids sort by time)
+// and random characters. The rows of time-partitioned tables take ids made from their own
+// created_at: the id then tells which partition holds the row (TimeOf), and a lookup by id
+// touches one partition instead of all of them.
+func Timed(prefix string, at time.Time) (string, error) {
+	ms := at.UnixMilli()
+	if ms < 0 {
+		return "", fmt.Errorf("a timed id cannot hold %s, before 1970", at)
+	}
+	rest, err := String(Base62, TimedLength-timeChars)
+	if err != nil {
+		return "", err
+	}
+	b := make([]byte, timeChars, TimedLength)
+	for i := timeChars - 1; i >= 0; i-- {
+		b[i] = Base62[ms%62]
+		ms /= 62
+	}
+	return prefix + string(append(b, rest...)), nil
+}
+
+// TimeOf returns the millisecond a Timed id was made for, and false for an id of another shape
+// (an id made before ids carried their time). The id's type prefix ends at its last '_'.
+func TimeOf(id string) (time.Time, bool) {
+	rest := id[strings.LastIndexByte(id, '_')+1:]
+	if len(rest) != TimedLength {
+		return time.Time{}, false
+	}
+	var ms int64
+	for i := range timeChars {
+		v := strings.IndexByte(Base62, rest[i])
+		if v < 0 {
+			return time.Time{}, false
+		}
+		ms = ms*62 + int64(v)
+	}
+	return time.UnixMilli(ms).UTC(), true
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/agent"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/broadcast"
+	"github.com/switchboard-io/switchboard/internal/erasure"
 	"github.com/switchboard-io/switchboard/internal/knowledge"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/transport/sandbox"
@@ -37,6 +38,8 @@ type Deps struct {
 	Agents *agent.Worker
 	// Knowledge processes agents' knowledge documents.
 	Knowledge *knowledge.Worker
+	// Erasures erase deleted contacts' persons.
+	Erasures *erasure.Worker
 }
 
 // Options tune the queues.
@@ -73,6 +76,9 @@ func workers(d Deps) *river.Workers {
 	}
 	if d.Knowledge != nil {
 		river.AddWorker(w, d.Knowledge)
+	}
+	if d.Erasures != nil {
+		river.AddWorker(w, d.Erasures)
 	}
 	return w
 }

@@ -275,5 +275,11 @@ spec:
 {{- $args = append $args (printf "--max-sub-accounts=%d" (int .Values.api.maxSubAccounts)) -}}
 {{- $args = append $args (printf "--broadcast-max-recipients=%d" (int .Values.api.broadcastMaxRecipients)) -}}
 {{- $args = append $args (printf "--knowledge-memory=%s" .Values.knowledgeMemory) -}}
+{{- $args = concat $args (include "switchboard.retentionArgs" . | fromYamlArray) -}}
 {{- toYaml $args -}}
+{{- end -}}
+
+{{/* How long what grows with traffic is kept: the same on every process that serves or works. */}}
+{{- define "switchboard.retentionArgs" -}}
+{{- toYaml (list (printf "--retain-messages-days=%d" (int .Values.retention.messagesDays)) (printf "--retain-webhook-deliveries-days=%d" (int .Values.retention.webhookDeliveriesDays)) (printf "--retain-idempotency-keys-days=%d" (int .Values.retention.idempotencyKeysDays))) -}}
 {{- end -}}

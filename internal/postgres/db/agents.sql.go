@@ -540,13 +540,14 @@ func (q *Queries) MarkAgentExecutionCharged(ctx context.Context, arg MarkAgentEx
 
 const recentConversationMessages = `-- name: RecentConversationMessages :many
 SELECT id, direction, message_type, body, created_at FROM messages
-WHERE conversation_id = $1
+WHERE conversation_id = $1 AND created_at >= $2::timestamptz
 ORDER BY created_at DESC, id DESC
-LIMIT $2
+LIMIT $3
 `
 
 type RecentConversationMessagesParams struct {
 	ConversationID *string
+	Since          time.Time
 	MaxRows        int32
 }
 
@@ -560,7 +561,7 @@ type RecentConversationMessagesRow struct {
 
 // The last messages of a conversation, newest first: an agent's context.
 func (q *Queries) RecentConversationMessages(ctx context.Context, arg RecentConversationMessagesParams) ([]RecentConversationMessagesRow, error) {
-	rows, err := q.db.Query(ctx, recentConversationMessages, arg.ConversationID, arg.MaxRows)
+	rows, err := q.db.Query(ctx, recentConversationMessages, arg.ConversationID, arg.Since, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}

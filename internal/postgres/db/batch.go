@@ -31,7 +31,7 @@ WITH m AS (
 INSERT INTO conversations AS c (id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count,
                                 unread_count, inbound_count, last_message_id, last_message_at, last_message_channel,
                                 last_message_direction, last_message_text, profile_name, referral,
-                                whatsapp_window_until, created_at, updated_at)
+                                whatsapp_window_until, message_days, message_days_from, created_at, updated_at)
 SELECT $1::text AS id, m.project AS project, m.test_mode AS test_mode, m.sender AS sender,
        $2::text AS contact_identifier, $3::text AS address,
        coalesce($4::text, (SELECT cc.contact_id FROM contact_channels cc
@@ -42,6 +42,7 @@ SELECT $1::text AS id, m.project AS project, m.test_mode AS test_mode, m.sender 
        m.id AS last_message_id, m.created_at AS last_message_at, m.channel AS last_message_channel,
        m.direction AS last_message_direction, m.body AS last_message_text, $7::text AS profile_name,
        $8::jsonb AS referral, $9::timestamptz AS whatsapp_window_until,
+       ARRAY[(m.created_at AT TIME ZONE 'UTC')::date] AS message_days, m.created_at AS message_days_from,
        m.created_at AS created_at, m.created_at AS updated_at
 FROM m
 ON CONFLICT (id) DO UPDATE SET
@@ -50,6 +51,12 @@ ON CONFLICT (id) DO UPDATE SET
     channels = CASE WHEN excluded.last_message_channel = ANY(c.channels) THEN c.channels
                     ELSE c.channels || excluded.last_message_channel END,
     message_count = c.message_count + 1,
+    -- The message's day is added when new (a day's later messages leave the array as it is);
+    -- a conversation that kept no days before begins keeping them with this message.
+    message_days = CASE WHEN c.message_days_from IS NULL THEN excluded.message_days
+                        WHEN excluded.message_days[1] = ANY(c.message_days) THEN c.message_days
+                        ELSE c.message_days || excluded.message_days END,
+    message_days_from = coalesce(c.message_days_from, excluded.message_days_from),
     unread_count = c.unread_count + excluded.unread_count,
     inbound_count = c.inbound_count + excluded.inbound_count,
     last_message_id = excluded.last_message_id,

@@ -56,7 +56,7 @@ func (q *Queries) FindContactChannel(ctx context.Context, arg FindContactChannel
 }
 
 const getConversation = `-- name: GetConversation :one
-SELECT id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count, unread_count, inbound_count, last_message_id, last_message_at, last_message_channel, last_message_direction, last_message_text, profile_name, referral, whatsapp_window_until, typing_until, created_at, updated_at FROM conversations WHERE id = $1 AND project = $2 AND test_mode = $3
+SELECT id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count, unread_count, inbound_count, last_message_id, last_message_at, last_message_channel, last_message_direction, last_message_text, profile_name, referral, whatsapp_window_until, typing_until, created_at, updated_at, message_days, message_days_from FROM conversations WHERE id = $1 AND project = $2 AND test_mode = $3
 `
 
 type GetConversationParams struct {
@@ -91,6 +91,8 @@ func (q *Queries) GetConversation(ctx context.Context, arg GetConversationParams
 		&i.TypingUntil,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.MessageDays,
+		&i.MessageDaysFrom,
 	)
 	return i, err
 }
@@ -157,25 +159,41 @@ func (q *Queries) InsertInboundContactChannel(ctx context.Context, arg InsertInb
 const listConversationMessages = `-- name: ListConversationMessages :many
 SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages
 WHERE conversation_id = $1 AND project = $2 AND test_mode = $3
-  AND ($4::timestamptz IS NULL OR (created_at, id) < ($4::timestamptz, $5::text))
+  AND ((created_at >= ($4::timestamptz[])[1] AND created_at < ($5::timestamptz[])[1])
+    OR (created_at >= ($4::timestamptz[])[2] AND created_at < ($5::timestamptz[])[2])
+    OR (created_at >= ($4::timestamptz[])[3] AND created_at < ($5::timestamptz[])[3])
+    OR (created_at >= ($4::timestamptz[])[4] AND created_at < ($5::timestamptz[])[4])
+    OR (created_at >= ($4::timestamptz[])[5] AND created_at < ($5::timestamptz[])[5])
+    OR (created_at >= ($4::timestamptz[])[6] AND created_at < ($5::timestamptz[])[6])
+    OR (created_at >= ($4::timestamptz[])[7] AND created_at < ($5::timestamptz[])[7])
+    OR (created_at >= ($4::timestamptz[])[8] AND created_at < ($5::timestamptz[])[8]))
+  AND ($6::timestamptz IS NULL OR (created_at, id) < ($6::timestamptz, $7::text))
 ORDER BY created_at DESC, id DESC
-LIMIT $6
+LIMIT $8
 `
 
 type ListConversationMessagesParams struct {
 	ConversationID *string
 	Project        string
 	TestMode       bool
+	Froms          []time.Time
+	Tos            []time.Time
 	BeforeTime     *time.Time
 	BeforeID       *string
 	PageSize       int32
 }
 
+// A page reads the spans [froms[i], tos[i]) the caller chose (partition.OnDays: the days that
+// hold the conversation's messages), up to partition.MaxSpans of them in one statement. The
+// bounds are parameters: a planned statement folds each array element to a constant and reads
+// only the partitions the spans cover; an element past the arrays' end is NULL and reads none.
 func (q *Queries) ListConversationMessages(ctx context.Context, arg ListConversationMessagesParams) ([]Message, error) {
 	rows, err := q.db.Query(ctx, listConversationMessages,
 		arg.ConversationID,
 		arg.Project,
 		arg.TestMode,
+		arg.Froms,
+		arg.Tos,
 		arg.BeforeTime,
 		arg.BeforeID,
 		arg.PageSize,
@@ -232,7 +250,7 @@ func (q *Queries) ListConversationMessages(ctx context.Context, arg ListConversa
 }
 
 const listConversations = `-- name: ListConversations :many
-SELECT id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count, unread_count, inbound_count, last_message_id, last_message_at, last_message_channel, last_message_direction, last_message_text, profile_name, referral, whatsapp_window_until, typing_until, created_at, updated_at FROM conversations
+SELECT id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count, unread_count, inbound_count, last_message_id, last_message_at, last_message_channel, last_message_direction, last_message_text, profile_name, referral, whatsapp_window_until, typing_until, created_at, updated_at, message_days, message_days_from FROM conversations
 WHERE project = $1 AND test_mode = $2
   AND ($3::text IS NULL OR $3::text = ANY(channels))
   AND ($4::text IS NULL OR sender = $4)
@@ -299,6 +317,8 @@ func (q *Queries) ListConversations(ctx context.Context, arg ListConversationsPa
 			&i.TypingUntil,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.MessageDays,
+			&i.MessageDaysFrom,
 		); err != nil {
 			return nil, err
 		}
@@ -345,7 +365,7 @@ func (q *Queries) NoteInbound(ctx context.Context, arg NoteInboundParams) error 
 const readConversation = `-- name: ReadConversation :one
 UPDATE conversations SET unread_count = 0, updated_at = $1
 WHERE id = $2 AND project = $3 AND test_mode = $4
-RETURNING id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count, unread_count, inbound_count, last_message_id, last_message_at, last_message_channel, last_message_direction, last_message_text, profile_name, referral, whatsapp_window_until, typing_until, created_at, updated_at
+RETURNING id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count, unread_count, inbound_count, last_message_id, last_message_at, last_message_channel, last_message_direction, last_message_text, profile_name, referral, whatsapp_window_until, typing_until, created_at, updated_at, message_days, message_days_from
 `
 
 type ReadConversationParams struct {
@@ -387,6 +407,8 @@ func (q *Queries) ReadConversation(ctx context.Context, arg ReadConversationPara
 		&i.TypingUntil,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.MessageDays,
+		&i.MessageDaysFrom,
 	)
 	return i, err
 }

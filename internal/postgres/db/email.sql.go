@@ -62,7 +62,8 @@ func (q *Queries) AnnouncedDomainState(ctx context.Context, arg AnnouncedDomainS
 }
 
 const deleteSuppression = `-- name: DeleteSuppression :execrows
-DELETE FROM email_suppressions WHERE project = $1 AND test_mode = $2 AND address = $3
+DELETE FROM email_suppressions WHERE project = $1 AND test_mode = $2
+  AND address = ANY(ARRAY[$3::text, switchboard_erased($1, $3::text)])
 `
 
 type DeleteSuppressionParams struct {
@@ -71,6 +72,7 @@ type DeleteSuppressionParams struct {
 	Address  string
 }
 
+// The address's entry, and the one kept under its token if it was erased.
 func (q *Queries) DeleteSuppression(ctx context.Context, arg DeleteSuppressionParams) (int64, error) {
 	result, err := q.db.Exec(ctx, deleteSuppression, arg.Project, arg.TestMode, arg.Address)
 	if err != nil {
@@ -113,19 +115,20 @@ func (q *Queries) ForgetDomainAnnouncement(ctx context.Context, arg ForgetDomain
 const getOutboundEmail = `-- name: GetOutboundEmail :one
 SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages
 WHERE project = $1 AND provider_message_id = $2 AND direction = 'outbound' AND channel = 'email'
-  AND NOT test_mode
+  AND NOT test_mode AND created_at >= $3::timestamptz
 LIMIT 1
 `
 
 type GetOutboundEmailParams struct {
 	Project           string
 	ProviderMessageID *string
+	Since             time.Time
 }
 
 // The project's live email whose Message-ID is provider_message_id: the mail a bounce or a
 // complaint is about.
 func (q *Queries) GetOutboundEmail(ctx context.Context, arg GetOutboundEmailParams) (Message, error) {
-	row := q.db.QueryRow(ctx, getOutboundEmail, arg.Project, arg.ProviderMessageID)
+	row := q.db.QueryRow(ctx, getOutboundEmail, arg.Project, arg.ProviderMessageID, arg.Since)
 	var i Message
 	err := row.Scan(
 		&i.ID,
@@ -166,7 +169,10 @@ func (q *Queries) GetOutboundEmail(ctx context.Context, arg GetOutboundEmailPara
 
 const getSuppression = `-- name: GetSuppression :one
 SELECT project, test_mode, address, reason, message_id, detail, created_at, until, broadcast_id FROM email_suppressions
-WHERE project = $1 AND test_mode = $2 AND address = $3 AND (until IS NULL OR until > $4::timestamptz)
+WHERE project = $1 AND test_mode = $2
+  AND address = ANY(ARRAY[$3::text, switchboard_erased($1, $3::text)])
+  AND (until IS NULL OR until > $4::timestamptz)
+LIMIT 1
 `
 
 type GetSuppressionParams struct {
@@ -176,7 +182,8 @@ type GetSuppressionParams struct {
 	Now      time.Time
 }
 
-// The address's entry, when it is in force at now.
+// The address's entry, when it is in force at now: its own, or the one kept under its token
+// when it was erased (switchboard_erased).
 func (q *Queries) GetSuppression(ctx context.Context, arg GetSuppressionParams) (EmailSuppression, error) {
 	row := q.db.QueryRow(ctx, getSuppression,
 		arg.Project,
@@ -239,6 +246,7 @@ func (q *Queries) HoldEmailDomain(ctx context.Context, arg HoldEmailDomainParams
 const listSuppressions = `-- name: ListSuppressions :many
 SELECT project, test_mode, address, reason, message_id, detail, created_at, until, broadcast_id FROM email_suppressions
 WHERE project = $1 AND test_mode = $2 AND (until IS NULL OR until > $3::timestamptz)
+  AND address NOT LIKE 'erased:%'
   AND ($4::timestamptz IS NULL
        OR (created_at, address) < ($4::timestamptz, $5::text))
   AND ($6::text IS NULL OR reason = $6::text)
@@ -258,6 +266,7 @@ type ListSuppressionsParams struct {
 
 // A page of the list, newest first, entries in force at now; after_* is the last row of the
 // previous page.
+// Entries of erased addresses are left out: they name nobody.
 func (q *Queries) ListSuppressions(ctx context.Context, arg ListSuppressionsParams) ([]EmailSuppression, error) {
 	rows, err := q.db.Query(ctx, listSuppressions,
 		arg.Project,

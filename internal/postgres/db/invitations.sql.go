@@ -12,14 +12,13 @@ import (
 
 const announceInvitation = `-- name: AnnounceInvitation :one
 
-WITH upsert AS (
+WITH fresh AS (
     INSERT INTO invitation_announcements (project, invitation_uid, change_id, changed_at)
     VALUES ($1, $2, $3, $4)
-    ON CONFLICT (project, invitation_uid) DO UPDATE SET change_id = excluded.change_id, changed_at = excluded.changed_at
-    WHERE invitation_announcements.change_id <> excluded.change_id
+    ON CONFLICT (project, invitation_uid, change_id) DO NOTHING
     RETURNING 1
 )
-SELECT EXISTS (SELECT 1 FROM upsert)::boolean AS changed
+SELECT EXISTS (SELECT 1 FROM fresh)::boolean AS changed
 `
 
 type AnnounceInvitationParams struct {
@@ -30,8 +29,8 @@ type AnnounceInvitationParams struct {
 }
 
 // Invitations' announced changes.
-// Records the change last announced for an invitation; true when it is new: the caller writes
-// the event only then, in the same transaction.
+// Records a change announced for an invitation; true when it was never announced: the caller
+// writes the event only then, in the same transaction.
 func (q *Queries) AnnounceInvitation(ctx context.Context, arg AnnounceInvitationParams) (bool, error) {
 	row := q.db.QueryRow(ctx, announceInvitation,
 		arg.Project,

@@ -84,6 +84,7 @@ func (q *Queries) ChargeOf(ctx context.Context, msg string) (int64, error) {
 
 const clearCharged = `-- name: ClearCharged :exec
 UPDATE messages SET charged_micros = 0 WHERE id = $1 AND charged_micros IS NOT NULL
+  AND created_at >= switchboard_id_from($1) AND created_at < switchboard_id_to($1)
 `
 
 func (q *Queries) ClearCharged(ctx context.Context, id string) error {
@@ -358,12 +359,14 @@ func (q *Queries) ReserveBalance(ctx context.Context, arg ReserveBalanceParams) 
 const setMessageCosts = `-- name: SetMessageCosts :exec
 UPDATE messages m
 SET cost_micros = c.cost, cost_provider_micros = c.provider_cost, charged_micros = c.charged
-FROM (SELECT unnest($1::text[]) AS id, unnest($2::bigint[]) AS cost, unnest($3::bigint[]) AS provider_cost,
-             unnest($4::bigint[]) AS charged) AS c
-WHERE m.id = c.id
+FROM (SELECT unnest($3::text[]) AS id, unnest($4::bigint[]) AS cost, unnest($5::bigint[]) AS provider_cost,
+             unnest($6::bigint[]) AS charged) AS c
+WHERE m.id = c.id AND m.created_at >= $1::timestamptz AND m.created_at < $2::timestamptz
 `
 
 type SetMessageCostsParams struct {
+	CreatedFrom   time.Time
+	CreatedTo     time.Time
 	Ids           []string
 	Costs         []int64
 	ProviderCosts []int64
@@ -372,6 +375,8 @@ type SetMessageCostsParams struct {
 
 func (q *Queries) SetMessageCosts(ctx context.Context, arg SetMessageCostsParams) error {
 	_, err := q.db.Exec(ctx, setMessageCosts,
+		arg.CreatedFrom,
+		arg.CreatedTo,
 		arg.Ids,
 		arg.Costs,
 		arg.ProviderCosts,

@@ -14,7 +14,7 @@ const awaitingReceipt = `-- name: AwaitingReceipt :many
 SELECT provider_message_id::text FROM messages
 WHERE project = $1 AND sender = $2 AND test_mode = false AND direction = 'outbound'
   AND channel = $3 AND recipient = $4 AND provider_message_id IS NOT NULL
-  AND status = ANY($5::text[]) AND created_at <= $6
+  AND status = ANY($5::text[]) AND created_at <= $6 AND created_at >= $7::timestamptz
 ORDER BY created_at
 LIMIT 1000
 `
@@ -26,6 +26,7 @@ type AwaitingReceiptParams struct {
 	Recipient string
 	Statuses  []string
 	UpTo      time.Time
+	Since     time.Time
 }
 
 // The live messages a sender sent a contact on a channel up to a time that are still in one of
@@ -38,6 +39,7 @@ func (q *Queries) AwaitingReceipt(ctx context.Context, arg AwaitingReceiptParams
 		arg.Recipient,
 		arg.Statuses,
 		arg.UpTo,
+		arg.Since,
 	)
 	if err != nil {
 		return nil, err
@@ -58,32 +60,41 @@ func (q *Queries) AwaitingReceipt(ctx context.Context, arg AwaitingReceiptParams
 }
 
 const claimIdempotencyKey = `-- name: ClaimIdempotencyKey :one
-WITH claimed AS (
+WITH existing AS (
+    SELECT k.message_id FROM message_idempotency_keys k
+    WHERE k.project = $1 AND k.test_mode = $2 AND k.key = $3 AND k.created_at >= $4::timestamptz
+    ORDER BY k.created_at
+    LIMIT 1
+), claimed AS (
     INSERT INTO message_idempotency_keys (project, test_mode, key, message_id, created_at)
-    VALUES ($1, $2, $3, $4, $5)
-    ON CONFLICT (project, test_mode, key) DO NOTHING
+    SELECT $1, $2, $3, $5, $6
+    WHERE NOT EXISTS (SELECT 1 FROM existing)
     RETURNING message_id
 )
-SELECT message_id FROM claimed
+SELECT message_id FROM existing
 UNION ALL
-SELECT message_id FROM message_idempotency_keys
-WHERE project = $1 AND test_mode = $2 AND key = $3 AND NOT EXISTS (SELECT 1 FROM claimed)
+SELECT message_id FROM claimed
 `
 
 type ClaimIdempotencyKeyParams struct {
 	Project   string
 	TestMode  bool
 	Key       string
+	Since     time.Time
 	MessageID string
 	CreatedAt time.Time
 }
 
 // Returns the message id the key already points to, or the new one when this send claims it.
+// The caller holds the key's lock (LockKey) for its transaction: the keys are partitioned by
+// time, so no unique index spans them all, and the lock is what makes a key claimed once. A key
+// claimed before @since has expired (docs/data-lifecycle.md): the send claims it anew.
 func (q *Queries) ClaimIdempotencyKey(ctx context.Context, arg ClaimIdempotencyKeyParams) (string, error) {
 	row := q.db.QueryRow(ctx, claimIdempotencyKey,
 		arg.Project,
 		arg.TestMode,
 		arg.Key,
+		arg.Since,
 		arg.MessageID,
 		arg.CreatedAt,
 	)
@@ -96,6 +107,7 @@ const fallBackToSMS = `-- name: FallBackToSMS :one
 UPDATE messages
 SET channel = 'sms', status = 'queued', originator = $1, attempted_channels = attempted_channels || channel, updated_at = $2
 WHERE id = $3 AND status IN ('queued', 'sending') AND channel = 'whatsapp'
+  AND created_at >= switchboard_id_from($3) AND created_at < switchboard_id_to($3)
 RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider
 `
 
@@ -150,6 +162,7 @@ const getLiveMessageThrough = `-- name: GetLiveMessageThrough :one
 SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages
 WHERE provider_message_id = $1 AND NOT test_mode
   AND (provider = $2 OR (provider IS NULL AND ($3::text = '' OR project = $3::text)))
+  AND created_at >= $4::timestamptz AND created_at < $5::timestamptz
 ORDER BY created_at DESC
 LIMIT 1
 `
@@ -158,6 +171,8 @@ type GetLiveMessageThroughParams struct {
 	ProviderMessageID *string
 	Provider          *string
 	Project           string
+	Since             time.Time
+	Until             time.Time
 }
 
 // The live message a provider's callback names by the provider's id, among those sent through
@@ -165,7 +180,13 @@ type GetLiveMessageThroughParams struct {
 // were recorded counts as sent through it when it is of @project, the one project the Provider
 // serves, or when @project is ” (an installation Provider).
 func (q *Queries) GetLiveMessageThrough(ctx context.Context, arg GetLiveMessageThroughParams) (Message, error) {
-	row := q.db.QueryRow(ctx, getLiveMessageThrough, arg.ProviderMessageID, arg.Provider, arg.Project)
+	row := q.db.QueryRow(ctx, getLiveMessageThrough,
+		arg.ProviderMessageID,
+		arg.Provider,
+		arg.Project,
+		arg.Since,
+		arg.Until,
+	)
 	var i Message
 	err := row.Scan(
 		&i.ID,
@@ -206,6 +227,7 @@ func (q *Queries) GetLiveMessageThrough(ctx context.Context, arg GetLiveMessageT
 
 const getMessage = `-- name: GetMessage :one
 SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages WHERE id = $1 AND project = $2 AND test_mode = $3
+  AND created_at >= switchboard_id_from($1) AND created_at < switchboard_id_to($1)
 `
 
 type GetMessageParams struct {
@@ -255,7 +277,7 @@ func (q *Queries) GetMessage(ctx context.Context, arg GetMessageParams) (Message
 }
 
 const getMessageByID = `-- name: GetMessageByID :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages WHERE id = $1
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages WHERE id = $1 AND created_at >= switchboard_id_from($1) AND created_at < switchboard_id_to($1)
 `
 
 func (q *Queries) GetMessageByID(ctx context.Context, id string) (Message, error) {
@@ -301,6 +323,7 @@ func (q *Queries) GetMessageByID(ctx context.Context, id string) (Message, error
 const getMessageByProviderID = `-- name: GetMessageByProviderID :one
 SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages
 WHERE project = $1 AND test_mode = $2 AND sender = $3 AND provider_message_id = $4
+  AND created_at >= $5::timestamptz AND created_at < $6::timestamptz
 ORDER BY created_at DESC
 LIMIT 1
 `
@@ -310,6 +333,8 @@ type GetMessageByProviderIDParams struct {
 	TestMode          bool
 	Sender            string
 	ProviderMessageID *string
+	Since             time.Time
+	Until             time.Time
 }
 
 // A provider's id is unique within the account that issued it: within one sender (a Telegram
@@ -320,6 +345,8 @@ func (q *Queries) GetMessageByProviderID(ctx context.Context, arg GetMessageByPr
 		arg.TestMode,
 		arg.Sender,
 		arg.ProviderMessageID,
+		arg.Since,
+		arg.Until,
 	)
 	var i Message
 	err := row.Scan(
@@ -360,12 +387,20 @@ func (q *Queries) GetMessageByProviderID(ctx context.Context, arg GetMessageByPr
 }
 
 const getMessagesByIDs = `-- name: GetMessagesByIDs :many
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages WHERE id = ANY($1::text[]) AND status IN ('queued', 'sending') ORDER BY id
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages WHERE id = ANY($1::text[]) AND status IN ('queued', 'sending')
+  AND created_at >= $2::timestamptz AND created_at < $3::timestamptz
+ORDER BY id
 `
 
+type GetMessagesByIDsParams struct {
+	Ids         []string
+	CreatedFrom time.Time
+	CreatedTo   time.Time
+}
+
 // The messages of a batch dispatch that are still to be handed over, in id order.
-func (q *Queries) GetMessagesByIDs(ctx context.Context, ids []string) ([]Message, error) {
-	rows, err := q.db.Query(ctx, getMessagesByIDs, ids)
+func (q *Queries) GetMessagesByIDs(ctx context.Context, arg GetMessagesByIDsParams) ([]Message, error) {
+	rows, err := q.db.Query(ctx, getMessagesByIDs, arg.Ids, arg.CreatedFrom, arg.CreatedTo)
 	if err != nil {
 		return nil, err
 	}
@@ -419,7 +454,8 @@ func (q *Queries) GetMessagesByIDs(ctx context.Context, ids []string) ([]Message
 
 const isOptedOut = `-- name: IsOptedOut :one
 SELECT EXISTS (SELECT 1 FROM opt_outs
-               WHERE project = $1 AND test_mode = $2 AND originator = $3 AND recipient = $4)
+               WHERE project = $1 AND test_mode = $2 AND originator = $3
+                 AND recipient = ANY(ARRAY[$4::text, switchboard_erased($1, $4::text)]))
 `
 
 type IsOptedOutParams struct {
@@ -429,6 +465,7 @@ type IsOptedOutParams struct {
 	Recipient  string
 }
 
+// An erased recipient's opt-out is kept under its token (switchboard_erased).
 func (q *Queries) IsOptedOut(ctx context.Context, arg IsOptedOutParams) (bool, error) {
 	row := q.db.QueryRow(ctx, isOptedOut,
 		arg.Project,
@@ -444,17 +481,20 @@ func (q *Queries) IsOptedOut(ctx context.Context, arg IsOptedOutParams) (bool, e
 const listMessages = `-- name: ListMessages :many
 SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages
 WHERE project = $1 AND test_mode = $2
-  AND ($3::text IS NULL OR channel = $3)
-  AND ($4::text IS NULL OR status = $4)
-  AND ($5::text IS NULL OR recipient = $5)
-  AND ($6::timestamptz IS NULL OR (created_at, id) < ($6::timestamptz, $7::text))
+  AND created_at >= $3::timestamptz AND created_at < $4::timestamptz
+  AND ($5::text IS NULL OR channel = $5)
+  AND ($6::text IS NULL OR status = $6)
+  AND ($7::text IS NULL OR recipient = $7)
+  AND ($8::timestamptz IS NULL OR (created_at, id) < ($8::timestamptz, $9::text))
 ORDER BY created_at DESC, id DESC
-LIMIT $8
+LIMIT $10
 `
 
 type ListMessagesParams struct {
 	Project    string
 	TestMode   bool
+	Since      time.Time
+	Until      time.Time
 	Channel    *string
 	Status     *string
 	Recipient  *string
@@ -463,10 +503,14 @@ type ListMessagesParams struct {
 	PageSize   int32
 }
 
+// A page's span [since, until) is bounded by the caller (partition.NewestFirst), so that a page
+// plans only the partitions it reads.
 func (q *Queries) ListMessages(ctx context.Context, arg ListMessagesParams) ([]Message, error) {
 	rows, err := q.db.Query(ctx, listMessages,
 		arg.Project,
 		arg.TestMode,
+		arg.Since,
+		arg.Until,
 		arg.Channel,
 		arg.Status,
 		arg.Recipient,
@@ -528,6 +572,7 @@ func (q *Queries) ListMessages(ctx context.Context, arg ListMessagesParams) ([]M
 const markInboundRead = `-- name: MarkInboundRead :one
 UPDATE messages SET status = 'read', updated_at = $1
 WHERE id = $2 AND direction = 'inbound' AND status = 'received'
+  AND created_at >= switchboard_id_from($2) AND created_at < switchboard_id_to($2)
 RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider
 `
 
@@ -623,9 +668,9 @@ func (q *Queries) OptOut(ctx context.Context, arg OptOutParams) error {
 }
 
 const optedOutAmong = `-- name: OptedOutAmong :many
-SELECT o.originator, o.recipient FROM opt_outs o
+SELECT p.originator::text AS originator, p.recipient::text AS recipient FROM opt_outs o
 JOIN (SELECT unnest($1::text[]) AS originator, unnest($2::text[]) AS recipient) p
-  ON p.originator = o.originator AND p.recipient = o.recipient
+  ON p.originator = o.originator AND o.recipient = ANY(ARRAY[p.recipient, switchboard_erased($3, p.recipient)])
 WHERE o.project = $3 AND o.test_mode = $4
 `
 
@@ -670,13 +715,14 @@ func (q *Queries) OptedOutAmong(ctx context.Context, arg OptedOutAmongParams) ([
 const sandboxInFlight = `-- name: SandboxInFlight :many
 SELECT id, status, channel, updated_at FROM messages
 WHERE provider_message_id LIKE 'sbx\_%' AND (status = 'sent' OR (status = 'delivered' AND channel = 'whatsapp'))
-  AND updated_at < $1
+  AND updated_at < $1 AND created_at >= $2::timestamptz
 ORDER BY updated_at
-LIMIT $2
+LIMIT $3
 `
 
 type SandboxInFlightParams struct {
 	Before  time.Time
+	Since   time.Time
 	MaxRows int32
 }
 
@@ -690,7 +736,7 @@ type SandboxInFlightRow struct {
 // Sandbox messages whose next simulated step has been due since before @before (the index
 // messages_sandbox_in_flight holds exactly these rows' predicate).
 func (q *Queries) SandboxInFlight(ctx context.Context, arg SandboxInFlightParams) ([]SandboxInFlightRow, error) {
-	rows, err := q.db.Query(ctx, sandboxInFlight, arg.Before, arg.MaxRows)
+	rows, err := q.db.Query(ctx, sandboxInFlight, arg.Before, arg.Since, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -743,7 +789,7 @@ func (q *Queries) SenderActivity(ctx context.Context, arg SenderActivityParams) 
 
 const senderLastMessage = `-- name: SenderLastMessage :one
 SELECT id, created_at FROM messages
-WHERE project = $1 AND sender = $2
+WHERE project = $1 AND sender = $2 AND created_at >= $3::timestamptz
 ORDER BY created_at DESC
 LIMIT 1
 `
@@ -751,6 +797,7 @@ LIMIT 1
 type SenderLastMessageParams struct {
 	Project string
 	Sender  string
+	Since   time.Time
 }
 
 type SenderLastMessageRow struct {
@@ -759,7 +806,7 @@ type SenderLastMessageRow struct {
 }
 
 func (q *Queries) SenderLastMessage(ctx context.Context, arg SenderLastMessageParams) (SenderLastMessageRow, error) {
-	row := q.db.QueryRow(ctx, senderLastMessage, arg.Project, arg.Sender)
+	row := q.db.QueryRow(ctx, senderLastMessage, arg.Project, arg.Sender, arg.Since)
 	var i SenderLastMessageRow
 	err := row.Scan(&i.ID, &i.CreatedAt)
 	return i, err
@@ -772,6 +819,7 @@ WITH moved AS (
         error_code = $3, error_message = $4,
         error_provider_code = $5, updated_at = $6
     WHERE msg.id = $7 AND msg.status = ANY($8::text[])
+      AND msg.created_at >= switchboard_id_from($7) AND msg.created_at < switchboard_id_to($7)
     RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.provider_timestamp, msg.error_provider_code, msg.dispatch_attempts, msg.cost_micros, msg.cost_provider_micros, msg.charged_micros, msg.risk_hold, msg.risk_reviewed, msg.broadcast_contact_id, msg.provider
 ), outcome AS (
     UPDATE contact_channels cc
@@ -903,6 +951,7 @@ WITH step AS (
         updated_at = $4
     FROM step
     WHERE msg.id = step.id AND msg.status = ANY($5::text[])
+      AND msg.created_at >= $6::timestamptz AND msg.created_at < $7::timestamptz
     RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.provider_timestamp, msg.error_provider_code, msg.dispatch_attempts, msg.cost_micros, msg.cost_provider_micros, msg.charged_micros, msg.risk_hold, msg.risk_reviewed, msg.broadcast_contact_id, msg.provider
 ), outcome AS (
     SELECT m.project, m.test_mode,
@@ -936,6 +985,8 @@ type SetMessagesStatusParams struct {
 	Status             string
 	UpdatedAt          time.Time
 	FromStatuses       []string
+	CreatedFrom        time.Time
+	CreatedTo          time.Time
 }
 
 type SetMessagesStatusRow struct {
@@ -984,6 +1035,8 @@ func (q *Queries) SetMessagesStatus(ctx context.Context, arg SetMessagesStatusPa
 		arg.Status,
 		arg.UpdatedAt,
 		arg.FromStatuses,
+		arg.CreatedFrom,
+		arg.CreatedTo,
 	)
 	if err != nil {
 		return nil, err
@@ -1040,6 +1093,7 @@ const startDispatch = `-- name: StartDispatch :one
 UPDATE messages SET status = 'sending', dispatch_attempts = dispatch_attempts + 1, updated_at = $1,
     provider = coalesce($2, provider)
 WHERE id = $3 AND status IN ('queued', 'sending')
+  AND created_at >= switchboard_id_from($3) AND created_at < switchboard_id_to($3)
 RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider
 `
 

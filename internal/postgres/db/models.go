@@ -283,6 +283,8 @@ type Conversation struct {
 	TypingUntil          *time.Time
 	CreatedAt            time.Time
 	UpdatedAt            time.Time
+	MessageDays          []time.Time
+	MessageDaysFrom      *time.Time
 }
 
 type EmailDomainAnnouncement struct {
@@ -310,6 +312,22 @@ type EmailSuppression struct {
 	CreatedAt   time.Time
 	Until       *time.Time
 	BroadcastID *string
+}
+
+type Erasure struct {
+	ID          string
+	Project     string
+	TestMode    *bool
+	RequestedBy string
+	State       string
+	Counts      []byte
+	CreatedAt   time.Time
+	FinishedAt  *time.Time
+}
+
+type ErasureTarget struct {
+	ErasureID string
+	Address   string
 }
 
 type FunctionDeployment struct {
@@ -685,6 +703,12 @@ type SendingSuspension struct {
 	Since    time.Time
 	LiftedAt *time.Time
 	LiftedBy *string
+}
+
+type SwitchboardPartitionedTable struct {
+	TableName   string
+	Cutover     time.Time
+	ConvertedAt *time.Time
 }
 
 type SwitchboardSetting struct {

@@ -48,7 +48,7 @@ func (q *Queries) DecideHold(ctx context.Context, arg DecideHoldParams) (RiskHol
 }
 
 const endHold = `-- name: EndHold :exec
-UPDATE messages SET risk_hold = false WHERE id = $1
+UPDATE messages SET risk_hold = false WHERE id = $1 AND created_at >= switchboard_id_from($1) AND created_at < switchboard_id_to($1)
 `
 
 func (q *Queries) EndHold(ctx context.Context, id string) error {
@@ -90,7 +90,7 @@ func (q *Queries) ExpiredHolds(ctx context.Context, arg ExpiredHoldsParams) ([]s
 
 const holdMessage = `-- name: HoldMessage :one
 UPDATE messages SET risk_hold = true, updated_at = $1
-WHERE id = $2 AND status = 'queued'
+WHERE id = $2 AND status = 'queued' AND created_at >= switchboard_id_from($2) AND created_at < switchboard_id_to($2)
 RETURNING id
 `
 
@@ -267,7 +267,7 @@ func (q *Queries) RecordHold(ctx context.Context, arg RecordHoldParams) error {
 }
 
 const releaseHold = `-- name: ReleaseHold :exec
-UPDATE messages SET risk_hold = false, risk_reviewed = true, updated_at = $1 WHERE id = $2
+UPDATE messages SET risk_hold = false, risk_reviewed = true, updated_at = $1 WHERE id = $2 AND created_at >= switchboard_id_from($2) AND created_at < switchboard_id_to($2)
 `
 
 type ReleaseHoldParams struct {

@@ -53,19 +53,26 @@ func (q *Queries) LiftSuspensions(ctx context.Context, arg LiftSuspensionsParams
 const queuedMessages = `-- name: QueuedMessages :many
 SELECT id FROM messages
 WHERE project = $1 AND test_mode = $2 AND direction = 'outbound' AND status IN ('queued', 'sending')
+  AND created_at >= $3::timestamptz
 ORDER BY created_at
-LIMIT $3
+LIMIT $4
 `
 
 type QueuedMessagesParams struct {
 	Project  string
 	TestMode bool
+	Since    time.Time
 	MaxRows  int32
 }
 
 // A project's messages still waiting to go (in one mode), oldest first.
 func (q *Queries) QueuedMessages(ctx context.Context, arg QueuedMessagesParams) ([]string, error) {
-	rows, err := q.db.Query(ctx, queuedMessages, arg.Project, arg.TestMode, arg.MaxRows)
+	rows, err := q.db.Query(ctx, queuedMessages,
+		arg.Project,
+		arg.TestMode,
+		arg.Since,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}

@@ -12,30 +12,39 @@ import (
 
 const claimWebhookDeliveries = `-- name: ClaimWebhookDeliveries :many
 WITH due AS (
-    SELECT w.id FROM webhook_deliveries w
-    WHERE w.status = 'pending' AND w.next_attempt_at <= $2::timestamptz
+    SELECT w.id, w.created_at FROM webhook_deliveries w
+    WHERE w.status = 'pending' AND w.next_attempt_at <= $3::timestamptz AND w.created_at >= $2::timestamptz
     ORDER BY w.next_attempt_at
-    LIMIT $3
+    LIMIT $4
     FOR UPDATE SKIP LOCKED
 )
 UPDATE webhook_deliveries d
 SET attempts = d.attempts + 1, next_attempt_at = $1::timestamptz
 FROM due
-WHERE d.id = due.id
+WHERE d.id = due.id AND d.created_at = due.created_at AND d.created_at >= $2::timestamptz
 RETURNING d.id, d.project, d.event, d.endpoint_kind, d.endpoint_name, d.data, d.address_from, d.address_to, d.transport, d.status, d.attempts, d.created_at, d.finished_at, d.last_error, d.mode, d.next_attempt_at
 `
 
 type ClaimWebhookDeliveriesParams struct {
 	LeaseUntil time.Time
+	MadeSince  time.Time
 	Now        time.Time
 	Max        int32
 }
 
 // Takes up to max due deliveries for an attempt each: the attempt is counted, and the row is
 // leased (due again at @lease_until, should the worker die before it records the attempt).
-// SKIP LOCKED lets every worker claim at once without waiting on another's rows.
+// SKIP LOCKED lets every worker claim at once without waiting on another's rows. Only the
+// partitions since @made_since are read, by the due rows' scan and by the update alike: a
+// statement over a year of daily partitions plans and locks every one of them with its indexes,
+// and the update's join alone prunes nothing at planning.
 func (q *Queries) ClaimWebhookDeliveries(ctx context.Context, arg ClaimWebhookDeliveriesParams) ([]WebhookDelivery, error) {
-	rows, err := q.db.Query(ctx, claimWebhookDeliveries, arg.LeaseUntil, arg.Now, arg.Max)
+	rows, err := q.db.Query(ctx, claimWebhookDeliveries,
+		arg.LeaseUntil,
+		arg.MadeSince,
+		arg.Now,
+		arg.Max,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -73,22 +82,23 @@ func (q *Queries) ClaimWebhookDeliveries(ctx context.Context, arg ClaimWebhookDe
 
 const finishWebhookAttempts = `-- name: FinishWebhookAttempts :exec
 WITH r AS (
-    SELECT unnest($1::text[]) AS id, unnest($2::int[]) AS attempt, unnest($3::boolean[]) AS made,
-           unnest($4::text[]) AS status, unnest($5::timestamptz[]) AS next_attempt_at,
-           unnest($6::timestamptz[]) AS started_at, unnest($7::text[]) AS url,
-           unnest($8::int[]) AS status_code, unnest($9::int[]) AS latency_ms,
-           unnest($10::text[]) AS error, unnest($11::text[]) AS response_body,
-           unnest($12::timestamptz[]) AS finished_at
+    SELECT unnest($3::text[]) AS id, unnest($4::int[]) AS attempt, unnest($5::boolean[]) AS made,
+           unnest($6::text[]) AS status, unnest($7::timestamptz[]) AS next_attempt_at,
+           unnest($8::timestamptz[]) AS started_at, unnest($9::text[]) AS url,
+           unnest($10::int[]) AS status_code, unnest($11::int[]) AS latency_ms,
+           unnest($12::text[]) AS error, unnest($13::text[]) AS response_body,
+           unnest($14::timestamptz[]) AS finished_at
 ),
 current AS (
     SELECT r.id, r.attempt, r.made, r.status, r.next_attempt_at, r.started_at, r.url, r.status_code, r.latency_ms, r.error, r.response_body, r.finished_at FROM r JOIN webhook_deliveries d ON d.id = r.id AND d.attempts = r.attempt AND d.status = 'pending'
+    WHERE d.created_at >= $1::timestamptz AND d.created_at < $2::timestamptz
 ),
 logged AS (
     INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, url, status_code, latency_ms, error, response_body)
     SELECT id, attempt, started_at, url, nullif(status_code, 0), latency_ms, nullif(error, ''),
            CASE WHEN status_code <> 0 THEN response_body END
     FROM current WHERE made
-    ON CONFLICT (delivery_id, attempt) DO NOTHING
+    ON CONFLICT DO NOTHING
 )
 UPDATE webhook_deliveries d
 SET status = c.status,
@@ -97,10 +107,12 @@ SET status = c.status,
     finished_at = CASE WHEN c.status <> 'pending' THEN c.finished_at END,
     last_error = CASE WHEN c.made OR c.status <> 'pending' THEN nullif(c.error, '') ELSE d.last_error END
 FROM current c
-WHERE d.id = c.id
+WHERE d.id = c.id AND d.created_at >= $1::timestamptz AND d.created_at < $2::timestamptz
 `
 
 type FinishWebhookAttemptsParams struct {
+	CreatedFrom    time.Time
+	CreatedTo      time.Time
 	Ids            []string
 	Attempts       []int32
 	Made           []bool
@@ -122,6 +134,8 @@ type FinishWebhookAttemptsParams struct {
 // status code of 0 is no answer (and then no response body), an empty error is none.
 func (q *Queries) FinishWebhookAttempts(ctx context.Context, arg FinishWebhookAttemptsParams) error {
 	_, err := q.db.Exec(ctx, finishWebhookAttempts,
+		arg.CreatedFrom,
+		arg.CreatedTo,
 		arg.Ids,
 		arg.Attempts,
 		arg.Made,
@@ -139,7 +153,7 @@ func (q *Queries) FinishWebhookAttempts(ctx context.Context, arg FinishWebhookAt
 }
 
 const getWebhookDelivery = `-- name: GetWebhookDelivery :one
-SELECT id, project, event, endpoint_kind, endpoint_name, data, address_from, address_to, transport, status, attempts, created_at, finished_at, last_error, mode, next_attempt_at FROM webhook_deliveries WHERE id = $1
+SELECT id, project, event, endpoint_kind, endpoint_name, data, address_from, address_to, transport, status, attempts, created_at, finished_at, last_error, mode, next_attempt_at FROM webhook_deliveries WHERE id = $1 AND created_at >= switchboard_id_from($1) AND created_at < switchboard_id_to($1)
 `
 
 func (q *Queries) GetWebhookDelivery(ctx context.Context, id string) (WebhookDelivery, error) {
@@ -207,9 +221,11 @@ func (q *Queries) InsertWebhookDeliveries(ctx context.Context, arg InsertWebhook
 }
 
 const listWebhookAttempts = `-- name: ListWebhookAttempts :many
-SELECT delivery_id, attempt, started_at, url, status_code, latency_ms, error, response_body FROM webhook_delivery_attempts WHERE delivery_id = $1 ORDER BY attempt
+SELECT delivery_id, attempt, started_at, url, status_code, latency_ms, error, response_body FROM webhook_delivery_attempts WHERE delivery_id = $1 AND started_at >= switchboard_id_from($1)
+ORDER BY attempt
 `
 
+// The attempts come after their delivery was made: the partitions before it are not read.
 func (q *Queries) ListWebhookAttempts(ctx context.Context, deliveryID string) ([]WebhookDeliveryAttempt, error) {
 	rows, err := q.db.Query(ctx, listWebhookAttempts, deliveryID)
 	if err != nil {

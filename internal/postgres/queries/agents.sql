@@ -68,7 +68,7 @@ ORDER BY created_at DESC LIMIT @max_rows;
 -- name: RecentConversationMessages :many
 -- The last messages of a conversation, newest first: an agent's context.
 SELECT id, direction, message_type, body, created_at FROM messages
-WHERE conversation_id = @conversation_id
+WHERE conversation_id = @conversation_id AND created_at >= @since::timestamptz
 ORDER BY created_at DESC, id DESC
 LIMIT @max_rows;
 

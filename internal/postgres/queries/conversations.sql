@@ -17,7 +17,7 @@ WITH m AS (
 INSERT INTO conversations AS c (id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count,
                                 unread_count, inbound_count, last_message_id, last_message_at, last_message_channel,
                                 last_message_direction, last_message_text, profile_name, referral,
-                                whatsapp_window_until, created_at, updated_at)
+                                whatsapp_window_until, message_days, message_days_from, created_at, updated_at)
 SELECT @conversation_id::text AS id, m.project AS project, m.test_mode AS test_mode, m.sender AS sender,
        @contact_identifier::text AS contact_identifier, @address::text AS address,
        coalesce(sqlc.narg(contact_id)::text, (SELECT cc.contact_id FROM contact_channels cc
@@ -28,6 +28,7 @@ SELECT @conversation_id::text AS id, m.project AS project, m.test_mode AS test_m
        m.id AS last_message_id, m.created_at AS last_message_at, m.channel AS last_message_channel,
        m.direction AS last_message_direction, m.body AS last_message_text, sqlc.narg(profile_name)::text AS profile_name,
        sqlc.narg(referral)::jsonb AS referral, sqlc.narg(whatsapp_window_until)::timestamptz AS whatsapp_window_until,
+       ARRAY[(m.created_at AT TIME ZONE 'UTC')::date] AS message_days, m.created_at AS message_days_from,
        m.created_at AS created_at, m.created_at AS updated_at
 FROM m
 ON CONFLICT (id) DO UPDATE SET
@@ -36,6 +37,12 @@ ON CONFLICT (id) DO UPDATE SET
     channels = CASE WHEN excluded.last_message_channel = ANY(c.channels) THEN c.channels
                     ELSE c.channels || excluded.last_message_channel END,
     message_count = c.message_count + 1,
+    -- The message's day is added when new (a day's later messages leave the array as it is);
+    -- a conversation that kept no days before begins keeping them with this message.
+    message_days = CASE WHEN c.message_days_from IS NULL THEN excluded.message_days
+                        WHEN excluded.message_days[1] = ANY(c.message_days) THEN c.message_days
+                        ELSE c.message_days || excluded.message_days END,
+    message_days_from = coalesce(c.message_days_from, excluded.message_days_from),
     unread_count = c.unread_count + excluded.unread_count,
     inbound_count = c.inbound_count + excluded.inbound_count,
     last_message_id = excluded.last_message_id,
@@ -71,8 +78,20 @@ ORDER BY last_message_at DESC, id DESC
 LIMIT @page_size;
 
 -- name: ListConversationMessages :many
+-- A page reads the spans [froms[i], tos[i]) the caller chose (partition.OnDays: the days that
+-- hold the conversation's messages), up to partition.MaxSpans of them in one statement. The
+-- bounds are parameters: a planned statement folds each array element to a constant and reads
+-- only the partitions the spans cover; an element past the arrays' end is NULL and reads none.
 SELECT * FROM messages
 WHERE conversation_id = @conversation_id AND project = @project AND test_mode = @test_mode
+  AND ((created_at >= (@froms::timestamptz[])[1] AND created_at < (@tos::timestamptz[])[1])
+    OR (created_at >= (@froms::timestamptz[])[2] AND created_at < (@tos::timestamptz[])[2])
+    OR (created_at >= (@froms::timestamptz[])[3] AND created_at < (@tos::timestamptz[])[3])
+    OR (created_at >= (@froms::timestamptz[])[4] AND created_at < (@tos::timestamptz[])[4])
+    OR (created_at >= (@froms::timestamptz[])[5] AND created_at < (@tos::timestamptz[])[5])
+    OR (created_at >= (@froms::timestamptz[])[6] AND created_at < (@tos::timestamptz[])[6])
+    OR (created_at >= (@froms::timestamptz[])[7] AND created_at < (@tos::timestamptz[])[7])
+    OR (created_at >= (@froms::timestamptz[])[8] AND created_at < (@tos::timestamptz[])[8]))
   AND (sqlc.narg(before_time)::timestamptz IS NULL OR (created_at, id) < (sqlc.narg(before_time)::timestamptz, sqlc.narg(before_id)::text))
 ORDER BY created_at DESC, id DESC
 LIMIT @page_size;

@@ -63,9 +63,13 @@ SET reason = excluded.reason, message_id = NULL, broadcast_id = excluded.broadca
 WHERE email_suppressions.reason = 'soft_bounce' OR email_suppressions.until <= excluded.created_at;
 
 -- name: GetSuppression :one
--- The address's entry, when it is in force at now.
+-- The address's entry, when it is in force at now: its own, or the one kept under its token
+-- when it was erased (switchboard_erased).
 SELECT * FROM email_suppressions
-WHERE project = @project AND test_mode = @test_mode AND address = @address AND (until IS NULL OR until > @now::timestamptz);
+WHERE project = @project AND test_mode = @test_mode
+  AND address = ANY(ARRAY[@address::text, switchboard_erased(@project, @address::text)])
+  AND (until IS NULL OR until > @now::timestamptz)
+LIMIT 1;
 
 -- name: SuppressionsAmong :many
 -- The entries in force at now for any of addresses (lowercased, as kept): what the contacts of a
@@ -77,8 +81,10 @@ WHERE project = @project AND test_mode = @test_mode AND address = ANY(@addresses
 -- name: ListSuppressions :many
 -- A page of the list, newest first, entries in force at now; after_* is the last row of the
 -- previous page.
+-- Entries of erased addresses are left out: they name nobody.
 SELECT * FROM email_suppressions
 WHERE project = @project AND test_mode = @test_mode AND (until IS NULL OR until > @now::timestamptz)
+  AND address NOT LIKE 'erased:%'
   AND (sqlc.narg(after_created_at)::timestamptz IS NULL
        OR (created_at, address) < (sqlc.narg(after_created_at)::timestamptz, sqlc.narg(after_address)::text))
   AND (sqlc.narg(reason)::text IS NULL OR reason = sqlc.narg(reason)::text)
@@ -86,12 +92,14 @@ ORDER BY created_at DESC, address DESC
 LIMIT @page_size;
 
 -- name: DeleteSuppression :execrows
-DELETE FROM email_suppressions WHERE project = @project AND test_mode = @test_mode AND address = @address;
+-- The address's entry, and the one kept under its token if it was erased.
+DELETE FROM email_suppressions WHERE project = @project AND test_mode = @test_mode
+  AND address = ANY(ARRAY[@address::text, switchboard_erased(@project, @address::text)]);
 
 -- name: GetOutboundEmail :one
 -- The project's live email whose Message-ID is provider_message_id: the mail a bounce or a
 -- complaint is about.
 SELECT * FROM messages
 WHERE project = @project AND provider_message_id = @provider_message_id AND direction = 'outbound' AND channel = 'email'
-  AND NOT test_mode
+  AND NOT test_mode AND created_at >= @since::timestamptz
 LIMIT 1;

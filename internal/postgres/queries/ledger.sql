@@ -81,7 +81,7 @@ UPDATE messages m
 SET cost_micros = c.cost, cost_provider_micros = c.provider_cost, charged_micros = c.charged
 FROM (SELECT unnest(@ids::text[]) AS id, unnest(@costs::bigint[]) AS cost, unnest(@provider_costs::bigint[]) AS provider_cost,
              unnest(@charged::bigint[]) AS charged) AS c
-WHERE m.id = c.id;
+WHERE m.id = c.id AND m.created_at >= @created_from::timestamptz AND m.created_at < @created_to::timestamptz;
 
 -- name: ChargeOf :one
 -- What a message was charged (and not yet refunded): 0 when nothing.
@@ -89,7 +89,8 @@ SELECT coalesce(sum(CASE WHEN l.kind = 'charge' THEN l.amount_micros ELSE -l.amo
 FROM ledger_entries l WHERE l.message_id = @msg::text AND l.kind IN ('charge', 'refund');
 
 -- name: ClearCharged :exec
-UPDATE messages SET charged_micros = 0 WHERE id = @id AND charged_micros IS NOT NULL;
+UPDATE messages SET charged_micros = 0 WHERE id = @id AND charged_micros IS NOT NULL
+  AND created_at >= switchboard_id_from(@id) AND created_at < switchboard_id_to(@id);
 
 -- name: SpentOf :many
 -- What each of the projects has spent (the ones with a balance).

@@ -1,25 +1,36 @@
 -- name: ClaimIdempotencyKey :one
 -- Returns the message id the key already points to, or the new one when this send claims it.
-WITH claimed AS (
+-- The caller holds the key's lock (LockKey) for its transaction: the keys are partitioned by
+-- time, so no unique index spans them all, and the lock is what makes a key claimed once. A key
+-- claimed before @since has expired (docs/data-lifecycle.md): the send claims it anew.
+WITH existing AS (
+    SELECT k.message_id FROM message_idempotency_keys k
+    WHERE k.project = @project AND k.test_mode = @test_mode AND k.key = @key AND k.created_at >= @since::timestamptz
+    ORDER BY k.created_at
+    LIMIT 1
+), claimed AS (
     INSERT INTO message_idempotency_keys (project, test_mode, key, message_id, created_at)
-    VALUES (@project, @test_mode, @key, @message_id, @created_at)
-    ON CONFLICT (project, test_mode, key) DO NOTHING
+    SELECT @project, @test_mode, @key, @message_id, @created_at
+    WHERE NOT EXISTS (SELECT 1 FROM existing)
     RETURNING message_id
 )
-SELECT message_id FROM claimed
+SELECT message_id FROM existing
 UNION ALL
-SELECT message_id FROM message_idempotency_keys
-WHERE project = @project AND test_mode = @test_mode AND key = @key AND NOT EXISTS (SELECT 1 FROM claimed);
+SELECT message_id FROM claimed;
 
 -- name: GetMessage :one
-SELECT * FROM messages WHERE id = @id AND project = @project AND test_mode = @test_mode;
+SELECT * FROM messages WHERE id = @id AND project = @project AND test_mode = @test_mode
+  AND created_at >= switchboard_id_from(@id) AND created_at < switchboard_id_to(@id);
 
 -- name: GetMessageByID :one
-SELECT * FROM messages WHERE id = @id;
+SELECT * FROM messages WHERE id = @id AND created_at >= switchboard_id_from(@id) AND created_at < switchboard_id_to(@id);
 
 -- name: ListMessages :many
+-- A page's span [since, until) is bounded by the caller (partition.NewestFirst), so that a page
+-- plans only the partitions it reads.
 SELECT * FROM messages
 WHERE project = @project AND test_mode = @test_mode
+  AND created_at >= @since::timestamptz AND created_at < @until::timestamptz
   AND (sqlc.narg(channel)::text IS NULL OR channel = sqlc.narg(channel))
   AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
   AND (sqlc.narg(recipient)::text IS NULL OR recipient = sqlc.narg(recipient))
@@ -39,6 +50,7 @@ WITH moved AS (
         error_code = sqlc.narg(error_code), error_message = sqlc.narg(error_message),
         error_provider_code = sqlc.narg(error_provider_code), updated_at = @updated_at
     WHERE msg.id = @id AND msg.status = ANY(@from_statuses::text[])
+      AND msg.created_at >= switchboard_id_from(@id) AND msg.created_at < switchboard_id_to(@id)
     RETURNING msg.*
 ), outcome AS (
     UPDATE contact_channels cc
@@ -73,6 +85,7 @@ WITH step AS (
         updated_at = @updated_at
     FROM step
     WHERE msg.id = step.id AND msg.status = ANY(@from_statuses::text[])
+      AND msg.created_at >= @created_from::timestamptz AND msg.created_at < @created_to::timestamptz
     RETURNING msg.*
 ), outcome AS (
     SELECT m.project, m.test_mode,
@@ -101,7 +114,9 @@ SELECT * FROM moved;
 
 -- name: GetMessagesByIDs :many
 -- The messages of a batch dispatch that are still to be handed over, in id order.
-SELECT * FROM messages WHERE id = ANY(@ids::text[]) AND status IN ('queued', 'sending') ORDER BY id;
+SELECT * FROM messages WHERE id = ANY(@ids::text[]) AND status IN ('queued', 'sending')
+  AND created_at >= @created_from::timestamptz AND created_at < @created_to::timestamptz
+ORDER BY id;
 
 -- name: SenderActivity :one
 -- The sender's traffic of the last 24 hours: one index range per sender.
@@ -113,7 +128,7 @@ WHERE m.project = @project AND m.sender = @sender AND m.created_at > @since;
 
 -- name: SenderLastMessage :one
 SELECT id, created_at FROM messages
-WHERE project = @project AND sender = @sender
+WHERE project = @project AND sender = @sender AND created_at >= @since::timestamptz
 ORDER BY created_at DESC
 LIMIT 1;
 
@@ -122,6 +137,7 @@ LIMIT 1;
 UPDATE messages
 SET channel = 'sms', status = 'queued', originator = @originator, attempted_channels = attempted_channels || channel, updated_at = @updated_at
 WHERE id = @id AND status IN ('queued', 'sending') AND channel = 'whatsapp'
+  AND created_at >= switchboard_id_from(@id) AND created_at < switchboard_id_to(@id)
 RETURNING *;
 
 -- name: GetMessageByProviderID :one
@@ -129,12 +145,14 @@ RETURNING *;
 -- message id counts per bot and chat).
 SELECT * FROM messages
 WHERE project = @project AND test_mode = @test_mode AND sender = @sender AND provider_message_id = @provider_message_id
+  AND created_at >= @since::timestamptz AND created_at < @until::timestamptz
 ORDER BY created_at DESC
 LIMIT 1;
 
 -- name: MarkInboundRead :one
 UPDATE messages SET status = 'read', updated_at = @updated_at
 WHERE id = @id AND direction = 'inbound' AND status = 'received'
+  AND created_at >= switchboard_id_from(@id) AND created_at < switchboard_id_to(@id)
 RETURNING *;
 
 -- name: SandboxInFlight :many
@@ -142,7 +160,7 @@ RETURNING *;
 -- messages_sandbox_in_flight holds exactly these rows' predicate).
 SELECT id, status, channel, updated_at FROM messages
 WHERE provider_message_id LIKE 'sbx\_%' AND (status = 'sent' OR (status = 'delivered' AND channel = 'whatsapp'))
-  AND updated_at < @before
+  AND updated_at < @before AND created_at >= @since::timestamptz
 ORDER BY updated_at
 LIMIT @max_rows;
 
@@ -153,6 +171,7 @@ LIMIT @max_rows;
 UPDATE messages SET status = 'sending', dispatch_attempts = dispatch_attempts + 1, updated_at = @updated_at,
     provider = coalesce(sqlc.narg(provider), provider)
 WHERE id = @id AND status IN ('queued', 'sending')
+  AND created_at >= switchboard_id_from(@id) AND created_at < switchboard_id_to(@id)
 RETURNING *;
 
 -- name: GetLiveMessageThrough :one
@@ -163,6 +182,7 @@ RETURNING *;
 SELECT * FROM messages
 WHERE provider_message_id = @provider_message_id AND NOT test_mode
   AND (provider = @provider OR (provider IS NULL AND (@project::text = '' OR project = @project::text)))
+  AND created_at >= @since::timestamptz AND created_at < @until::timestamptz
 ORDER BY created_at DESC
 LIMIT 1;
 
@@ -175,14 +195,16 @@ ON CONFLICT DO NOTHING;
 DELETE FROM opt_outs WHERE project = @project AND test_mode = @test_mode AND originator = @originator AND recipient = @recipient;
 
 -- name: IsOptedOut :one
+-- An erased recipient's opt-out is kept under its token (switchboard_erased).
 SELECT EXISTS (SELECT 1 FROM opt_outs
-               WHERE project = @project AND test_mode = @test_mode AND originator = @originator AND recipient = @recipient);
+               WHERE project = @project AND test_mode = @test_mode AND originator = @originator
+                 AND recipient = ANY(ARRAY[@recipient::text, switchboard_erased(@project, @recipient::text)]));
 
 -- name: OptedOutAmong :many
 -- Which of the (originator, recipient) pairs have opted out: IsOptedOut for a batch.
-SELECT o.originator, o.recipient FROM opt_outs o
+SELECT p.originator::text AS originator, p.recipient::text AS recipient FROM opt_outs o
 JOIN (SELECT unnest(@originators::text[]) AS originator, unnest(@recipients::text[]) AS recipient) p
-  ON p.originator = o.originator AND p.recipient = o.recipient
+  ON p.originator = o.originator AND o.recipient = ANY(ARRAY[p.recipient, switchboard_erased(@project, p.recipient)])
 WHERE o.project = @project AND o.test_mode = @test_mode;
 
 -- name: AwaitingReceipt :many
@@ -191,6 +213,6 @@ WHERE o.project = @project AND o.test_mode = @test_mode;
 SELECT provider_message_id::text FROM messages
 WHERE project = @project AND sender = @sender AND test_mode = false AND direction = 'outbound'
   AND channel = @channel AND recipient = @recipient AND provider_message_id IS NOT NULL
-  AND status = ANY(@statuses::text[]) AND created_at <= @up_to
+  AND status = ANY(@statuses::text[]) AND created_at <= @up_to AND created_at >= @since::timestamptz
 ORDER BY created_at
 LIMIT 1000;

@@ -1,7 +1,7 @@
 -- name: HoldMessage :one
 -- Marks a queued message held; no row when it is no longer queued.
 UPDATE messages SET risk_hold = true, updated_at = @now
-WHERE id = @id AND status = 'queued'
+WHERE id = @id AND status = 'queued' AND created_at >= switchboard_id_from(@id) AND created_at < switchboard_id_to(@id)
 RETURNING id;
 
 -- name: RecordHold :exec
@@ -24,10 +24,10 @@ RETURNING *;
 
 -- name: ReleaseHold :exec
 -- An approved message goes on, reviewed.
-UPDATE messages SET risk_hold = false, risk_reviewed = true, updated_at = @now WHERE id = @id;
+UPDATE messages SET risk_hold = false, risk_reviewed = true, updated_at = @now WHERE id = @id AND created_at >= switchboard_id_from(@id) AND created_at < switchboard_id_to(@id);
 
 -- name: EndHold :exec
-UPDATE messages SET risk_hold = false WHERE id = @id;
+UPDATE messages SET risk_hold = false WHERE id = @id AND created_at >= switchboard_id_from(@id) AND created_at < switchboard_id_to(@id);
 
 -- name: ExpiredHolds :many
 SELECT message_id FROM risk_holds

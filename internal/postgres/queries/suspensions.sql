@@ -29,5 +29,6 @@ WHERE r.project = @project AND r.test_mode = @test_mode AND r.at > @since
 -- A project's messages still waiting to go (in one mode), oldest first.
 SELECT id FROM messages
 WHERE project = @project AND test_mode = @test_mode AND direction = 'outbound' AND status IN ('queued', 'sending')
+  AND created_at >= @since::timestamptz
 ORDER BY created_at
 LIMIT @max_rows;

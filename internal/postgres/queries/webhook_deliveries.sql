@@ -9,10 +9,13 @@ SELECT unnest(@ids::text[]), @project, unnest(@events::text[]), unnest(@endpoint
 -- name: ClaimWebhookDeliveries :many
 -- Takes up to max due deliveries for an attempt each: the attempt is counted, and the row is
 -- leased (due again at @lease_until, should the worker die before it records the attempt).
--- SKIP LOCKED lets every worker claim at once without waiting on another's rows.
+-- SKIP LOCKED lets every worker claim at once without waiting on another's rows. Only the
+-- partitions since @made_since are read, by the due rows' scan and by the update alike: a
+-- statement over a year of daily partitions plans and locks every one of them with its indexes,
+-- and the update's join alone prunes nothing at planning.
 WITH due AS (
-    SELECT w.id FROM webhook_deliveries w
-    WHERE w.status = 'pending' AND w.next_attempt_at <= @now::timestamptz
+    SELECT w.id, w.created_at FROM webhook_deliveries w
+    WHERE w.status = 'pending' AND w.next_attempt_at <= @now::timestamptz AND w.created_at >= @made_since::timestamptz
     ORDER BY w.next_attempt_at
     LIMIT @max
     FOR UPDATE SKIP LOCKED
@@ -20,7 +23,7 @@ WITH due AS (
 UPDATE webhook_deliveries d
 SET attempts = d.attempts + 1, next_attempt_at = @lease_until::timestamptz
 FROM due
-WHERE d.id = due.id
+WHERE d.id = due.id AND d.created_at = due.created_at AND d.created_at >= @made_since::timestamptz
 RETURNING d.*;
 
 -- name: FinishWebhookAttempts :exec
@@ -39,13 +42,14 @@ WITH r AS (
 ),
 current AS (
     SELECT r.* FROM r JOIN webhook_deliveries d ON d.id = r.id AND d.attempts = r.attempt AND d.status = 'pending'
+    WHERE d.created_at >= @created_from::timestamptz AND d.created_at < @created_to::timestamptz
 ),
 logged AS (
     INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, url, status_code, latency_ms, error, response_body)
     SELECT id, attempt, started_at, url, nullif(status_code, 0), latency_ms, nullif(error, ''),
            CASE WHEN status_code <> 0 THEN response_body END
     FROM current WHERE made
-    ON CONFLICT (delivery_id, attempt) DO NOTHING
+    ON CONFLICT DO NOTHING
 )
 UPDATE webhook_deliveries d
 SET status = c.status,
@@ -54,10 +58,12 @@ SET status = c.status,
     finished_at = CASE WHEN c.status <> 'pending' THEN c.finished_at END,
     last_error = CASE WHEN c.made OR c.status <> 'pending' THEN nullif(c.error, '') ELSE d.last_error END
 FROM current c
-WHERE d.id = c.id;
+WHERE d.id = c.id AND d.created_at >= @created_from::timestamptz AND d.created_at < @created_to::timestamptz;
 
 -- name: GetWebhookDelivery :one
-SELECT * FROM webhook_deliveries WHERE id = @id;
+SELECT * FROM webhook_deliveries WHERE id = @id AND created_at >= switchboard_id_from(@id) AND created_at < switchboard_id_to(@id);
 
 -- name: ListWebhookAttempts :many
-SELECT * FROM webhook_delivery_attempts WHERE delivery_id = @delivery_id ORDER BY attempt;
+-- The attempts come after their delivery was made: the partitions before it are not read.
+SELECT * FROM webhook_delivery_attempts WHERE delivery_id = @delivery_id AND started_at >= switchboard_id_from(@delivery_id)
+ORDER BY attempt;

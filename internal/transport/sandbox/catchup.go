@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 
+	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/transport"
 )
@@ -55,7 +56,7 @@ func (w *CatchUpWorker) catchUp(ctx context.Context) (int, error) {
 	}
 	earliest := min(w.Sandbox.DeliverAfter, w.Sandbox.ReadAfter)
 	rows, err := db.New(w.Pool).SandboxInFlight(ctx, db.SandboxInFlightParams{
-		Before: now.Add(-earliest - CatchUpEvery), MaxRows: catchUpBatch})
+		Before: now.Add(-earliest - CatchUpEvery), MaxRows: catchUpBatch, Since: now.Add(-partition.Lookback)})
 	if err != nil {
 		return 0, fmt.Errorf("read overdue sandbox steps: %w", err)
 	}

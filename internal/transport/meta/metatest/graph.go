@@ -172,6 +172,11 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, token, id, edge s
 	_, isSession := s.sessions[id]
 	s.mu.Unlock()
 	method := r.Method
+	if edge == "messages" && method == http.MethodPost && (phone != nil || page != "") {
+		if f, ok := s.takeMessageFailure(); ok {
+			return &apiError{status: f.status, code: f.code, subcode: f.subcode, title: f.message, details: f.message}
+		}
+	}
 	switch {
 	case id == "me" && edge == "" && method == http.MethodGet:
 		writeJSON(w, http.StatusOK, map[string]any{"id": UserID, "name": UserName})

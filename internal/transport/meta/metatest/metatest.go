@@ -174,11 +174,13 @@ type Server struct {
 	pictures map[string]media          // profile pictures, by path
 	shut     map[string]bool           // recipients whose window is closed
 	fail     failure
-	messages []Message
-	reads    []Read
-	changed  chan struct{}
-	hooks    []func(Message)
-	oauth    oauthState // the onboarding endpoints' (oauth.go)
+	// failMessage fails message sends alone (FailNextMessage).
+	failMessage failure
+	messages    []Message
+	reads       []Read
+	changed     chan struct{}
+	hooks       []func(Message)
+	oauth       oauthState // the onboarding endpoints' (oauth.go)
 }
 
 // New starts a server on 127.0.0.1. Close stops it.
@@ -356,6 +358,15 @@ func (s *Server) FailNext(n, httpStatus, code, subcode int, message string) {
 	s.fail = failure{n: n, status: httpStatus, code: code, subcode: subcode, message: message}
 }
 
+// FailNextMessage is FailNext for the next n message sends only (POST …/messages of a phone
+// number or a Page): the other requests the installation makes meanwhile (a Provider's check,
+// a template sync) are answered as usual, so a test's failure reaches the send it is meant for.
+func (s *Server) FailNextMessage(n, httpStatus, code, subcode int, message string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.failMessage = failure{n: n, status: httpStatus, code: code, subcode: subcode, message: message}
+}
+
 func (s *Server) takeFailure() (failure, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -364,6 +375,16 @@ func (s *Server) takeFailure() (failure, bool) {
 	}
 	s.fail.n--
 	return s.fail, true
+}
+
+func (s *Server) takeMessageFailure() (failure, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failMessage.n <= 0 {
+		return failure{}, false
+	}
+	s.failMessage.n--
+	return s.failMessage, true
 }
 
 // Window opens or closes the 24-hour window of a recipient (a WhatsApp number, with or without

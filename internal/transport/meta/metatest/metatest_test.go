@@ -256,6 +256,24 @@ func TestFailNext(t *testing.T) {
 	}
 }
 
+// FailNextMessage fails message sends alone: other requests in between are answered.
+func TestFailNextMessage(t *testing.T) {
+	t.Parallel()
+	s := newPeer(t, metatest.Options{})
+	s.FailNextMessage(1, 400, 131026, 0, "Message Undeliverable")
+	if status, _, _ := call(t, s, "GET", "/v21.0/me", metatest.Token, nil); status != 200 {
+		t.Fatalf("a request other than a send: %d", status)
+	}
+	text := wa(map[string]any{"type": "text", "text": map[string]any{"body": "hi"}})
+	status, _, answer := call(t, s, "POST", "/v21.0/"+phoneID+"/messages", metatest.Token, text)
+	if code, _, _ := graphErr(answer); status != 400 || code != 131026 {
+		t.Fatalf("the send: %d %v", status, answer)
+	}
+	if status, _, answer := call(t, s, "POST", "/v21.0/"+phoneID+"/messages", metatest.Token, text); status != 200 {
+		t.Fatalf("the next send: %d %v", status, answer)
+	}
+}
+
 func TestWaitAndOnAccepted(t *testing.T) {
 	t.Parallel()
 	s, err := metatest.New(metatest.Options{})
