@@ -164,7 +164,8 @@ func TestBadKeysGetUnauthorizedAndChangeNothing(t *testing.T) {
 			}
 		}
 	}
-	if n := in.count("SELECT count(*) FROM river_job"); n != 0 {
+	// The sandbox's periodic catch-up is enqueued by the elected leader on its own clock.
+	if n := in.count("SELECT count(*) FROM river_job WHERE kind <> 'message.sandbox_catch_up'"); n != 0 {
 		t.Errorf("refused requests enqueued %d jobs, want none", n)
 	}
 	if n := in.count("SELECT count(*) FROM api_keys WHERE last_used_at IS NOT NULL"); n != 0 {

@@ -126,22 +126,27 @@ return 'ok';`))
 func TestBlockedLoopRestartsProcess(t *testing.T) {
 	t.Parallel()
 	l := newLocal(t, LocalOptions{})
+	// The blocking invocation blocks only once the slow one is running beside it, so the slow
+	// one is in flight when the supervisor kills the process however loaded the machine is.
 	d := deployment("blocked", handler(`
-if (event.block) { await new Promise((r) => setTimeout(r, 50)); while (true) {} }
-if (event.slow) { await new Promise((r) => setTimeout(r, 10000)); }
+if (event.block) {
+  while (!globalThis.slowArrived) await new Promise((r) => setTimeout(r, 10));
+  while (true) {}
+}
+if (event.slow) { globalThis.slowArrived = true; await new Promise((r) => setTimeout(r, 30000)); }
 return process.pid;`))
-	d.Timeout = 500 * time.Millisecond
+	d.Timeout = 3 * time.Second
 	first := invoke(t, l, d, "warm", `{}`)
 	wantOK(t, first, string(first.Value))
 
-	// An invocation sent after the blocking one is a casualty of the restart.
+	// An invocation in flight beside the blocking one is a casualty of the restart.
 	var wg sync.WaitGroup
 	var r Result
 	wg.Go(func() { r = invoke(t, l, d, "block", `{"block":true}`) })
 	eventually(t, "the blocking invocation in flight", func() bool { return inFlight(running(l, "blocked")) == 1 })
 	slow := invoke(t, l, d, "slow", `{"slow":true}`)
 	wg.Wait()
-	wantFail(t, r, ReasonTimeout, "timed out after 500ms")
+	wantFail(t, r, ReasonTimeout, "timed out after 3s")
 	if !platformLine(r, "restarted") {
 		t.Errorf("no platform line about the restart: %v", r.Logs)
 	}
