@@ -196,6 +196,105 @@ func TestConversationPagesReadTheDaysOfItsMessages(t *testing.T) {
 	}
 }
 
+// A list of the messages to one recipient reads the days that hold them: its conversations'
+// days for what was sent to it, the days it received inbound messages as one of the project's
+// addresses, and, before those days were kept, everything back through the spans.
+func TestRecipientPagesReadTheDaysOfItsMessages(t *testing.T) {
+	in := start(t, fastSandbox)
+	project, key := sendingProject(t, in, nil, apikey.Test)
+	ctx := context.Background()
+	const contact = "+15005550100"
+	var sent []string
+	for _, text := range []string{"first", "second"} {
+		r := in.post("/v1/messages", key, `{"to":"`+contact+`","text":"`+text+`"}`)
+		if r.status != http.StatusAccepted && r.status != http.StatusOK {
+			t.Fatalf("send: %d %s", r.status, r.raw)
+		}
+		sent = append([]string{r.body["message"].(map[string]any)["id"].(string)}, sent...)
+	}
+	if r := in.post("/v1/messages", key, `{"to":"+15005550101","text":"another"}`); r.status != http.StatusAccepted && r.status != http.StatusOK {
+		t.Fatalf("send: %d %s", r.status, r.raw)
+	}
+	inbound := receive(t, in, key, `{"from":"`+contact+`","channel":"sms","text":"hi"}`)
+	ours := inbound["to"].(string)
+	var conv string
+	if err := in.db.QueryRow(ctx, `SELECT id FROM conversations WHERE project = $1 AND contact_identifier = $2`, project, contact).Scan(&conv); err != nil {
+		t.Fatal(err)
+	}
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	var inboundDays []time.Time
+	if err := in.db.QueryRow(ctx, `SELECT array_agg(day) FROM inbound_days WHERE project = $1 AND recipient = $2`, project, ours).
+		Scan(&inboundDays); err != nil || len(inboundDays) != 1 || !inboundDays[0].Equal(today) {
+		t.Fatalf("inbound days of %s = %v (%v), want today", ours, inboundDays, err)
+	}
+	to := func(recipient, more string) []string {
+		return pagedIDs(t, in, key, "/v1/messages?limit=2&to="+url.QueryEscape(recipient)+more)
+	}
+	if got := to(contact, ""); !slices.Equal(got, sent) {
+		t.Fatalf("to=%s = %v, want %v", contact, got, sent)
+	}
+	if got := to(ours, ""); !slices.Equal(got, []string{inbound["id"].(string)}) {
+		t.Fatalf("to=%s = %v, want the inbound message", ours, got)
+	}
+	if got := to("+15005550199", ""); len(got) != 0 {
+		t.Fatalf("to= a recipient never written to = %v", got)
+	}
+
+	// The days have been kept since 100 days ago (as if the migration ran then). Messages on the
+	// conversation's days and on the address's inbound days are read; those on days neither
+	// kept (which cannot be, but they show that only the kept days are read) are not; and
+	// everything before the days were kept is read back, on the day they began too.
+	keptFrom := today.Add(-100*24*time.Hour + 12*time.Hour)
+	if _, err := in.db.Exec(ctx, `UPDATE kept_days SET kept_from = $1 WHERE name = 'recipients'`, keptFrom); err != nil {
+		t.Fatal(err)
+	}
+	day := func(n int) time.Time { return today.Add(-time.Duration(n) * 24 * time.Hour) }
+	onKeptDay := []string{
+		insertMessageAt(t, in, project, &conv, "outbound", contact, day(3).Add(time.Hour)),
+		insertMessageAt(t, in, project, &conv, "outbound", contact, day(20).Add(time.Hour)),
+	}
+	insertMessageAt(t, in, project, &conv, "outbound", contact, day(40).Add(time.Hour)) // a day not kept
+	beforeKept := []string{
+		insertMessageAt(t, in, project, &conv, "outbound", contact, keptFrom.Add(-time.Hour)), // its day, before it
+		insertMessageAt(t, in, project, &conv, "outbound", contact, day(200)),
+	}
+	inboundKept := insertMessageAt(t, in, project, &conv, "inbound", ours, day(10).Add(time.Hour))
+	insertMessageAt(t, in, project, &conv, "inbound", ours, day(15).Add(time.Hour)) // a day not kept
+	inboundBefore := insertMessageAt(t, in, project, &conv, "inbound", ours, day(150))
+	if _, err := in.db.Exec(ctx, `UPDATE conversations SET message_days = message_days || ARRAY[$2::date, $3::date] WHERE id = $1`,
+		conv, day(3), day(20)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.db.Exec(ctx, `INSERT INTO inbound_days (project, test_mode, recipient, day) VALUES ($1, true, $2, $3)`,
+		project, ours, day(10)); err != nil {
+		t.Fatal(err)
+	}
+	want := append(append(slices.Clone(sent), onKeptDay...), beforeKept...)
+	if got := to(contact, ""); !slices.Equal(got, want) {
+		t.Errorf("to=%s = %v, want %v (newest first: the kept days, then before they were kept)", contact, got, want)
+	}
+	if got, want := to(ours, ""), []string{inbound["id"].(string), inboundKept, inboundBefore}; !slices.Equal(got, want) {
+		t.Errorf("to=%s = %v, want %v", ours, got, want)
+	}
+	// The other filters still hold on the recipient's days.
+	if got := to(contact, "&status=failed"); len(got) != 0 {
+		t.Errorf("to=%s&status=failed = %v, want none", contact, got)
+	}
+	if got := to(contact, "&channel=sms"); !slices.Equal(got, want) {
+		t.Errorf("to=%s&channel=sms = %v, want %v", contact, got, want)
+	}
+
+	// Retention removes the inbound days past the messages' own.
+	pruner := &retention.Pruner{Pool: in.db, Policy: retention.Policy{Messages: 5, WebhookDeliveries: 30, IdempotencyKeys: 2}}
+	if err := pruner.Prune(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := in.db.QueryRow(ctx, `SELECT count(*) FROM inbound_days WHERE project = $1`, project).Scan(&left); err != nil || left != 1 {
+		t.Errorf("inbound days after a 5-day retention: %d (%v), want today's alone", left, err)
+	}
+}
+
 // pagedIDs follows a list's cursor from path (which sets a limit) to its end: the items' ids.
 func pagedIDs(t *testing.T, in *instance, key, path string) []string {
 	t.Helper()
@@ -225,7 +324,14 @@ func pagedIDs(t *testing.T, in *instance, key, path string) []string {
 // straight into its partition, as if it had been sent then, and returns its id.
 func insertMessageAgo(t *testing.T, in *instance, project string, conversation *string, ago time.Duration) string {
 	t.Helper()
-	at := time.Now().UTC().Add(-ago).Truncate(time.Microsecond)
+	return insertMessageAt(t, in, project, conversation, "outbound", "+15005550100", time.Now().Add(-ago))
+}
+
+// insertMessageAt stores a delivered test-mode message of direction to recipient made at
+// (in conversation, if given) straight into its partition, and returns its id.
+func insertMessageAt(t *testing.T, in *instance, project string, conversation *string, direction, recipient string, at time.Time) string {
+	t.Helper()
+	at = at.UTC().Truncate(time.Microsecond)
 	id, err := randid.Timed("msg_", at)
 	if err != nil {
 		t.Fatal(err)
@@ -233,8 +339,8 @@ func insertMessageAgo(t *testing.T, in *instance, project string, conversation *
 	if _, err := in.db.Exec(context.Background(), `
 		INSERT INTO messages (id, project, test_mode, direction, channel, message_type, status, recipient, body,
 		                      conversation_id, created_at, updated_at)
-		VALUES ($1, $2, true, 'outbound', 'sms', 'text', 'delivered', '+15005550100', 'then', $3, $4, $4)`,
-		id, project, conversation, at); err != nil {
+		VALUES ($1, $2, true, $3, 'sms', 'text', 'delivered', $4, 'then', $5, $6, $6)`,
+		id, project, direction, recipient, conversation, at); err != nil {
 		t.Fatal(err)
 	}
 	return id

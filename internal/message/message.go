@@ -309,13 +309,55 @@ func (s *Service) List(ctx context.Context, key apikey.Key, f ListFilter) ([]db.
 	if err != nil {
 		return nil, err
 	}
+	if f.To != nil {
+		return s.listTo(ctx, key, since, f)
+	}
 	q := db.New(s.pool)
 	rows, err := partition.NewestFirst(pageTop(s.now(), f), since, f.Limit, func(from, to time.Time, limit int) ([]db.Message, error) {
 		return q.ListMessages(ctx, db.ListMessagesParams{Project: key.Project, TestMode: key.TestMode(), Since: from, Until: to,
-			Channel: f.Channel, Status: f.Status, Recipient: f.To, BeforeTime: f.BeforeTime, BeforeID: f.BeforeID, PageSize: int32(limit)})
+			Channel: f.Channel, Status: f.Status, BeforeTime: f.BeforeTime, BeforeID: f.BeforeID, PageSize: int32(limit)})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list messages: %w", err)
+	}
+	return rows, nil
+}
+
+// listTo is List of the messages to one recipient, read from the days that hold them: its
+// conversations' days (its outbound messages) and the days it received inbound messages as one
+// of the project's addresses. A recipient that received nothing inbound is sought in its
+// conversations alone, through their index. What came before those days were kept is read
+// back through the spans.
+func (s *Service) listTo(ctx context.Context, key apikey.Key, since time.Time, f ListFilter) ([]db.Message, error) {
+	q := db.New(s.pool)
+	where, err := q.RecipientDays(ctx, db.RecipientDaysParams{Project: key.Project, TestMode: key.TestMode(),
+		Recipient: addr.Key(*f.To), SinceDay: since.UTC().Truncate(partition.Day)})
+	if err != nil {
+		return nil, fmt.Errorf("find the days of messages to a recipient: %w", err)
+	}
+	keptFrom := where.KeptFrom
+	var conversations []string
+	if len(where.InboundDays) == 0 {
+		conversations = where.ConversationIds
+		if conversations == nil {
+			conversations = []string{}
+		}
+	}
+	read := func(spans []partition.Span, limit int) ([]db.Message, error) {
+		froms, tos := partition.SpanBounds(spans)
+		p := db.ListRecipientMessagesParams{Project: key.Project, TestMode: key.TestMode(), Recipient: *f.To, Froms: froms, Tos: tos,
+			Channel: f.Channel, Status: f.Status, BeforeTime: f.BeforeTime, BeforeID: f.BeforeID, PageSize: int32(limit)}
+		// Before the days were kept, an inbound message to the recipient may lie in any span.
+		if spans[len(spans)-1].From.Compare(keptFrom) >= 0 {
+			p.ConversationIds = conversations
+		}
+		return q.ListRecipientMessages(ctx, p)
+	}
+	// The day the lists began may hold earlier messages to the recipient, before any it lists.
+	days := append(append(where.ConversationDays, where.InboundDays...), keptFrom)
+	rows, err := partition.OnDays(pageTop(s.now(), f), since, days, keptFrom, f.Limit, read)
+	if err != nil {
+		return nil, fmt.Errorf("list messages to a recipient: %w", err)
 	}
 	return rows, nil
 }

@@ -103,7 +103,7 @@ func recordAll(ctx context.Context, tx pgx.Tx, threads []thread) ([]db.RecordMes
 			MessageType: m.MessageType, Status: m.Status, Recipient: m.Recipient, Originator: m.Originator, Body: m.Body,
 			Content: m.Content, Subject: m.Subject, Metadata: m.Metadata, Options: m.Options,
 			ProviderMessageID: m.ProviderMessageID, ProviderTimestamp: m.ProviderTimestamp, CreatedAt: m.CreatedAt,
-			ConversationID: *m.ConversationID, ContactIdentifier: addr.Key(address), Address: ours, ContactID: t.contactID,
+			ConversationID: *m.ConversationID, ContactIdentifier: addr.Key(address), RecipientKey: addr.Key(m.Recipient), Address: ours, ContactID: t.contactID,
 			ContactChannels: contactChannels(m.Channel), Unread: unread, ProfileName: t.profileName, Referral: t.referral,
 			WhatsappWindowUntil: window, BroadcastContactID: m.BroadcastContactID, RiskReviewed: m.RiskReviewed,
 		}

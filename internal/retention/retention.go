@@ -125,5 +125,11 @@ func (p *Pruner) Prune(ctx context.Context) error {
 			return err
 		}
 	}
+	if p.Policy.days("messages") > 0 {
+		// The days inbound messages came to an address: a row a day, past the messages' own.
+		if _, err := p.Pool.Exec(ctx, "DELETE FROM inbound_days WHERE day < ($1::timestamptz AT TIME ZONE 'UTC')::date", p.Policy.Since("messages", now)); err != nil {
+			return fmt.Errorf("delete expired inbound days: %w", err)
+		}
+	}
 	return nil
 }

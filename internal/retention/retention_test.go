@@ -44,6 +44,9 @@ func TestPruneDropsExpiredDays(t *testing.T) {
 	if err := (&partition.Converter{Pool: pool, Log: testr.New(t), Now: then}).ConvertAll(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := postgres.Migrate(ctx, pool); err != nil { // the migrations after the conversion
+		t.Fatal(err)
+	}
 	today := time.Now().UTC().Truncate(partition.Day)
 	for _, tbl := range partition.Tables {
 		if _, err := partition.Ensure(ctx, pool, tbl, today.Add(-60*partition.Day), today.Add(partition.Day)); err != nil {
@@ -59,6 +62,8 @@ func TestPruneDropsExpiredDays(t *testing.T) {
 		        SELECT 'p', false, 'k' || d, 'msg_' || d, at FROM days)
 		, w AS (INSERT INTO webhook_deliveries (id, project, event, endpoint_kind, endpoint_name, data, created_at)
 		        SELECT 'evt_' || d, 'p', 'message.sent', 'sender', 's', '{}', at FROM days)
+		, i AS (INSERT INTO inbound_days (project, test_mode, recipient, day)
+		        SELECT 'p', false, '+1555', (at AT TIME ZONE 'UTC')::date FROM days)
 		INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, url, latency_ms)
 		SELECT 'evt_' || d, 1, at, 'https://example.com', 1 FROM days`, today); err != nil {
 		t.Fatal(err)
@@ -71,6 +76,7 @@ func TestPruneDropsExpiredDays(t *testing.T) {
 		// A day's partition is dropped once it ends before now less the setting: the days kept are
 		// today and the setting's days before it.
 		"messages": 30, "message_idempotency_keys": 3, "webhook_deliveries": 10, "webhook_delivery_attempts": 10,
+		"inbound_days": 30, // kept as long as the messages
 	} {
 		var n int
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {

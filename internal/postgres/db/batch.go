@@ -27,6 +27,13 @@ WITH m AS (
             $1, $25, $26, $27,
             $28, $29, $29)
     RETURNING id, project, test_mode, sender, channel, direction, body, created_at
+), inbound_day AS (
+    -- An inbound message's day under the address it came to (GET /v1/messages?to= reads it);
+    -- an outbound one's is its conversation's.
+    INSERT INTO inbound_days (project, test_mode, recipient, day)
+    SELECT m.project, m.test_mode, $30::text, (m.created_at AT TIME ZONE 'UTC')::date
+    FROM m WHERE m.direction = 'inbound'
+    ON CONFLICT DO NOTHING
 )
 INSERT INTO conversations AS c (id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count,
                                 unread_count, inbound_count, last_message_id, last_message_at, last_message_channel,
@@ -108,6 +115,7 @@ type RecordMessageParams struct {
 	BroadcastContactID  *string
 	RiskReviewed        bool
 	CreatedAt           time.Time
+	RecipientKey        string
 }
 
 type RecordMessageRow struct {
@@ -119,7 +127,8 @@ type RecordMessageRow struct {
 // created with its first message and brought up to date by each later one. inbound_count is 1
 // for the contact's first message in it. An inbound message counts as unread, opens the WhatsApp
 // window (whatsapp_window_until), brings the contact's profile name and the ad referral of the
-// thread's first message; an outbound one ends a typing indicator.
+// thread's first message, and keeps its day under the address it came to (inbound_days); an
+// outbound one ends a typing indicator.
 func (q *Queries) RecordMessage(ctx context.Context, arg []RecordMessageParams) *RecordMessageBatchResults {
 	batch := &pgx.Batch{}
 	for _, a := range arg {
@@ -153,6 +162,7 @@ func (q *Queries) RecordMessage(ctx context.Context, arg []RecordMessageParams) 
 			a.BroadcastContactID,
 			a.RiskReviewed,
 			a.CreatedAt,
+			a.RecipientKey,
 		}
 		batch.Queue(recordMessage, vals...)
 	}

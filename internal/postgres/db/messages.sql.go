@@ -569,6 +569,109 @@ func (q *Queries) ListMessages(ctx context.Context, arg ListMessagesParams) ([]M
 	return items, nil
 }
 
+const listRecipientMessages = `-- name: ListRecipientMessages :many
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages
+WHERE project = $1 AND test_mode = $2 AND recipient = $3
+  AND ($4::text[] IS NULL OR conversation_id = ANY($4::text[]))
+  AND ((created_at >= ($5::timestamptz[])[1] AND created_at < ($6::timestamptz[])[1])
+    OR (created_at >= ($5::timestamptz[])[2] AND created_at < ($6::timestamptz[])[2])
+    OR (created_at >= ($5::timestamptz[])[3] AND created_at < ($6::timestamptz[])[3])
+    OR (created_at >= ($5::timestamptz[])[4] AND created_at < ($6::timestamptz[])[4])
+    OR (created_at >= ($5::timestamptz[])[5] AND created_at < ($6::timestamptz[])[5])
+    OR (created_at >= ($5::timestamptz[])[6] AND created_at < ($6::timestamptz[])[6])
+    OR (created_at >= ($5::timestamptz[])[7] AND created_at < ($6::timestamptz[])[7])
+    OR (created_at >= ($5::timestamptz[])[8] AND created_at < ($6::timestamptz[])[8]))
+  AND ($7::text IS NULL OR channel = $7)
+  AND ($8::text IS NULL OR status = $8)
+  AND ($9::timestamptz IS NULL OR (created_at, id) < ($9::timestamptz, $10::text))
+ORDER BY created_at DESC, id DESC
+LIMIT $11
+`
+
+type ListRecipientMessagesParams struct {
+	Project         string
+	TestMode        bool
+	Recipient       string
+	ConversationIds []string
+	Froms           []time.Time
+	Tos             []time.Time
+	Channel         *string
+	Status          *string
+	BeforeTime      *time.Time
+	BeforeID        *string
+	PageSize        int32
+}
+
+// A page of the messages to one recipient, read from the spans [froms[i], tos[i]) the caller
+// chose (partition.OnDays over RecipientDays; see ListConversationMessages for how the spans
+// prune). conversation_ids, when given, says every message sought is in one of those
+// conversations (no inbound message came to the recipient), so the conversation index finds
+// them instead of the project's whole days.
+func (q *Queries) ListRecipientMessages(ctx context.Context, arg ListRecipientMessagesParams) ([]Message, error) {
+	rows, err := q.db.Query(ctx, listRecipientMessages,
+		arg.Project,
+		arg.TestMode,
+		arg.Recipient,
+		arg.ConversationIds,
+		arg.Froms,
+		arg.Tos,
+		arg.Channel,
+		arg.Status,
+		arg.BeforeTime,
+		arg.BeforeID,
+		arg.PageSize,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Message
+	for rows.Next() {
+		var i Message
+		if err := rows.Scan(
+			&i.ID,
+			&i.Project,
+			&i.TestMode,
+			&i.Sender,
+			&i.Direction,
+			&i.Channel,
+			&i.MessageType,
+			&i.Status,
+			&i.Recipient,
+			&i.Originator,
+			&i.Body,
+			&i.Content,
+			&i.Subject,
+			&i.Metadata,
+			&i.ProviderMessageID,
+			&i.ErrorCode,
+			&i.ErrorMessage,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Options,
+			&i.ConversationID,
+			&i.AttemptedChannels,
+			&i.ProviderTimestamp,
+			&i.ErrorProviderCode,
+			&i.DispatchAttempts,
+			&i.CostMicros,
+			&i.CostProviderMicros,
+			&i.ChargedMicros,
+			&i.RiskHold,
+			&i.RiskReviewed,
+			&i.BroadcastContactID,
+			&i.Provider,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const markInboundRead = `-- name: MarkInboundRead :one
 UPDATE messages SET status = 'read', updated_at = $1
 WHERE id = $2 AND direction = 'inbound' AND status = 'received'
@@ -710,6 +813,53 @@ func (q *Queries) OptedOutAmong(ctx context.Context, arg OptedOutAmongParams) ([
 		return nil, err
 	}
 	return items, nil
+}
+
+const recipientDays = `-- name: RecipientDays :one
+SELECT (SELECT k.kept_from FROM kept_days k WHERE k.name = 'recipients')::timestamptz AS kept_from,
+       ARRAY(SELECT c.id FROM conversations c
+             WHERE c.project = $1 AND c.test_mode = $2 AND c.contact_identifier = $3)::text[] AS conversation_ids,
+       ARRAY(SELECT DISTINCT d.day FROM conversations c, unnest(c.message_days) AS d(day)
+             WHERE c.project = $1 AND c.test_mode = $2 AND c.contact_identifier = $3
+               AND d.day >= $4::date)::date[] AS conversation_days,
+       ARRAY(SELECT i.day FROM inbound_days i
+             WHERE i.project = $1 AND i.test_mode = $2 AND i.recipient = $3
+               AND i.day >= $4::date)::date[] AS inbound_days
+`
+
+type RecipientDaysParams struct {
+	Project   string
+	TestMode  bool
+	Recipient string
+	SinceDay  time.Time
+}
+
+type RecipientDaysRow struct {
+	KeptFrom         time.Time
+	ConversationIds  []string
+	ConversationDays []time.Time
+	InboundDays      []time.Time
+}
+
+// Where the messages to one recipient (its addr.Key) from since_day (a UTC day) on lie: the conversations with it
+// as the contact, which hold its outbound messages, and their days; the days it received inbound
+// messages as one of the project's addresses; and the instant from which these days are complete
+// (kept_days: earlier messages are found by reading back through the spans).
+func (q *Queries) RecipientDays(ctx context.Context, arg RecipientDaysParams) (RecipientDaysRow, error) {
+	row := q.db.QueryRow(ctx, recipientDays,
+		arg.Project,
+		arg.TestMode,
+		arg.Recipient,
+		arg.SinceDay,
+	)
+	var i RecipientDaysRow
+	err := row.Scan(
+		&i.KeptFrom,
+		&i.ConversationIds,
+		&i.ConversationDays,
+		&i.InboundDays,
+	)
+	return i, err
 }
 
 const sandboxInFlight = `-- name: SandboxInFlight :many

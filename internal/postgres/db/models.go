@@ -435,6 +435,13 @@ type FunctionTrigger struct {
 	NextRunAt    *time.Time
 }
 
+type InboundDay struct {
+	Project   string
+	TestMode  bool
+	Recipient string
+	Day       time.Time
+}
+
 type InvitationAnnouncement struct {
 	Project       string
 	InvitationUid string
@@ -450,6 +457,11 @@ type InvitationSignIn struct {
 	UsedAt     *time.Time
 	Pages      []byte
 	NonceHash  []byte
+}
+
+type KeptDay struct {
+	Name     string
+	KeptFrom time.Time
 }
 
 type KnowledgeBase struct {

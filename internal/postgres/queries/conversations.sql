@@ -3,7 +3,8 @@
 -- created with its first message and brought up to date by each later one. inbound_count is 1
 -- for the contact's first message in it. An inbound message counts as unread, opens the WhatsApp
 -- window (whatsapp_window_until), brings the contact's profile name and the ad referral of the
--- thread's first message; an outbound one ends a typing indicator.
+-- thread's first message, and keeps its day under the address it came to (inbound_days); an
+-- outbound one ends a typing indicator.
 WITH m AS (
     INSERT INTO messages (id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator,
                           body, content, subject, metadata, options, conversation_id, provider_message_id,
@@ -13,6 +14,13 @@ WITH m AS (
             @conversation_id, sqlc.narg(provider_message_id), sqlc.narg(provider_timestamp), sqlc.narg(broadcast_contact_id),
             @risk_reviewed, @created_at, @created_at)
     RETURNING id, project, test_mode, sender, channel, direction, body, created_at
+), inbound_day AS (
+    -- An inbound message's day under the address it came to (GET /v1/messages?to= reads it);
+    -- an outbound one's is its conversation's.
+    INSERT INTO inbound_days (project, test_mode, recipient, day)
+    SELECT m.project, m.test_mode, @recipient_key::text, (m.created_at AT TIME ZONE 'UTC')::date
+    FROM m WHERE m.direction = 'inbound'
+    ON CONFLICT DO NOTHING
 )
 INSERT INTO conversations AS c (id, project, test_mode, sender, contact_identifier, address, contact_id, channels, message_count,
                                 unread_count, inbound_count, last_message_id, last_message_at, last_message_channel,

@@ -38,6 +38,44 @@ WHERE project = @project AND test_mode = @test_mode
 ORDER BY created_at DESC, id DESC
 LIMIT @page_size;
 
+-- name: RecipientDays :one
+-- Where the messages to one recipient (its addr.Key) from since_day (a UTC day) on lie: the conversations with it
+-- as the contact, which hold its outbound messages, and their days; the days it received inbound
+-- messages as one of the project's addresses; and the instant from which these days are complete
+-- (kept_days: earlier messages are found by reading back through the spans).
+SELECT (SELECT k.kept_from FROM kept_days k WHERE k.name = 'recipients')::timestamptz AS kept_from,
+       ARRAY(SELECT c.id FROM conversations c
+             WHERE c.project = @project AND c.test_mode = @test_mode AND c.contact_identifier = @recipient)::text[] AS conversation_ids,
+       ARRAY(SELECT DISTINCT d.day FROM conversations c, unnest(c.message_days) AS d(day)
+             WHERE c.project = @project AND c.test_mode = @test_mode AND c.contact_identifier = @recipient
+               AND d.day >= @since_day::date)::date[] AS conversation_days,
+       ARRAY(SELECT i.day FROM inbound_days i
+             WHERE i.project = @project AND i.test_mode = @test_mode AND i.recipient = @recipient
+               AND i.day >= @since_day::date)::date[] AS inbound_days;
+
+-- name: ListRecipientMessages :many
+-- A page of the messages to one recipient, read from the spans [froms[i], tos[i]) the caller
+-- chose (partition.OnDays over RecipientDays; see ListConversationMessages for how the spans
+-- prune). conversation_ids, when given, says every message sought is in one of those
+-- conversations (no inbound message came to the recipient), so the conversation index finds
+-- them instead of the project's whole days.
+SELECT * FROM messages
+WHERE project = @project AND test_mode = @test_mode AND recipient = @recipient
+  AND (sqlc.narg(conversation_ids)::text[] IS NULL OR conversation_id = ANY(sqlc.narg(conversation_ids)::text[]))
+  AND ((created_at >= (@froms::timestamptz[])[1] AND created_at < (@tos::timestamptz[])[1])
+    OR (created_at >= (@froms::timestamptz[])[2] AND created_at < (@tos::timestamptz[])[2])
+    OR (created_at >= (@froms::timestamptz[])[3] AND created_at < (@tos::timestamptz[])[3])
+    OR (created_at >= (@froms::timestamptz[])[4] AND created_at < (@tos::timestamptz[])[4])
+    OR (created_at >= (@froms::timestamptz[])[5] AND created_at < (@tos::timestamptz[])[5])
+    OR (created_at >= (@froms::timestamptz[])[6] AND created_at < (@tos::timestamptz[])[6])
+    OR (created_at >= (@froms::timestamptz[])[7] AND created_at < (@tos::timestamptz[])[7])
+    OR (created_at >= (@froms::timestamptz[])[8] AND created_at < (@tos::timestamptz[])[8]))
+  AND (sqlc.narg(channel)::text IS NULL OR channel = sqlc.narg(channel))
+  AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
+  AND (sqlc.narg(before_time)::timestamptz IS NULL OR (created_at, id) < (sqlc.narg(before_time)::timestamptz, sqlc.narg(before_id)::text))
+ORDER BY created_at DESC, id DESC
+LIMIT @page_size;
+
 -- name: SetMessageStatus :one
 -- Moves a message forward; a late or repeated step is ignored (returns no row). In the same
 -- statement it keeps the metrics of the contact channel an outbound message went to (the
