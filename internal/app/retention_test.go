@@ -242,7 +242,7 @@ func TestRecipientPagesReadTheDaysOfItsMessages(t *testing.T) {
 
 	// The days have been kept since 100 days ago (as if the migration ran then). Messages on the
 	// conversation's days and on the address's inbound days are read; those on days neither
-	// kept (which cannot be, but they show that only the kept days are read) are not; and
+	// kept (notKept: which cannot be, but they show that only the kept days are read) are not; and
 	// everything before the days were kept is read back, on the day they began too.
 	keptFrom := today.Add(-100*24*time.Hour + 12*time.Hour)
 	if _, err := in.db.Exec(ctx, `UPDATE kept_days SET kept_from = $1 WHERE name = 'recipients'`, keptFrom); err != nil {
@@ -253,13 +253,13 @@ func TestRecipientPagesReadTheDaysOfItsMessages(t *testing.T) {
 		insertMessageAt(t, in, project, &conv, "outbound", contact, day(3).Add(time.Hour)),
 		insertMessageAt(t, in, project, &conv, "outbound", contact, day(20).Add(time.Hour)),
 	}
-	insertMessageAt(t, in, project, &conv, "outbound", contact, day(40).Add(time.Hour)) // a day not kept
+	notKept := insertMessageAt(t, in, project, &conv, "outbound", contact, day(40).Add(time.Hour))
 	beforeKept := []string{
 		insertMessageAt(t, in, project, &conv, "outbound", contact, keptFrom.Add(-time.Hour)), // its day, before it
 		insertMessageAt(t, in, project, &conv, "outbound", contact, day(200)),
 	}
 	inboundKept := insertMessageAt(t, in, project, &conv, "inbound", ours, day(10).Add(time.Hour))
-	insertMessageAt(t, in, project, &conv, "inbound", ours, day(15).Add(time.Hour)) // a day not kept
+	inboundNotKept := insertMessageAt(t, in, project, &conv, "inbound", ours, day(15).Add(time.Hour))
 	inboundBefore := insertMessageAt(t, in, project, &conv, "inbound", ours, day(150))
 	if _, err := in.db.Exec(ctx, `UPDATE conversations SET message_days = message_days || ARRAY[$2::date, $3::date] WHERE id = $1`,
 		conv, day(3), day(20)); err != nil {
@@ -282,6 +282,18 @@ func TestRecipientPagesReadTheDaysOfItsMessages(t *testing.T) {
 	}
 	if got := to(contact, "&channel=sms"); !slices.Equal(got, want) {
 		t.Errorf("to=%s&channel=sms = %v, want %v", contact, got, want)
+	}
+
+	// Without the row that says when the lists began, everything is read back through the spans.
+	if _, err := in.db.Exec(ctx, `DELETE FROM kept_days`); err != nil {
+		t.Fatal(err)
+	}
+	all := append(append(slices.Clone(sent), onKeptDay...), notKept)
+	if got, want := to(contact, ""), append(all, beforeKept...); !slices.Equal(got, want) {
+		t.Errorf("to=%s without kept_days = %v, want every message %v", contact, got, want)
+	}
+	if got, want := to(ours, ""), []string{inbound["id"].(string), inboundKept, inboundNotKept, inboundBefore}; !slices.Equal(got, want) {
+		t.Errorf("to=%s without kept_days = %v, want %v", ours, got, want)
 	}
 
 	// Retention removes the inbound days past the messages' own.

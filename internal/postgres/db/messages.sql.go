@@ -816,7 +816,7 @@ func (q *Queries) OptedOutAmong(ctx context.Context, arg OptedOutAmongParams) ([
 }
 
 const recipientDays = `-- name: RecipientDays :one
-SELECT (SELECT k.kept_from FROM kept_days k WHERE k.name = 'recipients')::timestamptz AS kept_from,
+SELECT coalesce((SELECT k.kept_from FROM kept_days k WHERE k.name = 'recipients'), now() + interval '1000 years')::timestamptz AS kept_from,
        ARRAY(SELECT c.id FROM conversations c
              WHERE c.project = $1 AND c.test_mode = $2 AND c.contact_identifier = $3)::text[] AS conversation_ids,
        ARRAY(SELECT DISTINCT d.day FROM conversations c, unnest(c.message_days) AS d(day)
@@ -844,7 +844,8 @@ type RecipientDaysRow struct {
 // Where the messages to one recipient (its addr.Key) from since_day (a UTC day) on lie: the conversations with it
 // as the contact, which hold its outbound messages, and their days; the days it received inbound
 // messages as one of the project's addresses; and the instant from which these days are complete
-// (kept_days: earlier messages are found by reading back through the spans).
+// (kept_days: earlier messages are found by reading back through the spans; without its row,
+// as if nothing was kept: a millennium ahead).
 func (q *Queries) RecipientDays(ctx context.Context, arg RecipientDaysParams) (RecipientDaysRow, error) {
 	row := q.db.QueryRow(ctx, recipientDays,
 		arg.Project,
