@@ -841,11 +841,11 @@ type RecipientDaysRow struct {
 	InboundDays      []time.Time
 }
 
-// Where the messages to one recipient (its addr.Key) from since_day (a UTC day) on lie: the conversations with it
-// as the contact, which hold its outbound messages, and their days; the days it received inbound
-// messages as one of the project's addresses; and the instant from which these days are complete
-// (kept_days: earlier messages are found by reading back through the spans; without its row,
-// as if nothing was kept: a millennium ahead).
+// Where the messages to one recipient (its addr.Key) from since_day (a UTC day) on lie: the
+// conversations with it as the contact, which hold its outbound messages, and their days; the
+// days it received inbound messages as one of the project's addresses; and the instant from which
+// these days are complete (kept_days: earlier messages are found by reading back through the
+// spans; without its row, as if nothing was kept: a millennium ahead).
 func (q *Queries) RecipientDays(ctx context.Context, arg RecipientDaysParams) (RecipientDaysRow, error) {
 	row := q.db.QueryRow(ctx, recipientDays,
 		arg.Project,

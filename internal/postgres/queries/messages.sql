@@ -39,11 +39,11 @@ ORDER BY created_at DESC, id DESC
 LIMIT @page_size;
 
 -- name: RecipientDays :one
--- Where the messages to one recipient (its addr.Key) from since_day (a UTC day) on lie: the conversations with it
--- as the contact, which hold its outbound messages, and their days; the days it received inbound
--- messages as one of the project's addresses; and the instant from which these days are complete
--- (kept_days: earlier messages are found by reading back through the spans; without its row,
--- as if nothing was kept: a millennium ahead).
+-- Where the messages to one recipient (its addr.Key) from since_day (a UTC day) on lie: the
+-- conversations with it as the contact, which hold its outbound messages, and their days; the
+-- days it received inbound messages as one of the project's addresses; and the instant from which
+-- these days are complete (kept_days: earlier messages are found by reading back through the
+-- spans; without its row, as if nothing was kept: a millennium ahead).
 SELECT coalesce((SELECT k.kept_from FROM kept_days k WHERE k.name = 'recipients'), now() + interval '1000 years')::timestamptz AS kept_from,
        ARRAY(SELECT c.id FROM conversations c
              WHERE c.project = @project AND c.test_mode = @test_mode AND c.contact_identifier = @recipient)::text[] AS conversation_ids,
