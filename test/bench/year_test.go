@@ -75,6 +75,55 @@ type phaseFigures struct {
 	lifeRate     float64
 	deliveryRate float64
 	lists        []listFigure
+	// sendWaits counts what the database's active backends were waiting on while sends were
+	// accepted, sampled every few milliseconds ("CPU" when on none): where a tail comes from.
+	sendWaits map[string]int
+}
+
+// sampleWaits tallies the wait events of the database's active backends into *into until the
+// returned func is called.
+func sampleWaits(c *cluster.Cluster, into *map[string]int) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	counts := map[string]int{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			rows, err := c.Pool.Query(ctx, `SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') FROM pg_stat_activity
+				WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()`)
+			if err == nil {
+				waits, _ := pgx.CollectRows(rows, pgx.RowTo[string])
+				for _, w := range waits {
+					counts[w]++
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	return func() {
+		cancel()
+		<-done
+		*into = counts
+	}
+}
+
+// topWaits renders the commonest waits of a tally, with their shares.
+func topWaits(counts map[string]int) string {
+	total := 0
+	keys := make([]string, 0, len(counts))
+	for k, n := range counts {
+		total += n
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return counts[b] - counts[a] })
+	var parts []string
+	for i, k := range keys {
+		if i == 6 {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f %%", k, 100*float64(counts[k])/float64(max(total, 1))))
+	}
+	return fmt.Sprintf("%s (%d samples)", strings.Join(parts, ", "), total)
 }
 
 type listFigure struct {
@@ -127,7 +176,9 @@ func measureYearPhase(b *testing.B, c *cluster.Cluster, rcv *receiver, proc *clu
 	var p phaseFigures
 	skey := c.Project("year-"+phase+"-sends", "")
 	closedLoop(b, proc.URL, skey, warmUpSends, sendClients)
+	stopSampling := sampleWaits(c, &p.sendWaits)
 	p.sendRate, p.sendP99 = closedLoop(b, proc.URL, skey, sends, sendClients)
+	stopSampling()
 	waitDrained(b, c, "year-"+phase+"-sends")
 
 	life := "year-" + phase + "-life"
@@ -677,6 +728,8 @@ func (f *yearFigures) table() string {
 		took = append(took, fmt.Sprintf("%s %v", t, d.took[i].Round(time.Millisecond)))
 		all += d.took[i]
 	}
+	fmt.Fprintf(&s, "\nWhat the database's active backends waited on while sends were accepted (sampled every 5 ms; CPU: none):\n    empty: %s\n    year:  %s\n",
+		topWaits(e.sendWaits), topWaits(y.sendWaits))
 	fmt.Fprintf(&s, "\nThe oldest %d days dropped while %d clients sent: %d partitions in %v (%s); it must take seconds: %s\n",
 		yearDropDays, yearDropClients, d.partitions, all.Round(time.Millisecond), strings.Join(took, ", "), met(all < time.Minute))
 	fmt.Fprintf(&s, "    sends before: %.0f/s, p99 %s, slowest %s; during: %.0f/s, p99 %s, slowest %s (%d sends); none failed\n",
