@@ -485,8 +485,6 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 		agentRuntime.Functions = &functions.Tools{Reader: mgr.GetClient(), Invoker: invoker}
-		// The sandbox's steps come in bursts (every message sent 0.5 s ago is delivered now):
-		// they share transactions.
 		// Every process that writes keeps the coming days' partitions made (docs/data-lifecycle.md).
 		if err := mgr.Add(&partition.Keeper{Pool: cfg.Pool, Log: log.WithName("partitions")}); err != nil {
 			return fmt.Errorf("add partition keeper: %w", err)
@@ -501,6 +499,8 @@ func Run(ctx context.Context, cfg Config) error {
 				return fmt.Errorf("add retention pruner: %w", err)
 			}
 		}
+		// The sandbox's steps come in bursts (every message sent 0.5 s ago is delivered now):
+		// they share transactions.
 		statuses := messages.NewStatusBatcher()
 		sbx.Advance = func(ctx context.Context, id, status string) error {
 			_, err := statuses.Apply(ctx, message.StatusChange{MessageID: id, Status: status})
