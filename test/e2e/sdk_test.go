@@ -105,6 +105,12 @@ func TestRegulatoryThroughThePublishedClient(t *testing.T) {
 	runDevScript(t, "regulatory.cjs")
 }
 
+// TestRecipientListsThroughThePublishedClient lists one recipient's messages through
+// @zavudev/sdk's messages.list({ to }) against the built binary, with a test key.
+func TestRecipientListsThroughThePublishedClient(t *testing.T) {
+	runDevScript(t, "recipients.cjs")
+}
+
 // TestWhatsAppSyncThroughThePublishedClient drives @zavudev/sdk's WhatsApp coexistence sync
 // against the built binary, with a test key: the dev system's sandbox WhatsApp number is a
 // coexistence one.
