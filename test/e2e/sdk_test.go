@@ -106,7 +106,8 @@ func TestRegulatoryThroughThePublishedClient(t *testing.T) {
 }
 
 // TestRecipientListsThroughThePublishedClient lists one recipient's messages through
-// @zavudev/sdk's messages.list({ to }) against the built binary, with a test key.
+// @zavudev/sdk's messages.list({ to }) against the built binary, with a test key, and deletes a
+// contact (contacts.delete): the person is erased, and their address lists nothing.
 func TestRecipientListsThroughThePublishedClient(t *testing.T) {
 	runDevScript(t, "recipients.cjs")
 }
