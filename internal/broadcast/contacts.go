@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/randid"
 )
@@ -84,22 +85,33 @@ func (s *Service) AddContacts(ctx context.Context, k Key, id string, contacts []
 // take the broadcast past the installation's maximum refuse the request (400 on field, the
 // request's list) and add nothing.
 func (s *Service) insert(ctx context.Context, k Key, id, field string, rows []checked) (added, duplicates int, err error) {
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	// Tried again once when the broadcast's day has no partition yet (a broadcast made while no
+	// process kept the partitions ahead).
+	err = partition.Retry(ctx, s.pool, func() error { return s.insertTx(ctx, k, id, field, rows, &added, &duplicates) })
+	if err != nil {
+		return 0, 0, err
+	}
+	return added, duplicates, nil
+}
+
+// insertTx is insert's transaction.
+func (s *Service) insertTx(ctx context.Context, k Key, id, field string, rows []checked, added, duplicates *int) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.New(tx)
 		if _, err := draft(ctx, q, k, id, "recipients are added to"); err != nil {
 			return err
 		}
-		added, duplicates = 0, 0
+		*added, *duplicates = 0, 0
 		now := s.now().UTC()
 		p := db.AddBroadcastContactsParams{BroadcastID: id}
 		seen := map[string]bool{}
 		for _, r := range rows {
 			if seen[r.recipient] {
-				duplicates++
+				*duplicates++
 				continue
 			}
 			seen[r.recipient] = true
-			cid, err := randid.Prefixed("bcc_", 20)
+			cid, err := recipientID(id)
 			if err != nil {
 				return err
 			}
@@ -117,24 +129,31 @@ func (s *Service) insert(ctx context.Context, k Key, id, field string, rows []ch
 			if err != nil {
 				return fmt.Errorf("add recipients: %w", err)
 			}
-			added = len(ids)
-			duplicates += len(p.Ids) - len(ids)
+			*added = len(ids)
+			*duplicates += len(p.Ids) - len(ids)
 		}
-		total, err := q.CountDraftContacts(ctx, db.CountDraftContactsParams{ID: id, N: int32(added), Now: now})
+		total, err := q.CountDraftContacts(ctx, db.CountDraftContactsParams{ID: id, N: int32(*added), Now: now})
 		if err != nil {
 			return fmt.Errorf("count recipients of %s: %w", id, err)
 		}
 		if limit := s.maxRecipients(); int(total) > limit {
 			return apperror.InvalidFields(apperror.FieldError{Path: field, Message: fmt.Sprintf(
 				"would take the broadcast to %d recipients; it may have at most %d (it has %d): nothing of this request was added",
-				total, limit, int(total)-added)})
+				total, limit, int(total)-*added)})
 		}
 		return nil
 	})
-	if err != nil {
-		return 0, 0, err
+}
+
+// recipientID makes the id of a recipient of broadcast: it carries the broadcast's time, not
+// its own, since the recipients lie in their broadcast's partition (broadcast_at), which a
+// lookup by the recipient's id alone (a message's recipient, an unsubscribe link) then names.
+// A broadcast made before ids carried their time gives untimed ids, as it always did.
+func recipientID(broadcast string) (string, error) {
+	if at, ok := randid.TimeOf(broadcast); ok {
+		return randid.Timed("bcc_", at)
 	}
-	return added, duplicates, nil
+	return randid.Prefixed("bcc_", 20)
 }
 
 // checked is a recipient ready to store: normalised, with its type and its three variable

@@ -341,7 +341,7 @@ func (s *Service) chunk(ctx context.Context, id string, n int) (int, error) {
 				cost += *m.CostMicros
 			}
 		}
-		if err := queueContacts(ctx, q, results, now); err != nil {
+		if err := queueContacts(ctx, q, id, results, now); err != nil {
 			return err
 		}
 		d := counts{db.CountBroadcastParams{ID: id, Pending: -int32(len(contacts)), Queued: int32(len(msgs)),
@@ -417,9 +417,10 @@ type result struct {
 	code, reason          string
 }
 
-// queueContacts records a chunk's recipients: queued with their messages, or failed with why.
-func queueContacts(ctx context.Context, q *db.Queries, results []result, now time.Time) error {
-	p := db.QueueBroadcastContactsParams{Now: now}
+// queueContacts records a chunk's recipients of broadcast: queued with their messages, or failed
+// with why.
+func queueContacts(ctx context.Context, q *db.Queries, broadcast string, results []result, now time.Time) error {
+	p := db.QueueBroadcastContactsParams{BroadcastID: broadcast, Now: now}
 	for _, r := range results {
 		p.Ids, p.Statuses, p.MessageIds = append(p.Ids, r.id), append(p.Statuses, r.status), append(p.MessageIds, r.messageID)
 		p.Costs, p.ErrorCodes, p.ErrorMessages = append(p.Costs, r.cost), append(p.ErrorCodes, r.code), append(p.ErrorMessages, r.reason)

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
@@ -40,6 +41,7 @@ func (s *Service) FollowMessages(ctx context.Context, tx pgx.Tx, moved []db.Mess
 		p.Ids, p.Statuses, p.Costs = append(p.Ids, *m.BroadcastContactID), append(p.Statuses, contactStatus(m.Status)), append(p.Costs, cost)
 		p.ErrorCodes, p.ErrorMessages = append(p.ErrorCodes, deref(m.ErrorCode)), append(p.ErrorMessages, deref(m.ErrorMessage))
 	}
+	p.BroadcastFrom, p.BroadcastTo = partition.Bounds(p.Ids)
 	rows, err := db.New(tx).FollowBroadcastContacts(ctx, p)
 	if err != nil {
 		return fmt.Errorf("move broadcast recipients: %w", err)

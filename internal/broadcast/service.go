@@ -67,7 +67,9 @@ func (s *Service) Create(ctx context.Context, k Key, in Input) (Broadcast, error
 	if len(errs) > 0 {
 		return Broadcast{}, apperror.InvalidFields(errs...)
 	}
-	id, err := randid.Prefixed("bc_", 24)
+	// The id carries the broadcast's time, which names its recipients' partition (recipientID).
+	now := s.now().UTC()
+	id, err := randid.Timed("bc_", now)
 	if err != nil {
 		return Broadcast{}, err
 	}
@@ -75,7 +77,7 @@ func (s *Service) Create(ctx context.Context, k Key, in Input) (Broadcast, error
 	row, err := db.New(s.pool).InsertBroadcast(ctx, db.InsertBroadcastParams{ID: id, Project: k.Project, TestMode: k.TestMode,
 		Name: f.name, Channel: f.channel, MessageType: f.messageType, Text: f.text, Content: content, EmailSubject: f.emailSubject,
 		EmailHtmlBody: f.htmlBody, UnsubscribeUrl: f.unsubscribeURL, SenderID: f.senderID, Metadata: metadata, IdempotencyKey: in.IdempotencyKey,
-		ScheduledAt: f.scheduledAt, Now: s.now().UTC()})
+		ScheduledAt: f.scheduledAt, Now: now})
 	if errors.Is(err, pgx.ErrNoRows) && in.IdempotencyKey != nil {
 		orig, err := db.New(s.pool).BroadcastByIdempotencyKey(ctx, db.BroadcastByIdempotencyKeyParams{Project: k.Project,
 			TestMode: k.TestMode, IdempotencyKey: in.IdempotencyKey})

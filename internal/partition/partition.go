@@ -31,6 +31,8 @@ var Tables = []Table{
 	{Name: "message_idempotency_keys", Column: "created_at"},
 	{Name: "webhook_deliveries", Column: "created_at"},
 	{Name: "webhook_delivery_attempts", Column: "started_at"},
+	// A broadcast's recipients lie in the partition of their broadcast's time (migration 42).
+	{Name: "broadcast_contacts", Column: "broadcast_at"},
 }
 
 // Day is the span of one partition.

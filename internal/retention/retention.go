@@ -64,6 +64,8 @@ func (p Policy) days(table string) int {
 		return p.IdempotencyKeys
 	case "webhook_deliveries", "webhook_delivery_attempts":
 		return p.WebhookDeliveries
+	case "broadcast_contacts": // a broadcast's recipients, as long as the messages sent to them
+		return p.Messages
 	}
 	return 0 // a table no retention names is never pruned
 }
@@ -102,6 +104,26 @@ func (p *Pruner) Start(ctx context.Context) error {
 	return nil
 }
 
+// unfinishedBroadcasts moves horizon back to the partition of the oldest broadcast that has not
+// ended (a draft, one in review, scheduled, sending or paused): its recipients are still to be
+// sent to, or to be read while it runs, however old it is. A day is dropped whole, so the
+// broadcasts made after it on that day keep theirs too until it ends.
+func (p *Pruner) unfinishedBroadcasts(ctx context.Context, horizon time.Time) (time.Time, error) {
+	var oldest *time.Time
+	err := p.Pool.QueryRow(ctx, `SELECT min(switchboard_id_at(id)) FROM broadcasts
+		WHERE status NOT IN ('completed', 'cancelled', 'failed', 'rejected_final')`).Scan(&oldest)
+	if err != nil {
+		return horizon, fmt.Errorf("find the oldest unfinished broadcast: %w", err)
+	}
+	if oldest == nil || !oldest.Before(horizon) {
+		return horizon, nil
+	}
+	held := oldest.UTC().Truncate(partition.Day)
+	p.Log.Info("keeping broadcast recipients past their retention: a broadcast of that day has not ended",
+		"since", held.Format(time.DateOnly))
+	return held, nil
+}
+
 // Prune drops every table's partitions past the policy.
 func (p *Pruner) Prune(ctx context.Context) error {
 	now := time.Now()
@@ -116,8 +138,14 @@ func (p *Pruner) Prune(ctx context.Context) error {
 		if !done || p.Policy.days(t.Name) == 0 {
 			continue // not converted yet (a migration under way), or kept by no setting
 		}
+		horizon := p.Policy.Since(t.Name, now)
+		if t.Name == "broadcast_contacts" {
+			if horizon, err = p.unfinishedBroadcasts(ctx, horizon); err != nil {
+				return err
+			}
+		}
 		began := time.Now()
-		dropped, err := partition.DropBefore(ctx, p.Pool, t, p.Policy.Since(t.Name, now))
+		dropped, err := partition.DropBefore(ctx, p.Pool, t, horizon)
 		if len(dropped) > 0 {
 			p.Log.Info("dropped expired partitions", "table", t.Name, "partitions", dropped, "took", time.Since(began).Round(time.Millisecond))
 		}

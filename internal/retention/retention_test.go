@@ -10,6 +10,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres"
 	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
+	"github.com/switchboard-io/switchboard/internal/randid"
 	"github.com/switchboard-io/switchboard/internal/retention"
 )
 
@@ -39,12 +40,25 @@ func TestPruneDropsExpiredDays(t *testing.T) {
 	if _, err := postgres.MigrateTo(ctx, pool, 37); err != nil {
 		t.Fatal(err)
 	}
-	// Converted 60 days ago, with a partition for every day since.
+	// Converted 60 days ago, with a partition for every day since: the tables of migration 37
+	// first, then broadcast recipients, partitioned since migration 42, as an installation
+	// upgraded through both converts them.
 	then := func() time.Time { return time.Now().Add(-60 * partition.Day) }
-	if err := (&partition.Converter{Pool: pool, Log: testr.New(t), Now: then}).ConvertAll(ctx); err != nil {
+	convert := &partition.Converter{Pool: pool, Log: testr.New(t), Now: then}
+	for _, tbl := range partition.Tables {
+		if tbl.Name != "broadcast_contacts" {
+			if err := convert.Convert(ctx, tbl); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := postgres.MigrateTo(ctx, pool, 42); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := postgres.Migrate(ctx, pool); err != nil { // the migrations after the conversion
+	if err := convert.ConvertAll(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := postgres.Migrate(ctx, pool); err != nil { // the migrations after the conversions
 		t.Fatal(err)
 	}
 	today := time.Now().UTC().Truncate(partition.Day)
@@ -53,9 +67,28 @@ func TestPruneDropsExpiredDays(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A message, a key, a delivery and an attempt at noon of each of the last 50 days.
+	// A message, a key, a delivery, an attempt and a completed broadcast's recipient at noon of
+	// each of the last 50 days; 40 days ago, a draft's recipient too.
+	var broadcasts, statuses []string
+	for d := range 50 {
+		id, err := randid.Timed("bc_", today.Add(-time.Duration(d)*partition.Day+12*time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		broadcasts, statuses = append(broadcasts, id), append(statuses, "completed")
+	}
+	draft, err := randid.Timed("bc_", today.Add(-40*partition.Day+12*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	broadcasts, statuses = append(broadcasts, draft), append(statuses, "draft")
 	if _, err := pool.Exec(ctx, `
 		WITH days AS (SELECT d, $1::timestamptz - d * interval '1 day' + interval '12 hours' AS at FROM generate_series(0, 49) AS d)
+		, b AS (INSERT INTO broadcasts (id, project, test_mode, name, channel, message_type, status, created_at, updated_at)
+		        SELECT id, 'p', false, 'b', 'sms', 'text', status, switchboard_id_at(id), now() FROM unnest($2::text[], $3::text[]) AS u(id, status)
+		        RETURNING id)
+		, c AS (INSERT INTO broadcast_contacts (id, broadcast_id, broadcast_at, recipient, recipient_type, status, created_at)
+		        SELECT 'bcc_' || substr(id, 4), id, switchboard_id_at(id), '+1555', 'phone', 'delivered', now() FROM b)
 		, m AS (INSERT INTO messages (id, project, test_mode, direction, channel, message_type, status, recipient, created_at, updated_at)
 		        SELECT 'msg_' || d, 'p', false, 'outbound', 'sms', 'text', 'sent', '+1555', at, at FROM days)
 		, k AS (INSERT INTO message_idempotency_keys (project, test_mode, key, message_id, created_at)
@@ -65,7 +98,7 @@ func TestPruneDropsExpiredDays(t *testing.T) {
 		, i AS (INSERT INTO inbound_days (project, test_mode, recipient, day)
 		        SELECT 'p', false, '+1555', (at AT TIME ZONE 'UTC')::date FROM days)
 		INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, url, latency_ms)
-		SELECT 'evt_' || d, 1, at, 'https://example.com', 1 FROM days`, today); err != nil {
+		SELECT 'evt_' || d, 1, at, 'https://example.com', 1 FROM days`, today, broadcasts, statuses); err != nil {
 		t.Fatal(err)
 	}
 	p := retention.Pruner{Pool: pool, Log: testr.New(t), Policy: retention.Policy{Messages: 30, WebhookDeliveries: 10, IdempotencyKeys: 3}}
@@ -85,6 +118,28 @@ func TestPruneDropsExpiredDays(t *testing.T) {
 		if n != want+1 {
 			t.Errorf("%s: %d days left, want %d", table, n, want+1)
 		}
+	}
+	// Broadcast recipients are kept as long as the messages, and from the day of a broadcast that
+	// has not ended on: the 41 days from the draft's, which holds the draft's recipient too.
+	var left int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM broadcast_contacts`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 42 {
+		t.Errorf("broadcast_contacts: %d recipients left, want 42", left)
+	}
+	// Once the draft is cancelled its day goes, and those after it to the setting's.
+	if _, err := pool.Exec(ctx, `UPDATE broadcasts SET status = 'cancelled' WHERE id = $1`, draft); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Prune(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM broadcast_contacts`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 31 {
+		t.Errorf("broadcast_contacts after the draft ended: %d days left, want 31", left)
 	}
 	// Pruning again drops nothing more.
 	if err := p.Prune(ctx); err != nil {

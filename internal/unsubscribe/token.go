@@ -6,6 +6,7 @@
 package unsubscribe
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base32"
@@ -26,27 +27,44 @@ const (
 // truncated), names no recipient, or has expired.
 var ErrInvalid = errors.New("invalid unsubscribe token")
 
-// A token names one broadcast recipient (a broadcast_contacts row, "bcc_" and 20 base62
-// characters), whose row says the project, mode, broadcast and address: the address is not in
-// the link, which mail scanners and proxies log. It is short enough to be the local part of
-// the mailto: address (RFC 5321: 64 octets, with the "unsubscribe-" prefix), and written in
-// lower-case base32, because relays may change a local part's case.
+// A token names one broadcast recipient (a broadcast_contacts row), whose row says the
+// project, mode, broadcast and address: the address is not in the link, which mail scanners and
+// proxies log. It is short enough to be the local part of the mailto: address (RFC 5321: 64
+// octets, with the "unsubscribe-" prefix), and written in lower-case base32, because relays may
+// change a local part's case. Its two forms are told apart by their length:
 //
-// Its bytes are the version, the id's 119 bits (15 bytes) and a truncated HMAC-SHA256.
+//   - a recipient id with its broadcast's time ("bcc_" and 26 base62 characters, randid.Timed):
+//     the id's 155 bits (20 bytes) and a truncated HMAC-SHA256, 52 characters;
+//   - an id made before ids carried their time ("bcc_" and 20): a version byte (2), the id's 119
+//     bits (15 bytes) and the HMAC, 45 characters. Such links went out in mail and stay valid.
 const (
-	version    = 2
-	idPrefix   = "bcc_"
-	idChars    = 20
-	idBytes    = 15
-	tagSize    = 12 // 96 bits: forging one takes 2^96 tries, each a request
-	tokenBytes = 1 + idBytes + tagSize
+	idPrefix = "bcc_"
+	tagSize  = 12 // 96 bits: forging one takes 2^96 tries, each a request
 )
+
+// idForm is one form of recipient id a token holds.
+type idForm struct {
+	chars   int    // base62 characters after the prefix
+	bytes   int    // bytes the id's number takes
+	version []byte // the token's leading version byte, or none
+	limit   *big.Int
+}
 
 var (
 	encoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
-	// idLimit is 62^20: one past the largest id.
-	idLimit = new(big.Int).Exp(big.NewInt(62), big.NewInt(idChars), nil)
+	timedID  = idForm{chars: randid.TimedLength, bytes: 20}
+	untimed  = idForm{chars: 20, bytes: 15, version: []byte{2}}
+	idForms  = []idForm{timedID, untimed}
 )
+
+func init() {
+	for i := range idForms {
+		idForms[i].limit = new(big.Int).Exp(big.NewInt(62), big.NewInt(int64(idForms[i].chars)), nil)
+	}
+}
+
+// tokenBytes is the decoded length of a token of the form.
+func (f idForm) tokenBytes() int { return len(f.version) + f.bytes + tagSize }
 
 // Signer makes and checks tokens with one installation key.
 type Signer struct{ key []byte }
@@ -57,14 +75,21 @@ func NewSigner(key []byte) *Signer { return &Signer{key: key} }
 // Token is the token of the broadcast recipient recipientID; the same id always gives the same
 // token, so the headers of a message can be shown again as they were sent.
 func (s *Signer) Token(recipientID string) (string, error) {
-	n, ok := decodeID(recipientID)
-	if !ok {
-		return "", errors.New("a broadcast recipient's id is " + idPrefix + " and 20 base62 characters")
+	digits, ok := strings.CutPrefix(recipientID, idPrefix)
+	for _, f := range idForms {
+		if !ok || len(digits) != f.chars {
+			continue
+		}
+		n, ok := decodeID(digits)
+		if !ok {
+			break
+		}
+		b := make([]byte, len(f.version)+f.bytes, f.tokenBytes())
+		copy(b, f.version)
+		n.FillBytes(b[len(f.version):])
+		return encoding.EncodeToString(append(b, s.tag(b)...)), nil
 	}
-	b := make([]byte, 1+idBytes, tokenBytes)
-	b[0] = version
-	n.FillBytes(b[1 : 1+idBytes])
-	return encoding.EncodeToString(append(b, s.tag(b)...)), nil
+	return "", errors.New("a broadcast recipient's id is " + idPrefix + " and 26 (or 20) base62 characters")
 }
 
 // Parse returns the broadcast recipient a token made by this installation's key names. Upper
@@ -73,18 +98,24 @@ func (s *Signer) Parse(token string) (recipientID string, err error) {
 	token = strings.ToLower(token)
 	b, err := encoding.DecodeString(token)
 	// A token has one spelling: re-encoding refuses strings whose unused last bits differ.
-	if err != nil || len(b) != tokenBytes || encoding.EncodeToString(b) != token {
+	if err != nil || encoding.EncodeToString(b) != token {
 		return "", ErrInvalid
 	}
-	body, tag := b[:1+idBytes], b[1+idBytes:]
-	if !hmac.Equal(tag, s.tag(body)) || body[0] != version {
-		return "", ErrInvalid
+	for _, f := range idForms {
+		if len(b) != f.tokenBytes() {
+			continue
+		}
+		body, tag := b[:len(b)-tagSize], b[len(b)-tagSize:]
+		if !hmac.Equal(tag, s.tag(body)) || !bytes.HasPrefix(body, f.version) {
+			return "", ErrInvalid
+		}
+		n := new(big.Int).SetBytes(body[len(f.version):])
+		if n.Cmp(f.limit) >= 0 {
+			return "", ErrInvalid
+		}
+		return idPrefix + encodeID(n, f.chars), nil
 	}
-	n := new(big.Int).SetBytes(body[1:])
-	if n.Cmp(idLimit) >= 0 {
-		return "", ErrInvalid
-	}
-	return encodeID(n), nil
+	return "", ErrInvalid
 }
 
 func (s *Signer) tag(body []byte) []byte {
@@ -94,11 +125,7 @@ func (s *Signer) tag(body []byte) []byte {
 	return m.Sum(nil)[:tagSize]
 }
 
-func decodeID(id string) (*big.Int, bool) {
-	digits, ok := strings.CutPrefix(id, idPrefix)
-	if !ok || len(digits) != idChars {
-		return nil, false
-	}
+func decodeID(digits string) (*big.Int, bool) {
 	n := new(big.Int)
 	base := big.NewInt(62)
 	for i := range len(digits) {
@@ -111,15 +138,15 @@ func decodeID(id string) (*big.Int, bool) {
 	return n, true
 }
 
-func encodeID(n *big.Int) string {
-	digits := make([]byte, idChars)
+func encodeID(n *big.Int, chars int) string {
+	digits := make([]byte, chars)
 	n = new(big.Int).Set(n)
 	base, d := big.NewInt(62), new(big.Int)
-	for i := idChars - 1; i >= 0; i-- {
+	for i := chars - 1; i >= 0; i-- {
 		n.DivMod(n, base, d)
 		digits[i] = randid.Base62[d.Int64()]
 	}
-	return idPrefix + string(digits)
+	return string(digits)
 }
 
 // Path is where the page of a token is served, under the dashboard URL; MailPrefix begins the

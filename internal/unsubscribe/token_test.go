@@ -32,7 +32,7 @@ func TestToken(t *testing.T) {
 		return encoding.EncodeToString(b)
 	}
 	wrongVersion := func() string {
-		b := append([]byte(nil), raw[:1+idBytes]...)
+		b := append([]byte(nil), raw[:1+untimed.bytes]...)
 		b[0] = 1
 		return encoding.EncodeToString(append(b, s.tag(b)...))
 	}()
@@ -74,7 +74,37 @@ func TestToken(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range []string{"", "bc_0aZ9xY8wV7uT6sR5qP4o", "bcc_0aZ9xY8wV7uT6sR5qP4", "bcc_0aZ9xY8wV7uT6sR5qP4o0", "bcc_0aZ9xY8wV7uT6sR5qP4-"} {
+	// A recipient of a broadcast made since ids carry their time: 26 characters.
+	timed := "bcc_0Xyz12AB" + "0aZ9xY8wV7uT6sR5qP"
+	timedToken, err := s.Token(timed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(MailPrefix + timedToken); n > 64 || timedToken != strings.ToLower(timedToken) {
+		t.Fatalf("token %q: local part of %d octets", timedToken, n)
+	}
+	highestTimed, _ := s.Token("bcc_" + strings.Repeat("z", 26))
+	rawTimed, _ := encoding.DecodeString(timedToken)
+	for _, tc := range []struct {
+		name, token, want string
+	}{
+		{"timed", timedToken, timed},
+		{"timed, upper case", strings.ToUpper(timedToken), timed},
+		{"the highest timed id", highestTimed, "bcc_" + strings.Repeat("z", 26)},
+		{"timed, truncated", timedToken[:len(timedToken)-1], ""},
+		{"timed, altered id", func() string { b := append([]byte(nil), rawTimed...); b[3] ^= 1; return encoding.EncodeToString(b) }(), ""},
+		{"timed, another key", func() string { v, _ := NewSigner([]byte("another key, another installation")).Token(timed); return v }(), ""},
+	} {
+		got, err := s.Parse(tc.token)
+		if tc.want == "" {
+			if err != ErrInvalid {
+				t.Errorf("%s: Parse = %q, %v; want ErrInvalid", tc.name, got, err)
+			}
+		} else if err != nil || got != tc.want {
+			t.Errorf("%s: Parse = %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "bc_0aZ9xY8wV7uT6sR5qP4o", "bcc_" + strings.Repeat("z", 25), "bcc_" + strings.Repeat("z", 27), "bcc_0aZ9xY8wV7uT6sR5qP4", "bcc_0aZ9xY8wV7uT6sR5qP4o0", "bcc_0aZ9xY8wV7uT6sR5qP4-"} {
 		if _, err := s.Token(bad); err == nil {
 			t.Errorf("Token(%q) made a token", bad)
 		}

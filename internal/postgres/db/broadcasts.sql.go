@@ -11,12 +11,12 @@ import (
 )
 
 const addBroadcastContacts = `-- name: AddBroadcastContacts :many
-INSERT INTO broadcast_contacts (id, broadcast_id, recipient, recipient_type, status, template_variables,
+INSERT INTO broadcast_contacts (id, broadcast_id, broadcast_at, recipient, recipient_type, status, template_variables,
     template_header_variables, template_button_variables, variable_lengths, created_at)
-SELECT unnest($1::text[]), $2, unnest($3::text[]), unnest($4::text[]), 'pending',
+SELECT unnest($1::text[]), $2, switchboard_id_at($2), unnest($3::text[]), unnest($4::text[]), 'pending',
     unnest($5::jsonb[]), unnest($6::jsonb[]), unnest($7::jsonb[]),
     unnest($8::jsonb[]), unnest($9::timestamptz[])
-ON CONFLICT (broadcast_id, recipient) DO NOTHING
+ON CONFLICT (broadcast_id, recipient, broadcast_at) DO NOTHING
 RETURNING id
 `
 
@@ -33,7 +33,8 @@ type AddBroadcastContactsParams struct {
 }
 
 // Adds recipients; one already in the broadcast is not added again (and not returned). Their
-// creation times are a microsecond apart, so they list in the order they were given.
+// creation times are a microsecond apart, so they list in the order they were given. They lie
+// in their broadcast's partition (broadcast_at: the time its id carries).
 func (q *Queries) AddBroadcastContacts(ctx context.Context, arg AddBroadcastContactsParams) ([]string, error) {
 	rows, err := q.db.Query(ctx, addBroadcastContacts,
 		arg.Ids,
@@ -249,8 +250,8 @@ func (q *Queries) BroadcastByIdempotencyKey(ctx context.Context, arg BroadcastBy
 }
 
 const broadcastContacts = `-- name: BroadcastContacts :many
-SELECT id, broadcast_id, recipient, recipient_type, status, template_variables, template_header_variables, template_button_variables, message_id, cost_micros, error_code, error_message, processed_at, created_at, variable_lengths FROM broadcast_contacts
-WHERE broadcast_id = $1 AND ($2::text = '' OR status = $2)
+SELECT id, broadcast_id, recipient, recipient_type, status, template_variables, template_header_variables, template_button_variables, message_id, cost_micros, error_code, error_message, processed_at, created_at, variable_lengths, broadcast_at FROM broadcast_contacts
+WHERE broadcast_id = $1 AND broadcast_at = switchboard_id_at($1) AND ($2::text = '' OR status = $2)
     AND (created_at, id) > ($3::timestamptz, $4::text)
 ORDER BY created_at, id
 LIMIT $5
@@ -295,6 +296,7 @@ func (q *Queries) BroadcastContacts(ctx context.Context, arg BroadcastContactsPa
 			&i.ProcessedAt,
 			&i.CreatedAt,
 			&i.VariableLengths,
+			&i.BroadcastAt,
 		); err != nil {
 			return nil, err
 		}
@@ -420,7 +422,7 @@ WITH heads AS (
             coalesce(sum(coalesce((c.variable_lengths -> ($3::text[])[i] ->> 1)::integer, ($6::integer[])[i])), 0) AS units
         FROM generate_series(1, cardinality($3::text[])) AS i
     ) s
-    WHERE c.broadcast_id = $7 AND c.status = 'pending'
+    WHERE c.broadcast_id = $7 AND c.broadcast_at = switchboard_id_at($7) AND c.status = 'pending'
       AND (cardinality($3::text[]) = 0 OR c.template_variables IS NULL OR c.variable_lengths IS NOT NULL)
     GROUP BY 1, 2, 3, 4
 )
@@ -499,7 +501,7 @@ func (q *Queries) BroadcastPriceGroups(ctx context.Context, arg BroadcastPriceGr
 
 const broadcastUnmeasuredTexts = `-- name: BroadcastUnmeasuredTexts :many
 SELECT recipient, template_variables FROM broadcast_contacts
-WHERE broadcast_id = $1 AND status = 'pending' AND template_variables IS NOT NULL AND variable_lengths IS NULL
+WHERE broadcast_id = $1 AND broadcast_at = switchboard_id_at($1) AND status = 'pending' AND template_variables IS NOT NULL AND variable_lengths IS NULL
 `
 
 type BroadcastUnmeasuredTextsRow struct {
@@ -826,16 +828,20 @@ func (q *Queries) CountMarketingEmails(ctx context.Context, arg CountMarketingEm
 }
 
 const deleteBroadcast = `-- name: DeleteBroadcast :exec
-DELETE FROM broadcasts WHERE id = $1
+WITH recipients AS (
+    DELETE FROM broadcast_contacts WHERE broadcast_id = $1::text AND broadcast_at = switchboard_id_at($1::text)
+)
+DELETE FROM broadcasts WHERE id = $1::text
 `
 
+// Deletes a broadcast and its recipients.
 func (q *Queries) DeleteBroadcast(ctx context.Context, id string) error {
 	_, err := q.db.Exec(ctx, deleteBroadcast, id)
 	return err
 }
 
 const deleteBroadcastContact = `-- name: DeleteBroadcastContact :one
-DELETE FROM broadcast_contacts WHERE id = $1 AND broadcast_id = $2 RETURNING id
+DELETE FROM broadcast_contacts WHERE id = $1 AND broadcast_id = $2 AND broadcast_at = switchboard_id_at($2) RETURNING id
 `
 
 type DeleteBroadcastContactParams struct {
@@ -896,10 +902,13 @@ const followBroadcastContacts = `-- name: FollowBroadcastContacts :many
 UPDATE broadcast_contacts bc
 SET status = u.status, error_code = coalesce(nullif(u.error_code, ''), bc.error_code),
     error_message = coalesce(nullif(u.error_message, ''), bc.error_message), cost_micros = nullif(u.cost, -1), processed_at = $1::timestamptz
-FROM (SELECT unnest($2::text[]) AS id, unnest($3::text[]) AS status, unnest($4::text[]) AS error_code,
-             unnest($5::text[]) AS error_message, unnest($6::bigint[]) AS cost) AS u,
+FROM (SELECT unnest($4::text[]) AS id, unnest($5::text[]) AS status, unnest($6::text[]) AS error_code,
+             unnest($7::text[]) AS error_message, unnest($8::bigint[]) AS cost) AS u,
      broadcast_contacts old
-WHERE bc.id = u.id AND old.id = bc.id AND bc.status <> u.status AND bc.status NOT IN ('delivered', 'failed', 'skipped')
+WHERE bc.id = u.id AND old.id = bc.id
+    AND bc.broadcast_at >= $2::timestamptz AND bc.broadcast_at < $3::timestamptz
+    AND old.broadcast_at >= $2::timestamptz AND old.broadcast_at < $3::timestamptz
+    AND bc.status <> u.status AND bc.status NOT IN ('delivered', 'failed', 'skipped')
     AND NOT (bc.status = 'sending' AND u.status = 'queued')
 RETURNING bc.broadcast_id, old.status AS old_status, bc.status AS new_status, coalesce(old.cost_micros, 0)::bigint AS old_cost,
     coalesce(bc.cost_micros, 0)::bigint AS new_cost
@@ -907,6 +916,8 @@ RETURNING bc.broadcast_id, old.status AS old_status, bc.status AS new_status, co
 
 type FollowBroadcastContactsParams struct {
 	Now           time.Time
+	BroadcastFrom time.Time
+	BroadcastTo   time.Time
 	Ids           []string
 	Statuses      []string
 	ErrorCodes    []string
@@ -924,10 +935,14 @@ type FollowBroadcastContactsRow struct {
 
 // Moves recipients along with their messages (queued, sending, delivered, failed), forward
 // only, and returns each move with the status it left: the message's lock orders the moves of
-// one recipient, so the joined row is the one this statement changes.
+// one recipient, so the joined row is the one this statement changes. [broadcast_from,
+// broadcast_to) bounds the recipients' partitions (partition.Bounds of their ids, which carry
+// their broadcasts' time).
 func (q *Queries) FollowBroadcastContacts(ctx context.Context, arg FollowBroadcastContactsParams) ([]FollowBroadcastContactsRow, error) {
 	rows, err := q.db.Query(ctx, followBroadcastContacts,
 		arg.Now,
+		arg.BroadcastFrom,
+		arg.BroadcastTo,
 		arg.Ids,
 		arg.Statuses,
 		arg.ErrorCodes,
@@ -1164,8 +1179,8 @@ func (q *Queries) PauseBroadcast(ctx context.Context, arg PauseBroadcastParams) 
 }
 
 const pendingBroadcastContacts = `-- name: PendingBroadcastContacts :many
-SELECT id, broadcast_id, recipient, recipient_type, status, template_variables, template_header_variables, template_button_variables, message_id, cost_micros, error_code, error_message, processed_at, created_at, variable_lengths FROM broadcast_contacts
-WHERE broadcast_id = $1 AND status = 'pending'
+SELECT id, broadcast_id, recipient, recipient_type, status, template_variables, template_header_variables, template_button_variables, message_id, cost_micros, error_code, error_message, processed_at, created_at, variable_lengths, broadcast_at FROM broadcast_contacts
+WHERE broadcast_id = $1 AND broadcast_at = switchboard_id_at($1) AND status = 'pending'
 ORDER BY created_at, id
 LIMIT $2
 FOR UPDATE SKIP LOCKED
@@ -1203,6 +1218,7 @@ func (q *Queries) PendingBroadcastContacts(ctx context.Context, arg PendingBroad
 			&i.ProcessedAt,
 			&i.CreatedAt,
 			&i.VariableLengths,
+			&i.BroadcastAt,
 		); err != nil {
 			return nil, err
 		}
@@ -1218,14 +1234,15 @@ const queueBroadcastContacts = `-- name: QueueBroadcastContacts :exec
 UPDATE broadcast_contacts bc
 SET status = u.status, message_id = nullif(u.message_id, ''), cost_micros = nullif(u.cost, -1), error_code = nullif(u.error_code, ''),
     error_message = nullif(u.error_message, ''), processed_at = $1::timestamptz
-FROM (SELECT unnest($2::text[]) AS id, unnest($3::text[]) AS status, unnest($4::text[]) AS message_id,
-             unnest($5::bigint[]) AS cost, unnest($6::text[]) AS error_code,
-             unnest($7::text[]) AS error_message) AS u
-WHERE bc.id = u.id AND bc.status = 'pending'
+FROM (SELECT unnest($3::text[]) AS id, unnest($4::text[]) AS status, unnest($5::text[]) AS message_id,
+             unnest($6::bigint[]) AS cost, unnest($7::text[]) AS error_code,
+             unnest($8::text[]) AS error_message) AS u
+WHERE bc.id = u.id AND bc.broadcast_id = $2 AND bc.broadcast_at = switchboard_id_at($2) AND bc.status = 'pending'
 `
 
 type QueueBroadcastContactsParams struct {
 	Now           time.Time
+	BroadcastID   string
 	Ids           []string
 	Statuses      []string
 	MessageIds    []string
@@ -1234,10 +1251,12 @@ type QueueBroadcastContactsParams struct {
 	ErrorMessages []string
 }
 
-// Recipients handed to the send path: queued with their message, or failed with why not.
+// Recipients of one broadcast handed to the send path: queued with their message, or failed
+// with why not.
 func (q *Queries) QueueBroadcastContacts(ctx context.Context, arg QueueBroadcastContactsParams) error {
 	_, err := q.db.Exec(ctx, queueBroadcastContacts,
 		arg.Now,
+		arg.BroadcastID,
 		arg.Ids,
 		arg.Statuses,
 		arg.MessageIds,
@@ -1444,7 +1463,7 @@ func (q *Queries) SetPace(ctx context.Context, arg SetPaceParams) error {
 const skipPendingBroadcastContacts = `-- name: SkipPendingBroadcastContacts :one
 WITH skipped AS (
     UPDATE broadcast_contacts SET status = 'skipped', processed_at = $1::timestamptz
-    WHERE broadcast_id = $2 AND status = 'pending'
+    WHERE broadcast_id = $2 AND broadcast_at = switchboard_id_at($2) AND status = 'pending'
     RETURNING 1
 )
 SELECT count(*)::integer FROM skipped
@@ -1565,7 +1584,7 @@ func (q *Queries) TakeBroadcastDeltas(ctx context.Context, broadcastID string) (
 const unsubscribeRecipient = `-- name: UnsubscribeRecipient :one
 SELECT bc.id, bc.recipient, bc.broadcast_id, b.project, b.test_mode, COALESCE(bc.processed_at, bc.created_at)::timestamptz AS sent_at
 FROM broadcast_contacts bc JOIN broadcasts b ON b.id = bc.broadcast_id
-WHERE bc.id = $1 AND bc.recipient_type = 'email' AND b.channel = 'email'
+WHERE bc.id = $1 AND bc.broadcast_at = switchboard_id_at($1) AND bc.recipient_type = 'email' AND b.channel = 'email'
 `
 
 type UnsubscribeRecipientRow struct {

@@ -158,6 +158,7 @@ type BroadcastContact struct {
 	ProcessedAt             *time.Time
 	CreatedAt               time.Time
 	VariableLengths         []byte
+	BroadcastAt             time.Time
 }
 
 type BroadcastDelta struct {

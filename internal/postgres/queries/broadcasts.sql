@@ -31,17 +31,22 @@ WHERE id = @id
 RETURNING *;
 
 -- name: DeleteBroadcast :exec
-DELETE FROM broadcasts WHERE id = @id;
+-- Deletes a broadcast and its recipients.
+WITH recipients AS (
+    DELETE FROM broadcast_contacts WHERE broadcast_id = @id::text AND broadcast_at = switchboard_id_at(@id::text)
+)
+DELETE FROM broadcasts WHERE id = @id::text;
 
 -- name: AddBroadcastContacts :many
 -- Adds recipients; one already in the broadcast is not added again (and not returned). Their
--- creation times are a microsecond apart, so they list in the order they were given.
-INSERT INTO broadcast_contacts (id, broadcast_id, recipient, recipient_type, status, template_variables,
+-- creation times are a microsecond apart, so they list in the order they were given. They lie
+-- in their broadcast's partition (broadcast_at: the time its id carries).
+INSERT INTO broadcast_contacts (id, broadcast_id, broadcast_at, recipient, recipient_type, status, template_variables,
     template_header_variables, template_button_variables, variable_lengths, created_at)
-SELECT unnest(@ids::text[]), @broadcast_id, unnest(@recipients::text[]), unnest(@recipient_types::text[]), 'pending',
+SELECT unnest(@ids::text[]), @broadcast_id, switchboard_id_at(@broadcast_id), unnest(@recipients::text[]), unnest(@recipient_types::text[]), 'pending',
     unnest(@template_variables::jsonb[]), unnest(@template_header_variables::jsonb[]), unnest(@template_button_variables::jsonb[]),
     unnest(@variable_lengths::jsonb[]), unnest(@created_at::timestamptz[])
-ON CONFLICT (broadcast_id, recipient) DO NOTHING
+ON CONFLICT (broadcast_id, recipient, broadcast_at) DO NOTHING
 RETURNING id;
 
 -- name: CountDraftContacts :one
@@ -53,13 +58,13 @@ RETURNING total_contacts;
 
 -- name: BroadcastContacts :many
 SELECT * FROM broadcast_contacts
-WHERE broadcast_id = @broadcast_id AND (@status::text = '' OR status = @status)
+WHERE broadcast_id = @broadcast_id AND broadcast_at = switchboard_id_at(@broadcast_id) AND (@status::text = '' OR status = @status)
     AND (created_at, id) > (@after_time::timestamptz, @after_id::text)
 ORDER BY created_at, id
 LIMIT @max_rows;
 
 -- name: DeleteBroadcastContact :one
-DELETE FROM broadcast_contacts WHERE id = @id AND broadcast_id = @broadcast_id RETURNING id;
+DELETE FROM broadcast_contacts WHERE id = @id AND broadcast_id = @broadcast_id AND broadcast_at = switchboard_id_at(@broadcast_id) RETURNING id;
 
 -- name: SetBroadcastStatus :one
 -- Moves a broadcast to a status (with the review it had, when it had one).
@@ -77,7 +82,7 @@ RETURNING *;
 -- many (the caller counts them on the broadcast).
 WITH skipped AS (
     UPDATE broadcast_contacts SET status = 'skipped', processed_at = @now::timestamptz
-    WHERE broadcast_id = @id AND status = 'pending'
+    WHERE broadcast_id = @id AND broadcast_at = switchboard_id_at(@id) AND status = 'pending'
     RETURNING 1
 )
 SELECT count(*)::integer FROM skipped;
@@ -118,7 +123,7 @@ WITH heads AS (
             coalesce(sum(coalesce((c.variable_lengths -> (@names::text[])[i] ->> 1)::integer, (@raw_units::integer[])[i])), 0) AS units
         FROM generate_series(1, cardinality(@names::text[])) AS i
     ) s
-    WHERE c.broadcast_id = @broadcast_id AND c.status = 'pending'
+    WHERE c.broadcast_id = @broadcast_id AND c.broadcast_at = switchboard_id_at(@broadcast_id) AND c.status = 'pending'
       AND (cardinality(@names::text[]) = 0 OR c.template_variables IS NULL OR c.variable_lengths IS NOT NULL)
     GROUP BY 1, 2, 3, 4
 )
@@ -137,7 +142,7 @@ GROUP BY 1, 2, 3, 4;
 -- The recipients still to send to whose variables' lengths were not kept (added before they
 -- were), to price one by one.
 SELECT recipient, template_variables FROM broadcast_contacts
-WHERE broadcast_id = @broadcast_id AND status = 'pending' AND template_variables IS NOT NULL AND variable_lengths IS NULL;
+WHERE broadcast_id = @broadcast_id AND broadcast_at = switchboard_id_at(@broadcast_id) AND status = 'pending' AND template_variables IS NOT NULL AND variable_lengths IS NULL;
 
 -- name: SetBroadcastEstimate :exec
 UPDATE broadcasts SET estimated_cost_micros = @estimated_cost_micros WHERE id = @id;
@@ -168,32 +173,38 @@ RETURNING *;
 -- The next recipients to hand to the send path, oldest first; one another fan-out holds is
 -- passed over.
 SELECT * FROM broadcast_contacts
-WHERE broadcast_id = @broadcast_id AND status = 'pending'
+WHERE broadcast_id = @broadcast_id AND broadcast_at = switchboard_id_at(@broadcast_id) AND status = 'pending'
 ORDER BY created_at, id
 LIMIT @max_rows
 FOR UPDATE SKIP LOCKED;
 
 -- name: QueueBroadcastContacts :exec
--- Recipients handed to the send path: queued with their message, or failed with why not.
+-- Recipients of one broadcast handed to the send path: queued with their message, or failed
+-- with why not.
 UPDATE broadcast_contacts bc
 SET status = u.status, message_id = nullif(u.message_id, ''), cost_micros = nullif(u.cost, -1), error_code = nullif(u.error_code, ''),
     error_message = nullif(u.error_message, ''), processed_at = @now::timestamptz
 FROM (SELECT unnest(@ids::text[]) AS id, unnest(@statuses::text[]) AS status, unnest(@message_ids::text[]) AS message_id,
              unnest(@costs::bigint[]) AS cost, unnest(@error_codes::text[]) AS error_code,
              unnest(@error_messages::text[]) AS error_message) AS u
-WHERE bc.id = u.id AND bc.status = 'pending';
+WHERE bc.id = u.id AND bc.broadcast_id = @broadcast_id AND bc.broadcast_at = switchboard_id_at(@broadcast_id) AND bc.status = 'pending';
 
 -- name: FollowBroadcastContacts :many
 -- Moves recipients along with their messages (queued, sending, delivered, failed), forward
 -- only, and returns each move with the status it left: the message's lock orders the moves of
--- one recipient, so the joined row is the one this statement changes.
+-- one recipient, so the joined row is the one this statement changes. [broadcast_from,
+-- broadcast_to) bounds the recipients' partitions (partition.Bounds of their ids, which carry
+-- their broadcasts' time).
 UPDATE broadcast_contacts bc
 SET status = u.status, error_code = coalesce(nullif(u.error_code, ''), bc.error_code),
     error_message = coalesce(nullif(u.error_message, ''), bc.error_message), cost_micros = nullif(u.cost, -1), processed_at = @now::timestamptz
 FROM (SELECT unnest(@ids::text[]) AS id, unnest(@statuses::text[]) AS status, unnest(@error_codes::text[]) AS error_code,
              unnest(@error_messages::text[]) AS error_message, unnest(@costs::bigint[]) AS cost) AS u,
      broadcast_contacts old
-WHERE bc.id = u.id AND old.id = bc.id AND bc.status <> u.status AND bc.status NOT IN ('delivered', 'failed', 'skipped')
+WHERE bc.id = u.id AND old.id = bc.id
+    AND bc.broadcast_at >= @broadcast_from::timestamptz AND bc.broadcast_at < @broadcast_to::timestamptz
+    AND old.broadcast_at >= @broadcast_from::timestamptz AND old.broadcast_at < @broadcast_to::timestamptz
+    AND bc.status <> u.status AND bc.status NOT IN ('delivered', 'failed', 'skipped')
     AND NOT (bc.status = 'sending' AND u.status = 'queued')
 RETURNING bc.broadcast_id, old.status AS old_status, bc.status AS new_status, coalesce(old.cost_micros, 0)::bigint AS old_cost,
     coalesce(bc.cost_micros, 0)::bigint AS new_cost;
@@ -268,4 +279,4 @@ RETURNING sent;
 -- its mail went (or, until it has, when it was added).
 SELECT bc.id, bc.recipient, bc.broadcast_id, b.project, b.test_mode, COALESCE(bc.processed_at, bc.created_at)::timestamptz AS sent_at
 FROM broadcast_contacts bc JOIN broadcasts b ON b.id = bc.broadcast_id
-WHERE bc.id = @id AND bc.recipient_type = 'email' AND b.channel = 'email';
+WHERE bc.id = @id AND bc.broadcast_at = switchboard_id_at(@id) AND bc.recipient_type = 'email' AND b.channel = 'email';
