@@ -70,8 +70,9 @@ type RiskPolicySpec struct {
 	// +optional
 	Lists map[string][]string `json:"lists,omitempty"`
 	// ReviewWindow is how long a held message waits for an operator before it fails with
-	// RISK_REVIEW_EXPIRED.
+	// RISK_REVIEW_EXPIRED: at most 7 days (168h).
 	// +kubebuilder:default="2h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('168h')",message="reviewWindow is at most 168h (7 days)"
 	// +optional
 	ReviewWindow *metav1.Duration `json:"reviewWindow,omitempty"`
 	// Suspension is when repeated refusals suspend a project's sending (per mode: test

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/phonecheck"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/risk"
@@ -150,7 +151,7 @@ func (s *Service) ReleaseURLHolds(ctx context.Context) (int, error) {
 	if s.urls == nil {
 		return 0, nil
 	}
-	holds, err := db.New(s.pool).OpenURLHolds(ctx, 500)
+	holds, err := db.New(s.pool).OpenURLHolds(ctx, db.OpenURLHoldsParams{Since: s.holdsSince(), MaxRows: 500})
 	if err != nil {
 		return 0, err
 	}
@@ -211,6 +212,11 @@ func (s *Service) decide(ctx context.Context, m db.Message) (*risk.Policy, risk.
 
 // hold keeps m queued with riskHold until an operator decides or window passes.
 func (s *Service) hold(ctx context.Context, m db.Message, d risk.Decision, now time.Time, window time.Duration) error {
+	// Tried again once when now's day has no partition of holds yet.
+	return partition.Retry(ctx, s.pool, func() error { return s.holdTx(ctx, m, d, now, window) })
+}
+
+func (s *Service) holdTx(ctx context.Context, m db.Message, d risk.Decision, now time.Time, window time.Duration) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.New(tx)
 		if _, err := q.HoldMessage(ctx, db.HoldMessageParams{ID: m.ID, Now: now}); errors.Is(err, pgx.ErrNoRows) {
@@ -229,7 +235,14 @@ type Hold = db.RiskHold
 // OpenHolds lists the holds waiting for a decision (every project's when project is ""),
 // oldest first, at most limit.
 func (s *Service) OpenHolds(ctx context.Context, project string, limit int32) ([]Hold, error) {
-	return db.New(s.pool).OpenHolds(ctx, db.OpenHoldsParams{Project: project, MaxRows: limit})
+	return db.New(s.pool).OpenHolds(ctx, db.OpenHoldsParams{Project: project, Since: s.holdsSince(), MaxRows: limit})
+}
+
+// holdsSince bounds the holds that may still be open: made within the longest review window,
+// with the rest of partition.Lookback to spare for workers that were down (the expiry sweep's).
+// Holds are partitioned by when they were made, and a bound lets a query plan only those days.
+func (s *Service) holdsSince() time.Time {
+	return s.now().UTC().Add(-partition.Lookback)
 }
 
 // DecideHold approves (the message is dispatched, not reviewed again) or refuses (it fails with
@@ -246,7 +259,7 @@ func (s *Service) DecideHold(ctx context.Context, messageID string, approve bool
 // ExpireHolds fails the holds whose review window has closed with RISK_REVIEW_EXPIRED; it
 // returns how many.
 func (s *Service) ExpireHolds(ctx context.Context) (int, error) {
-	ids, err := db.New(s.pool).ExpiredHolds(ctx, db.ExpiredHoldsParams{Now: s.now().UTC(), MaxRows: 500})
+	ids, err := db.New(s.pool).ExpiredHolds(ctx, db.ExpiredHoldsParams{Now: s.now().UTC(), Since: s.holdsSince(), MaxRows: 500})
 	if err != nil {
 		return 0, fmt.Errorf("find expired holds: %w", err)
 	}
@@ -291,7 +304,7 @@ func (s *Service) DecideHoldsByProjects(ctx context.Context) (int, error) {
 				continue
 			}
 			// Resource times are whole seconds: a hold of the field's second is covered.
-			ids, err := db.New(s.pool).OpenHoldsHeldBefore(ctx, db.OpenHoldsHeldBeforeParams{Project: p.Namespace,
+			ids, err := db.New(s.pool).OpenHoldsHeldBefore(ctx, db.OpenHoldsHeldBeforeParams{Project: p.Namespace, Since: s.holdsSince(),
 				Before: d.before.Time.Add(time.Second), MaxRows: 500})
 			if err != nil {
 				return n, fmt.Errorf("find holds of %s: %w", p.Namespace, err)

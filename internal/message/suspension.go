@@ -144,7 +144,10 @@ func (s *Service) afterRefusal(ctx context.Context, m db.Message, after int64, w
 	if account == "" {
 		account = m.Project
 	}
-	if err := q.RecordRefusal(ctx, db.RecordRefusalParams{Project: account, TestMode: m.TestMode, MessageID: m.ID, At: now}); err != nil {
+	err = partition.Retry(ctx, s.pool, func() error { // once more when now's day has no partition yet
+		return q.RecordRefusal(ctx, db.RecordRefusalParams{Project: account, TestMode: m.TestMode, MessageID: m.ID, At: now})
+	})
+	if err != nil {
 		return fmt.Errorf("record refusal of %s: %w", m.ID, err)
 	}
 	if after <= 0 {

@@ -33,6 +33,9 @@ var Tables = []Table{
 	{Name: "webhook_delivery_attempts", Column: "started_at"},
 	// A broadcast's recipients lie in the partition of their broadcast's time (migration 42).
 	{Name: "broadcast_contacts", Column: "broadcast_at"},
+	// A row per held and per refused send: few, but as many as an abusive project's sends.
+	{Name: "risk_holds", Column: "held_at"},
+	{Name: "risk_refusals", Column: "at"},
 }
 
 // Day is the span of one partition.

@@ -66,6 +66,8 @@ func (p Policy) days(table string) int {
 		return p.WebhookDeliveries
 	case "broadcast_contacts": // a broadcast's recipients, as long as the messages sent to them
 		return p.Messages
+	case "risk_holds", "risk_refusals": // the review of a message, as long as the message
+		return p.Messages
 	}
 	return 0 // a table no retention names is never pruned
 }

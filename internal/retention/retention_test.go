@@ -67,8 +67,9 @@ func TestPruneDropsExpiredDays(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A message, a key, a delivery, an attempt and a completed broadcast's recipient at noon of
-	// each of the last 50 days; 40 days ago, a draft's recipient too.
+	// A message (held, and another refused), a key, a delivery, an attempt and a completed
+	// broadcast's recipient at noon of each of the last 50 days; 40 days ago, a draft's recipient
+	// too.
 	var broadcasts, statuses []string
 	for d := range 50 {
 		id, err := randid.Timed("bc_", today.Add(-time.Duration(d)*partition.Day+12*time.Hour))
@@ -95,6 +96,9 @@ func TestPruneDropsExpiredDays(t *testing.T) {
 		        SELECT 'p', false, 'k' || d, 'msg_' || d, at FROM days)
 		, w AS (INSERT INTO webhook_deliveries (id, project, event, endpoint_kind, endpoint_name, data, created_at)
 		        SELECT 'evt_' || d, 'p', 'message.sent', 'sender', 's', '{}', at FROM days)
+		, h AS (INSERT INTO risk_holds (message_id, project, test_mode, rule, reason, held_at, expires_at, decided_at, decision)
+		        SELECT 'msg_' || d, 'p', false, 'r', 'why', at, at + interval '2 hours', at, 'approved' FROM days)
+		, r AS (INSERT INTO risk_refusals (project, test_mode, message_id, at) SELECT 'p', false, 'msg_r' || d, at FROM days)
 		, i AS (INSERT INTO inbound_days (project, test_mode, recipient, day)
 		        SELECT 'p', false, '+1555', (at AT TIME ZONE 'UTC')::date FROM days)
 		INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, url, latency_ms)
@@ -109,7 +113,7 @@ func TestPruneDropsExpiredDays(t *testing.T) {
 		// A day's partition is dropped once it ends before now less the setting: the days kept are
 		// today and the setting's days before it.
 		"messages": 30, "message_idempotency_keys": 3, "webhook_deliveries": 10, "webhook_delivery_attempts": 10,
-		"inbound_days": 30, // kept as long as the messages
+		"inbound_days": 30, "risk_holds": 30, "risk_refusals": 30, // kept as long as the messages
 	} {
 		var n int
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {

@@ -17,8 +17,13 @@ import (
 
 // +kubebuilder:rbac:groups=messaging.switchboard.io,resources=riskpolicies,verbs=get;list;watch
 
-// DefaultReviewWindow is how long a hold waits for an operator unless the policy says.
-const DefaultReviewWindow = 2 * time.Hour
+// DefaultReviewWindow is how long a hold waits for an operator unless the policy says, and
+// MaxReviewWindow the longest a policy may say (a longer one, set before the resource's
+// validation said so, is taken as this): holds are found among those made in the last 30 days.
+const (
+	DefaultReviewWindow = 2 * time.Hour
+	MaxReviewWindow     = 7 * 24 * time.Hour
+)
 
 // Reviewed are the channels whose sends are reviewed (spec: What the service does, 8).
 var Reviewed = map[string]bool{"sms": true, "sms_oneway": true, "email": true, "voice": true}
@@ -138,7 +143,7 @@ func (p *Policies) compile(rp *v1alpha1.RiskPolicy) *Policy {
 	rules := RulesOf(rp.Spec)
 	c := &Policy{Window: DefaultReviewWindow, SuspendAfter: DefaultSuspendAfter, SuspendWithin: DefaultSuspendWithin}
 	if rp.Spec.ReviewWindow != nil && rp.Spec.ReviewWindow.Duration > 0 {
-		c.Window = rp.Spec.ReviewWindow.Duration
+		c.Window = min(rp.Spec.ReviewWindow.Duration, MaxReviewWindow)
 	}
 	if s := rp.Spec.Suspension; s != nil {
 		c.SuspendAfter = int64(s.Refusals)

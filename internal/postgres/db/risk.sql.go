@@ -12,7 +12,7 @@ import (
 
 const decideHold = `-- name: DecideHold :one
 UPDATE risk_holds SET decided_at = $1, decision = $2, decided_by = $3
-WHERE message_id = $4 AND decided_at IS NULL
+WHERE message_id = $4 AND held_at >= switchboard_id_from($4) AND decided_at IS NULL
 RETURNING message_id, project, test_mode, rule, reason, held_at, expires_at, decided_at, decision, decided_by
 `
 
@@ -58,18 +58,19 @@ func (q *Queries) EndHold(ctx context.Context, id string) error {
 
 const expiredHolds = `-- name: ExpiredHolds :many
 SELECT message_id FROM risk_holds
-WHERE decided_at IS NULL AND expires_at <= $1
+WHERE decided_at IS NULL AND held_at >= $1 AND expires_at <= $2
 ORDER BY expires_at
-LIMIT $2
+LIMIT $3
 `
 
 type ExpiredHoldsParams struct {
+	Since   time.Time
 	Now     time.Time
 	MaxRows int32
 }
 
 func (q *Queries) ExpiredHolds(ctx context.Context, arg ExpiredHoldsParams) ([]string, error) {
-	rows, err := q.db.Query(ctx, expiredHolds, arg.Now, arg.MaxRows)
+	rows, err := q.db.Query(ctx, expiredHolds, arg.Since, arg.Now, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -127,19 +128,21 @@ func (q *Queries) NewConversationsSince(ctx context.Context, arg NewConversation
 
 const openHolds = `-- name: OpenHolds :many
 SELECT message_id, project, test_mode, rule, reason, held_at, expires_at, decided_at, decision, decided_by FROM risk_holds
-WHERE decided_at IS NULL AND ($1::text = '' OR project = $1)
+WHERE decided_at IS NULL AND held_at >= $1 AND ($2::text = '' OR project = $2)
 ORDER BY held_at
-LIMIT $2
+LIMIT $3
 `
 
 type OpenHoldsParams struct {
+	Since   time.Time
 	Project string
 	MaxRows int32
 }
 
-// The holds waiting for a decision, oldest first; every project's when project is empty.
+// The holds waiting for a decision, oldest first; every project's when project is empty. An
+// open hold was made within the longest review window (since).
 func (q *Queries) OpenHolds(ctx context.Context, arg OpenHoldsParams) ([]RiskHold, error) {
-	rows, err := q.db.Query(ctx, openHolds, arg.Project, arg.MaxRows)
+	rows, err := q.db.Query(ctx, openHolds, arg.Since, arg.Project, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -171,20 +174,26 @@ func (q *Queries) OpenHolds(ctx context.Context, arg OpenHoldsParams) ([]RiskHol
 
 const openHoldsHeldBefore = `-- name: OpenHoldsHeldBefore :many
 SELECT message_id FROM risk_holds
-WHERE project = $1 AND decided_at IS NULL AND held_at < $2
+WHERE project = $1 AND decided_at IS NULL AND held_at >= $2 AND held_at < $3
 ORDER BY held_at
-LIMIT $3
+LIMIT $4
 `
 
 type OpenHoldsHeldBeforeParams struct {
 	Project string
+	Since   time.Time
 	Before  time.Time
 	MaxRows int32
 }
 
 // A project's holds waiting for a decision that were made before a time, oldest first.
 func (q *Queries) OpenHoldsHeldBefore(ctx context.Context, arg OpenHoldsHeldBeforeParams) ([]string, error) {
-	rows, err := q.db.Query(ctx, openHoldsHeldBefore, arg.Project, arg.Before, arg.MaxRows)
+	rows, err := q.db.Query(ctx, openHoldsHeldBefore,
+		arg.Project,
+		arg.Since,
+		arg.Before,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -205,10 +214,15 @@ func (q *Queries) OpenHoldsHeldBefore(ctx context.Context, arg OpenHoldsHeldBefo
 
 const openURLHolds = `-- name: OpenURLHolds :many
 SELECT h.message_id, h.project, h.test_mode FROM risk_holds h
-WHERE h.decided_at IS NULL AND h.rule = 'url_verification'
+WHERE h.decided_at IS NULL AND h.held_at >= $1 AND h.rule = 'url_verification'
 ORDER BY h.held_at
-LIMIT $1
+LIMIT $2
 `
+
+type OpenURLHoldsParams struct {
+	Since   time.Time
+	MaxRows int32
+}
 
 type OpenURLHoldsRow struct {
 	MessageID string
@@ -217,8 +231,8 @@ type OpenURLHoldsRow struct {
 }
 
 // Messages waiting for their URLs' verification (rule url_verification), oldest first.
-func (q *Queries) OpenURLHolds(ctx context.Context, maxRows int32) ([]OpenURLHoldsRow, error) {
-	rows, err := q.db.Query(ctx, openURLHolds, maxRows)
+func (q *Queries) OpenURLHolds(ctx context.Context, arg OpenURLHoldsParams) ([]OpenURLHoldsRow, error) {
+	rows, err := q.db.Query(ctx, openURLHolds, arg.Since, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -239,8 +253,8 @@ func (q *Queries) OpenURLHolds(ctx context.Context, maxRows int32) ([]OpenURLHol
 
 const recordHold = `-- name: RecordHold :exec
 INSERT INTO risk_holds (message_id, project, test_mode, rule, reason, held_at, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-ON CONFLICT (message_id) DO NOTHING
+SELECT $1::text, $2, $3, $4, $5, $6, $7
+WHERE NOT EXISTS (SELECT 1 FROM risk_holds WHERE message_id = $1::text AND held_at >= switchboard_id_from($1::text))
 `
 
 type RecordHoldParams struct {
@@ -253,6 +267,9 @@ type RecordHoldParams struct {
 	ExpiresAt time.Time
 }
 
+// Records a hold once per message: the caller holds the message's row lock (HoldMessage), so a
+// second hold of it waits and then sees the first. Holds are partitioned by held_at, which is
+// after the message was made.
 func (q *Queries) RecordHold(ctx context.Context, arg RecordHoldParams) error {
 	_, err := q.db.Exec(ctx, recordHold,
 		arg.MessageID,

@@ -92,8 +92,9 @@ func (q *Queries) QueuedMessages(ctx context.Context, arg QueuedMessagesParams) 
 }
 
 const recordRefusal = `-- name: RecordRefusal :exec
-INSERT INTO risk_refusals (project, test_mode, message_id, at) VALUES ($1, $2, $3, $4)
-ON CONFLICT (message_id) DO NOTHING
+INSERT INTO risk_refusals (project, test_mode, message_id, at)
+SELECT $1, $2, $3::text, $4
+WHERE NOT EXISTS (SELECT 1 FROM risk_refusals WHERE message_id = $3::text AND at >= switchboard_id_from($3::text))
 `
 
 type RecordRefusalParams struct {
@@ -103,6 +104,8 @@ type RecordRefusalParams struct {
 	At        time.Time
 }
 
+// Records a refusal once per message (a retried job refuses it again). Refusals are partitioned
+// by at, which is after the message was made.
 func (q *Queries) RecordRefusal(ctx context.Context, arg RecordRefusalParams) error {
 	_, err := q.db.Exec(ctx, recordRefusal,
 		arg.Project,

@@ -14,8 +14,11 @@ WHERE project = @project AND lifted_at IS NULL
 RETURNING *;
 
 -- name: RecordRefusal :exec
-INSERT INTO risk_refusals (project, test_mode, message_id, at) VALUES (@project, @test_mode, @message_id, @at)
-ON CONFLICT (message_id) DO NOTHING;
+-- Records a refusal once per message (a retried job refuses it again). Refusals are partitioned
+-- by at, which is after the message was made.
+INSERT INTO risk_refusals (project, test_mode, message_id, at)
+SELECT @project, @test_mode, @message_id::text, @at
+WHERE NOT EXISTS (SELECT 1 FROM risk_refusals WHERE message_id = @message_id::text AND at >= switchboard_id_from(@message_id::text));
 
 -- name: RiskRefusalsSince :one
 -- A project's sends that risk review refused or blocked since a time (in one mode), and since
