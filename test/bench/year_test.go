@@ -63,7 +63,21 @@ type yearFigures struct {
 	bytes                                               map[string]int64 // by table, with indexes
 	empty, year                                         phaseFigures
 	drop                                                dropFigures
+	// paired are acceptance rounds taken in turn against an empty installation and the year.
+	paired []pairedRound
 }
+
+// pairedRound is one round of sends to each installation, one after the other.
+type pairedRound struct {
+	emptyRate, yearRate float64
+	emptyP99, yearP99   time.Duration
+}
+
+// Rounds of the paired acceptance comparison: each round sends pairedSends to each installation.
+const (
+	pairedRounds = 6
+	pairedSends  = 5_000
+)
 
 // phaseFigures are one database's: the acceptance path, lifecycles at a fixed rate (send to
 // message.delivered webhook: the status path and webhook delivery), a webhook backlog drained,
@@ -167,9 +181,47 @@ func runYear(b *testing.B, c *cluster.Cluster, rcv *receiver) *yearFigures {
 	f.fillTook = time.Since(began)
 	proc.Start()
 	f.year = measureYearPhase(b, c, rcv, proc, "year", listKey)
+	f.paired = pairedAccepts(b, c, proc)
 	f.drop = dropAMonth(b, c, proc)
 	proc.Stop()
 	return f
+}
+
+// pairedAccepts compares acceptance on the year with an empty installation's in the same minutes:
+// a second installation (its own control plane and database, the same binary) takes rounds of
+// sends in turn with the year's, in alternating order, each round's messages drained before the
+// next. The empty and year phases above are ten minutes or more apart, and this machine's speed
+// drifts more than the 10 % the target allows over that time; rounds taken in turn see the same
+// machine.
+func pairedAccepts(b *testing.B, year *cluster.Cluster, yearProc *cluster.Process) []pairedRound {
+	empty := cluster.Start(b, cluster.Options{})
+	emptyProc := empty.Run("all")
+	defer emptyProc.Stop()
+	ekey, ykey := empty.Project("paired-sends", ""), year.Project("paired-sends", "")
+	closedLoop(b, emptyProc.URL, ekey, warmUpSends, sendClients)
+	closedLoop(b, yearProc.URL, ykey, warmUpSends, sendClients)
+	waitDrained(b, empty, "paired-sends")
+	waitDrained(b, year, "paired-sends")
+	rounds := make([]pairedRound, pairedRounds)
+	for i := range rounds {
+		r := &rounds[i]
+		sendEmpty := func() {
+			r.emptyRate, r.emptyP99 = closedLoop(b, emptyProc.URL, ekey, pairedSends, sendClients)
+			waitDrained(b, empty, "paired-sends")
+		}
+		sendYear := func() {
+			r.yearRate, r.yearP99 = closedLoop(b, yearProc.URL, ykey, pairedSends, sendClients)
+			waitDrained(b, year, "paired-sends")
+		}
+		if i%2 == 0 {
+			sendEmpty()
+			sendYear()
+		} else {
+			sendYear()
+			sendEmpty()
+		}
+	}
+	return rounds
 }
 
 func measureYearPhase(b *testing.B, c *cluster.Cluster, rcv *receiver, proc *cluster.Process, phase, listKey string) phaseFigures {
@@ -721,6 +773,18 @@ func (f *yearFigures) table() string {
 		fmt.Fprintf(&s, "| list p99 (p50): %s | %s (%s) | %s (%s) | | ≤ 20 ms: %s |\n", l.name, ms(el.p99), ms(el.p50), ms(l.p99), ms(l.p50),
 			met(l.p99 <= 20*time.Millisecond))
 	}
+	if len(f.paired) > 0 {
+		fmt.Fprintf(&s, "\nAcceptance in turns with an empty installation (%d rounds of %d sends each, 32 clients, alternating which goes first):\n\n| round | empty sends/s | year sends/s | year / empty | empty p99 | year p99 | year / empty |\n|---|---|---|---|---|---|---|\n",
+			len(f.paired), pairedSends)
+		var rates, p99s []float64
+		for i, r := range f.paired {
+			rate, p99 := r.yearRate/r.emptyRate, float64(r.yearP99)/float64(r.emptyP99)
+			rates, p99s = append(rates, rate), append(p99s, p99)
+			fmt.Fprintf(&s, "| %d | %.0f | %.0f | %.2f | %s | %s | %.2f |\n", i+1, r.emptyRate, r.yearRate, rate, ms(r.emptyP99), ms(r.yearP99), p99)
+		}
+		mr, mp := median(rates), median(p99s)
+		fmt.Fprintf(&s, "| median | | | %.2f (≥ 0.90: %s) | | | %.2f (≤ 1.10: %s) |\n", mr, met(mr >= 0.9), mp, met(mp <= 1.1))
+	}
 	d := f.drop
 	var took []string
 	var all time.Duration
@@ -735,4 +799,13 @@ func (f *yearFigures) table() string {
 	fmt.Fprintf(&s, "    sends before: %.0f/s, p99 %s, slowest %s; during: %.0f/s, p99 %s, slowest %s (%d sends); none failed\n",
 		d.sendRateBefore, ms(d.sendP99Before), ms(d.sendMaxBefore), d.sendRateDuring, ms(d.sendP99During), ms(d.sendMaxDuring), d.sendsDuringDrop)
 	return s.String()
+}
+
+// median is the middle of vs (the mean of the two middle ones for an even count).
+func median(vs []float64) float64 {
+	vs = slices.Sorted(slices.Values(vs))
+	if len(vs)%2 == 1 {
+		return vs[len(vs)/2]
+	}
+	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
 }
