@@ -52,7 +52,9 @@ func browser(t *testing.T, lang string) context.Context {
 		chromedp.WindowSize(420, 860), chromedp.Flag("lang", lang), chromedp.CombinedOutput(&output))
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(alloc, chromedp.WithErrorf(func(f string, a ...any) { fmt.Fprintf(&output, "chromedp: "+f+"\n", a...) }))
-	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
+	// A guard against a hung browser for the whole test, not a speed limit: a loaded CI machine
+	// has taken most of two minutes over one sign-in.
+	ctx, cancelTimeout := context.WithTimeout(ctx, 5*time.Minute)
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("chromium (%s) printed:\n%s", lang, output.String())
