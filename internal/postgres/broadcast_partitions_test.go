@@ -77,7 +77,7 @@ func TestBroadcastRecipientsConvertWithTheirBroadcasts(t *testing.T) {
 	// the conversion's first midnight): its recipients lie in its day's partition, and each
 	// statement on them reads and locks that partition alone among 60 days of them.
 	now := time.Now().UTC().Truncate(partition.Day).Add(2*partition.Day + 12*time.Hour) // noon: an id's minute either side is that day
-	if _, err := partition.Ensure(ctx, pool, partition.Table{Name: "broadcast_contacts", Column: "broadcast_at"},
+	if _, err := partition.Ensure(ctx, pool, partitioned(t, "broadcast_contacts"),
 		now.Add(-60*partition.Day), now.Add(2*partition.Day)); err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +146,18 @@ func TestBroadcastRecipientsConvertWithTheirBroadcasts(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 	}
+}
+
+// partitioned is the partitioned table of that name, as Switchboard declares it.
+func partitioned(t *testing.T, name string) partition.Table {
+	t.Helper()
+	for _, table := range partition.Tables {
+		if table.Name == name {
+			return table
+		}
+	}
+	t.Fatalf("%s is not a partitioned table", name)
+	return partition.Table{}
 }
 
 func addParams(broadcast string, ids, recipients []string) db.AddBroadcastContactsParams {

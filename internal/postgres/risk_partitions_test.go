@@ -21,7 +21,7 @@ func TestRiskStatementsLockOnlyTheirDays(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
 	now := time.Now().UTC()
-	for _, table := range []partition.Table{{Name: "risk_holds", Column: "held_at"}, {Name: "risk_refusals", Column: "at"}} {
+	for _, table := range []partition.Table{partitioned(t, "risk_holds"), partitioned(t, "risk_refusals")} {
 		pgtest.WithoutLegacyPartitions(t, pool, table.Name)
 		if _, err := partition.Ensure(ctx, pool, table, now.Add(-60*partition.Day), now.Add(2*partition.Day)); err != nil {
 			t.Fatal(err)
