@@ -81,7 +81,7 @@ func (r *Runtime) flowTurn(ctx context.Context, ex db.AgentExecution, a *v1alpha
 		return outcome{}, false, err
 	}
 	defer unlock()
-	q := db.New(r.Pool)
+	q := db.Planned(r.Pool)
 	sess, err := q.GetFlowSession(ctx, ex.ConversationID)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
@@ -160,7 +160,7 @@ func findValidFlow(a *v1alpha1.Agent, id string) *v1alpha1.AgentFlow {
 func (r *Runtime) driveFlow(ctx context.Context, ex db.AgentExecution, a *v1alpha1.Agent, f *v1alpha1.AgentFlow,
 	st flow.State, in flow.Input) (outcome, error) {
 	out := outcome{status: StatusSuccess, code: "flow:" + f.ID}
-	q := db.New(r.Pool)
+	q := db.Planned(r.Pool)
 	timeout := DefaultFlowTimeout
 	if f.TimeoutMinutes != nil {
 		timeout = time.Duration(*f.TimeoutMinutes) * time.Minute
@@ -252,7 +252,7 @@ func (r *Runtime) generate(ctx context.Context, ex db.AgentExecution, a *v1alpha
 	req, _ := ModelRequest(a)
 	req.Tools = nil
 	req.System += "\n\n" + instruction
-	history, err := db.New(r.Pool).RecentConversationMessages(ctx, db.RecentConversationMessagesParams{ConversationID: &ex.ConversationID,
+	history, err := db.Planned(r.Pool).RecentConversationMessages(ctx, db.RecentConversationMessagesParams{ConversationID: &ex.ConversationID,
 		MaxRows: int32(contextWindow(a) + 1), Since: time.Now().Add(-partition.Lookback)})
 	if err != nil {
 		return "", err

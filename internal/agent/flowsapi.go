@@ -271,7 +271,7 @@ func (s *Service) DeleteFlow(ctx context.Context, a *v1alpha1.Agent, id string) 
 	if _, ok := findFlow(a, id); !ok {
 		return noFlow(id)
 	}
-	active, err := db.New(s.pool).ActiveFlowSessions(ctx, db.ActiveFlowSessionsParams{Project: a.Namespace, Agent: a.Name,
+	active, err := db.Planned(s.pool).ActiveFlowSessions(ctx, db.ActiveFlowSessionsParams{Project: a.Namespace, Agent: a.Name,
 		FlowID: id, Now: time.Now().UTC()})
 	if err != nil {
 		return err

@@ -64,7 +64,7 @@ func (r *Runtime) charge(ctx context.Context, ex db.AgentExecution, cost billing
 	}
 	now := r.clock().UTC()
 	err = pgx.BeginFunc(ctx, r.Pool, func(tx pgx.Tx) error {
-		n, err := db.New(tx).MarkAgentExecutionCharged(ctx, db.MarkAgentExecutionChargedParams{ID: ex.ID, CostMicros: int64(cost), Now: &now})
+		n, err := db.Planned(tx).MarkAgentExecutionCharged(ctx, db.MarkAgentExecutionChargedParams{ID: ex.ID, CostMicros: int64(cost), Now: &now})
 		if err != nil || n == 0 {
 			return err
 		}

@@ -72,7 +72,7 @@ type outcome struct {
 // runs again, and the reply, keyed by the execution's id, is still sent once.
 func (r *Runtime) Execute(ctx context.Context, id string) error {
 	start := r.clock()
-	q := db.New(r.Pool)
+	q := db.Planned(r.Pool)
 	ex, err := q.StartAgentExecution(ctx, db.StartAgentExecutionParams{ID: id, Now: start.UTC(), LeaseUntil: ptr(start.Add(Lease).UTC())})
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Finished already, or another run holds it: wait for its lease, then look again.
@@ -113,7 +113,7 @@ func (r *Runtime) run(ctx context.Context, ex db.AgentExecution) (outcome, error
 	if err != nil || !a.Spec.Enabled {
 		return outcome{status: StatusFiltered, code: "agent_disabled", message: "The agent was deleted or disabled before it answered."}, nil
 	}
-	q := db.New(r.Pool)
+	q := db.Planned(r.Pool)
 	window := contextWindow(&a)
 	history, err := q.RecentConversationMessages(ctx, db.RecentConversationMessagesParams{ConversationID: &ex.ConversationID,
 		MaxRows: int32(window + 1), Since: time.Now().Add(-partition.Lookback)})
@@ -310,7 +310,7 @@ func (r *Runtime) holdLease(ctx context.Context, id string) (stop func()) {
 				return
 			case <-tick.C:
 				until := r.clock().Add(Lease).UTC()
-				if _, err := db.New(r.Pool).RenewAgentExecutionLease(ctx, db.RenewAgentExecutionLeaseParams{ID: id, LeaseUntil: &until}); err != nil && ctx.Err() == nil {
+				if _, err := db.Planned(r.Pool).RenewAgentExecutionLease(ctx, db.RenewAgentExecutionLeaseParams{ID: id, LeaseUntil: &until}); err != nil && ctx.Err() == nil {
 					r.Log.Error(err, "renew the lease of an execution", "execution", id)
 				}
 			}
@@ -396,7 +396,7 @@ func (r *Runtime) reply(ctx context.Context, ex db.AgentExecution, a *v1alpha1.A
 // handOff gives the conversation to a human, and tells the contact when the agent has words
 // for it.
 func (r *Runtime) handOff(ctx context.Context, ex db.AgentExecution, a *v1alpha1.Agent, reason, modelText string) (outcome, error) {
-	if err := db.New(r.Pool).HandOff(ctx, db.HandOffParams{ConversationID: ex.ConversationID, Project: ex.Project,
+	if err := db.Planned(r.Pool).HandOff(ctx, db.HandOffParams{ConversationID: ex.ConversationID, Project: ex.Project,
 		TestMode: ex.TestMode, Agent: a.Name, Reason: reason, CreatedAt: r.clock().UTC()}); err != nil {
 		return outcome{}, fmt.Errorf("hand conversation %s off: %w", ex.ConversationID, err)
 	}
@@ -460,7 +460,7 @@ func (r *Runtime) finish(ctx context.Context, ex db.AgentExecution, out outcome,
 		}
 		return &s
 	}
-	_, err = db.New(r.Pool).FinishAgentExecution(ctx, db.FinishAgentExecutionParams{ID: ex.ID, Status: out.status,
+	_, err = db.Planned(r.Pool).FinishAgentExecution(ctx, db.FinishAgentExecutionParams{ID: ex.ID, Status: out.status,
 		Provider: nilIf(out.provider), Model: nilIf(out.model), Steps: steps, ToolCalls: int32(out.toolCalls),
 		KnowledgeChunks: chunks, Knowledge: used,
 		InputTokens: out.usage.InputTokens, OutputTokens: out.usage.OutputTokens, LatencyMs: int32(took.Milliseconds()),

@@ -273,7 +273,7 @@ func (s *Service) DeleteTool(ctx context.Context, a *v1alpha1.Agent, id string) 
 			return err
 		}
 	}
-	if err := db.New(s.pool).DeleteToolRuns(ctx, db.DeleteToolRunsParams{Project: a.Namespace, Agent: a.Name, ToolID: id}); err != nil {
+	if err := db.Planned(s.pool).DeleteToolRuns(ctx, db.DeleteToolRunsParams{Project: a.Namespace, Agent: a.Name, ToolID: id}); err != nil {
 		return fmt.Errorf("delete the test runs of tool %s: %w", id, err)
 	}
 	return nil
@@ -336,7 +336,7 @@ func (s *Service) TestTool(ctx context.Context, testMode bool, a *v1alpha1.Agent
 		e := keepText(res.Error, MaxToolRunResponse)
 		row.Error = &e
 	}
-	if err := db.New(s.pool).InsertToolRun(ctx, db.InsertToolRunParams{ID: row.ID, Project: row.Project, TestMode: row.TestMode,
+	if err := db.Planned(s.pool).InsertToolRun(ctx, db.InsertToolRunParams{ID: row.ID, Project: row.Project, TestMode: row.TestMode,
 		Agent: row.Agent, ToolID: row.ToolID, Params: row.Params, Success: row.Success, StatusCode: row.StatusCode,
 		Response: row.Response, Error: row.Error, DurationMs: row.DurationMs, CreatedAt: row.CreatedAt}); err != nil {
 		return ToolRun{}, fmt.Errorf("record a test run of tool %s: %w", id, err)
@@ -350,7 +350,7 @@ func (s *Service) ToolRuns(ctx context.Context, a *v1alpha1.Agent, id string, li
 	if _, ok := findTool(a, id); !ok {
 		return nil, noTool(id)
 	}
-	rows, err := db.New(s.pool).ListToolRuns(ctx, db.ListToolRunsParams{Project: a.Namespace, Agent: a.Name, ToolID: id, MaxRows: int32(limit)})
+	rows, err := db.Planned(s.pool).ListToolRuns(ctx, db.ListToolRunsParams{Project: a.Namespace, Agent: a.Name, ToolID: id, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list the test runs of tool %s: %w", id, err)
 	}
@@ -374,7 +374,7 @@ func (s *Service) Executions(ctx context.Context, testMode bool, a *v1alpha1.Age
 		}
 		p.Status = &status
 	}
-	rows, err := db.New(s.pool).ListAgentExecutions(ctx, p)
+	rows, err := db.Planned(s.pool).ListAgentExecutions(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("list the executions of agent %s: %w", a.Name, err)
 	}
@@ -388,7 +388,7 @@ func (s *Service) Executions(ctx context.Context, testMode bool, a *v1alpha1.Age
 // Execution returns one finished execution of the agent in the key's mode; 404 when there is
 // none of that id (an execution not finished yet is not shown).
 func (s *Service) Execution(ctx context.Context, testMode bool, a *v1alpha1.Agent, id string) (Execution, error) {
-	row, err := db.New(s.pool).GetAgentExecution(ctx, db.GetAgentExecutionParams{ID: id, Project: a.Namespace, TestMode: testMode, Agent: a.Name})
+	row, err := db.Planned(s.pool).GetAgentExecution(ctx, db.GetAgentExecutionParams{ID: id, Project: a.Namespace, TestMode: testMode, Agent: a.Name})
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && (row.Status == "pending" || row.Status == "running")) {
 		return Execution{}, apperror.NotFoundf("No execution %s.", id)
 	}

@@ -35,7 +35,7 @@ func (t *Trigger) Inbound(ctx context.Context, tx pgx.Tx, m db.Message) error {
 	if err != nil || a == nil || !Answers(a, m.Channel, m.MessageType) {
 		return err
 	}
-	q := db.New(tx)
+	q := db.Planned(tx)
 	handed, err := q.IsHandedOff(ctx, *m.ConversationID)
 	if err != nil || handed {
 		return err

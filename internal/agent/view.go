@@ -20,7 +20,7 @@ type Stats struct {
 
 // Stats returns the agent's stats in the key's mode, over all its executions.
 func (s *Service) Stats(ctx context.Context, project string, testMode bool, agent string) (Stats, error) {
-	row, err := db.New(s.pool).AgentStats(ctx, db.AgentStatsParams{Project: project, TestMode: testMode, Agent: agent})
+	row, err := db.Planned(s.pool).AgentStats(ctx, db.AgentStatsParams{Project: project, TestMode: testMode, Agent: agent})
 	if err != nil {
 		return Stats{}, fmt.Errorf("read the stats of agent %s: %w", agent, err)
 	}

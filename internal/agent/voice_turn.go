@@ -54,7 +54,7 @@ func (r *Runtime) HasKnowledge(ctx context.Context, a *v1alpha1.Agent) (bool, er
 	if r.Knowledge == nil {
 		return false, nil
 	}
-	return db.New(r.Pool).HasKnowledge(ctx, db.HasKnowledgeParams{Project: a.Namespace, Agent: a.Name})
+	return db.Planned(r.Pool).HasKnowledge(ctx, db.HasKnowledgeParams{Project: a.Namespace, Agent: a.Name})
 }
 
 // VoiceAnswer is what the agent did with a prompt.
@@ -95,7 +95,7 @@ func (r *Runtime) Speak(ctx context.Context, t VoiceTurn) (VoiceAnswer, error) {
 		ConversationID: t.CallID, InboundMessageID: t.Key, CallID: &t.CallID, Status: "running", CreatedAt: p.Now}
 	inserted := make(chan error, 1)
 	go func() {
-		_, err := db.New(r.Pool).InsertCallExecution(context.WithoutCancel(ctx), p)
+		_, err := db.Planned(r.Pool).InsertCallExecution(context.WithoutCancel(ctx), p)
 		if errors.Is(err, pgx.ErrNoRows) {
 			err = fmt.Errorf("prompt %s of call %s was answered already", t.Key, t.CallID)
 		}

@@ -68,7 +68,7 @@ type Service struct {
 
 // NewService returns a Service on pool.
 func NewService(pool *pgxpool.Pool) *Service {
-	return &Service{pool: pool, q: db.New(pool), now: time.Now}
+	return &Service{pool: pool, q: db.Planned(pool), now: time.Now}
 }
 
 // Create makes a key for project and returns it, the only time it is ever shown.
@@ -131,7 +131,7 @@ func (s *Service) Authenticate(ctx context.Context, secret string) (Key, error) 
 func (s *Service) Revoke(ctx context.Context, project, id string) (Key, error) {
 	var key Key
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
+		q := db.Planned(tx)
 		row, err := q.RevokeAPIKey(ctx, db.RevokeAPIKeyParams{ID: id, Project: project, RevokedAt: s.now().UTC()})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return apperror.New(apperror.NotFound, "not_found", fmt.Sprintf("project %s has no API key %s", project, id))
@@ -149,7 +149,7 @@ func (s *Service) Revoke(ctx context.Context, project, id string) (Key, error) {
 func (s *Service) RevokeAll(ctx context.Context, project string) (int, error) {
 	var n int
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
+		q := db.Planned(tx)
 		hashes, err := q.RevokeProjectAPIKeys(ctx, db.RevokeProjectAPIKeysParams{Project: project, RevokedAt: s.now().UTC()})
 		if err != nil {
 			return fmt.Errorf("revoke api keys of project %s: %w", project, err)

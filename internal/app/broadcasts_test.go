@@ -871,7 +871,7 @@ func TestBroadcastReleasesStayWithinItsReservation(t *testing.T) {
 	if err := in.db.QueryRow(ctx, `SELECT balance_micros FROM balances WHERE project = $1`, acme).Scan(&balance); err != nil {
 		t.Fatal(err)
 	}
-	ledger, err := db.New(in.db).LedgerSum(ctx, acme)
+	ledger, err := db.Planned(in.db).LedgerSum(ctx, acme)
 	if err != nil {
 		t.Fatal(err)
 	}

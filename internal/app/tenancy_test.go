@@ -281,13 +281,13 @@ func TestSubAccountsSpendTheirParentsMoney(t *testing.T) {
 		if err := in.poolRow(`SELECT balance_micros FROM balances WHERE project = $1`, p).Scan(&raw); err != nil {
 			t.Fatal(err)
 		}
-		if sum, _ = db.New(in.db).LedgerSum(ctx, p); sum != raw {
+		if sum, _ = db.Planned(in.db).LedgerSum(ctx, p); sum != raw {
 			t.Fatalf("%s: balance %d, ledger %d", p, raw, sum)
 		}
 	}
 
 	// The parent's suspension covers its sub-accounts.
-	if _, err := db.New(in.db).Suspend(ctx, db.SuspendParams{Project: acme, TestMode: false, Reason: "test", Since: time.Now()}); err != nil {
+	if _, err := db.Planned(in.db).Suspend(ctx, db.SuspendParams{Project: acme, TestMode: false, Reason: "test", Since: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool {

@@ -139,7 +139,7 @@ func TestChargesNeverPassTheCreditLimit(t *testing.T) {
 	if err != nil || b.Balance != -100_000 || b.Spent != 300_000 {
 		t.Fatalf("balance %+v, %v", b, err)
 	}
-	sum, err := db.New(pool).LedgerSum(ctx, "acme")
+	sum, err := db.Planned(pool).LedgerSum(ctx, "acme")
 	if err != nil || billing.Micros(sum) != b.Balance {
 		t.Fatalf("ledger sum %d, balance %d (%v)", sum, b.Balance, err)
 	}
@@ -189,7 +189,7 @@ func TestRefundAndCredit(t *testing.T) {
 	if b, err := billing.Credit(ctx, pool, acct, 1_000_000, "invoice 7", now); err != nil || b != 1_050_000 {
 		t.Fatalf("credit = %d, %v", b, err)
 	}
-	sum, err := db.New(pool).LedgerSum(ctx, "acme")
+	sum, err := db.Planned(pool).LedgerSum(ctx, "acme")
 	if err != nil || sum != 1_050_000 {
 		t.Fatalf("ledger sum %d (%v)", sum, err)
 	}
@@ -274,11 +274,11 @@ func TestSubAccountsDrawOnTheirParent(t *testing.T) {
 	ledgerIsBalance := func() {
 		t.Helper()
 		for _, p := range []string{"acme", "sa-a", "sa-b"} {
-			row, err := db.New(pool).GetBalance(ctx, p)
+			row, err := db.Planned(pool).GetBalance(ctx, p)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if sum, err := db.New(pool).LedgerSum(ctx, p); err != nil || sum != row.BalanceMicros {
+			if sum, err := db.Planned(pool).LedgerSum(ctx, p); err != nil || sum != row.BalanceMicros {
 				t.Fatalf("%s: ledger sum %d, balance %d (%v)", p, sum, row.BalanceMicros, err)
 			}
 		}

@@ -77,7 +77,7 @@ func open(ctx context.Context, q *db.Queries, a Account, now time.Time) error {
 // requirePositive refuses, too, when the balance is not above zero (an email send). A
 // sub-account's parent pays, in the same transaction, what its balance cannot.
 func ChargeAll(ctx context.Context, tx pgx.Tx, a Account, charges []Charge, requirePositive bool, now time.Time) error {
-	q := db.New(tx)
+	q := db.Planned(tx)
 	if err := open(ctx, q, a, now); err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func repay(ctx context.Context, q *db.Queries, project string, balance, drawn in
 // transaction charges several of them: a sub-account's charge takes its parent's balance too,
 // so charging project by project could take them out of order.
 func LockAll(ctx context.Context, tx pgx.Tx, accounts []Account, now time.Time) error {
-	q := db.New(tx)
+	q := db.Planned(tx)
 	var projects []string
 	for _, a := range accounts {
 		if err := open(ctx, q, a, now); err != nil {
@@ -226,7 +226,7 @@ func LockAll(ctx context.Context, tx pgx.Tx, accounts []Account, now time.Time) 
 // Refund returns what message was charged, once, inside tx; it returns the amount (0 when it
 // was never charged or is refunded already). A sub-account pays its parent back first.
 func Refund(ctx context.Context, tx pgx.Tx, project, messageID string, now time.Time) (Micros, error) {
-	q := db.New(tx)
+	q := db.Planned(tx)
 	owed, err := q.ChargeOf(ctx, messageID)
 	if err != nil {
 		return 0, fmt.Errorf("read charge of %s: %w", messageID, err)
@@ -259,7 +259,7 @@ func Credit(ctx context.Context, pool *pgxpool.Pool, a Account, amount Micros, n
 	}
 	var balance int64
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		if err := open(ctx, q, a, now); err != nil {
 			return err
 		}
@@ -295,7 +295,7 @@ type Balance struct {
 func Read(ctx context.Context, pool *pgxpool.Pool, a Account, now time.Time) (Balance, error) {
 	var b db.Balance
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		if err := open(ctx, q, a, now); err != nil {
 			return err
 		}
@@ -317,7 +317,7 @@ func Reserve(ctx context.Context, tx pgx.Tx, a Account, amount Micros, note stri
 	if amount <= 0 {
 		return nil
 	}
-	q := db.New(tx)
+	q := db.Planned(tx)
 	if err := open(ctx, q, a, now); err != nil {
 		return err
 	}
@@ -344,7 +344,7 @@ func Release(ctx context.Context, tx pgx.Tx, project string, amount Micros, note
 	if amount <= 0 {
 		return nil
 	}
-	q := db.New(tx)
+	q := db.Planned(tx)
 	if err := lockFamily(ctx, q, project); err != nil {
 		return err
 	}

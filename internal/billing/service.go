@@ -131,7 +131,7 @@ func (s *Service) Credit(ctx context.Context, project string, amount Micros, not
 
 // Spent is what each of projects has spent so far (0 before its first charge), in one read.
 func (s *Service) Spent(ctx context.Context, projects ...string) (map[string]Micros, error) {
-	rows, err := db.New(s.Pool).SpentOf(ctx, projects)
+	rows, err := db.Planned(s.Pool).SpentOf(ctx, projects)
 	if err != nil {
 		return nil, fmt.Errorf("read what %d projects spent: %w", len(projects), err)
 	}

@@ -97,7 +97,7 @@ func (s *Service) insert(ctx context.Context, k Key, id, field string, rows []ch
 // insertTx is insert's transaction.
 func (s *Service) insertTx(ctx context.Context, k Key, id, field string, rows []checked, added, duplicates *int) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		if _, err := draft(ctx, q, k, id, "recipients are added to"); err != nil {
 			return err
 		}
@@ -200,7 +200,7 @@ func (s *Service) Contacts(ctx context.Context, k Key, id, status string, p Page
 	if _, err := s.Get(ctx, k, id); err != nil {
 		return nil, err
 	}
-	rows, err := db.New(s.pool).BroadcastContacts(ctx, db.BroadcastContactsParams{BroadcastID: id, Status: status,
+	rows, err := db.Planned(s.pool).BroadcastContacts(ctx, db.BroadcastContactsParams{BroadcastID: id, Status: status,
 		AfterTime: p.AfterTime, AfterID: p.AfterID, MaxRows: int32(p.Limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list recipients: %w", err)
@@ -215,7 +215,7 @@ func (s *Service) Contacts(ctx context.Context, k Key, id, status string, p Page
 // RemoveContact takes a recipient out of a draft.
 func (s *Service) RemoveContact(ctx context.Context, k Key, id, contactID string) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		if _, err := draft(ctx, q, k, id, "recipients are removed from"); err != nil {
 			return err
 		}

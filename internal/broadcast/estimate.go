@@ -67,11 +67,11 @@ func (s *Service) estimate(ctx context.Context, tx pgx.Tx, b db.Broadcast) error
 	if err != nil || list == nil {
 		return err
 	}
-	total, err := estimateCost(ctx, db.New(tx), b, list)
+	total, err := estimateCost(ctx, db.Planned(tx), b, list)
 	if err != nil {
 		return err
 	}
-	if err := db.New(tx).SetBroadcastEstimate(ctx, db.SetBroadcastEstimateParams{ID: b.ID, EstimatedCostMicros: ptr(int64(total))}); err != nil {
+	if err := db.Planned(tx).SetBroadcastEstimate(ctx, db.SetBroadcastEstimateParams{ID: b.ID, EstimatedCostMicros: ptr(int64(total))}); err != nil {
 		return err
 	}
 	if b.TestMode || total == 0 {
@@ -241,7 +241,7 @@ func (s *Service) chargeEmails(ctx context.Context, tx pgx.Tx, b db.Broadcast, l
 		return 0, err
 	}
 	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	after, err := db.New(tx).CountMarketingEmails(ctx, db.CountMarketingEmailsParams{Project: b.Project, Month: month, Sent: int64(n)})
+	after, err := db.Planned(tx).CountMarketingEmails(ctx, db.CountMarketingEmailsParams{Project: b.Project, Month: month, Sent: int64(n)})
 	if err != nil {
 		return 0, fmt.Errorf("count broadcast emails of %s: %w", b.Project, err)
 	}

@@ -38,7 +38,7 @@ func draftOf(t testing.TB, pool *pgxpool.Pool, channel, text string, contacts []
 		}
 		contacts = contacts[n:]
 	}
-	row, err := db.New(pool).BroadcastByID(ctx, b.ID)
+	row, err := db.Planned(pool).BroadcastByID(ctx, b.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func TestEstimateIsEachRecipientsPrice(t *testing.T) {
 			}
 			for name, list := range lists {
 				want := quoted(t, pool, b, list)
-				got, err := estimateCost(context.Background(), db.New(pool), b, list)
+				got, err := estimateCost(context.Background(), db.Planned(pool), b, list)
 				if err != nil || got != want {
 					t.Errorf("%s: estimate %s (%v), each recipient's quote %s", name, got, err, want)
 				}
@@ -174,7 +174,7 @@ func BenchmarkEstimate(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		total, err := estimateCost(ctx, db.New(tx), row, list)
+		total, err := estimateCost(ctx, db.Planned(tx), row, list)
 		_ = tx.Rollback(ctx)
 		if err != nil || total != 100_000*50_000 {
 			b.Fatalf("estimate %s (%v)", total, err)

@@ -113,7 +113,7 @@ func (s *Service) FanOutOnce(ctx context.Context, chunk int) (bool, error) {
 		return false, errors.New("broadcasts have no send path")
 	}
 	now := s.now().UTC()
-	q := db.New(s.pool)
+	q := db.Planned(s.pool)
 	due, err := q.DueBroadcasts(ctx, now)
 	if err != nil {
 		return false, fmt.Errorf("list due broadcasts: %w", err)
@@ -164,7 +164,7 @@ func (s *Service) FanOutOnce(ctx context.Context, chunk int) (bool, error) {
 func (s *Service) start(ctx context.Context, id string) (bool, error) {
 	started := false
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		row, err := q.LockBroadcast(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
@@ -269,7 +269,7 @@ func (s *Service) sendChunk(ctx context.Context, id string, n int) (int, error) 
 			continue
 		}
 		now := s.now().UTC()
-		_, err = db.New(s.pool).PauseBroadcast(ctx, db.PauseBroadcastParams{ID: id, PausedUntil: &p.until, PauseReason: &p.reason, Now: now})
+		_, err = db.Planned(s.pool).PauseBroadcast(ctx, db.PauseBroadcastParams{ID: id, PausedUntil: &p.until, PauseReason: &p.reason, Now: now})
 		return 0, ignoreNoRows(err)
 	}
 }
@@ -278,7 +278,7 @@ func (s *Service) sendChunk(ctx context.Context, id string, n int) (int, error) 
 func (s *Service) chunk(ctx context.Context, id string, n int) (int, error) {
 	handed := 0
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		b, err := q.BroadcastByID(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
@@ -392,7 +392,7 @@ func release(ctx context.Context, tx pgx.Tx, b db.Broadcast, list *v1alpha1.Pric
 	if total += share; total <= 0 {
 		return nil
 	}
-	q := db.New(tx)
+	q := db.Planned(tx)
 	row, err := foldIn(ctx, q, counts{db.CountBroadcastParams{ID: b.ID, Now: now}})
 	if err != nil {
 		return err
@@ -447,7 +447,7 @@ func addCounts(ctx context.Context, tx pgx.Tx, cs ...counts) error {
 	if len(p.BroadcastIds) == 0 {
 		return nil
 	}
-	if err := db.New(tx).AddBroadcastDeltas(ctx, p); err != nil {
+	if err := db.Planned(tx).AddBroadcastDeltas(ctx, p); err != nil {
 		return fmt.Errorf("count broadcasts: %w", err)
 	}
 	return nil
@@ -455,7 +455,7 @@ func addCounts(ctx context.Context, tx pgx.Tx, cs ...counts) error {
 
 // foldAll folds the changes of every broadcast that has some; it reports whether there were.
 func (s *Service) foldAll(ctx context.Context) (bool, error) {
-	ids, err := db.New(s.pool).BroadcastsWithDeltas(ctx)
+	ids, err := db.Planned(s.pool).BroadcastsWithDeltas(ctx)
 	if err != nil {
 		return false, fmt.Errorf("list broadcasts to count: %w", err)
 	}
@@ -475,7 +475,7 @@ func (s *Service) foldAll(ctx context.Context) (bool, error) {
 func (s *Service) fold(ctx context.Context, id string) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.now().UTC()
-		row, err := foldIn(ctx, db.New(tx), counts{db.CountBroadcastParams{ID: id, Now: now}})
+		row, err := foldIn(ctx, db.Planned(tx), counts{db.CountBroadcastParams{ID: id, Now: now}})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // deleted
 		}
@@ -520,5 +520,5 @@ func (s *Service) settle(ctx context.Context, tx pgx.Tx, row db.Broadcast, now t
 	if err := billing.Release(ctx, tx, row.Project, billing.Micros(left), "broadcast "+row.ID, now); err != nil {
 		return row, err
 	}
-	return db.New(tx).CountBroadcast(ctx, db.CountBroadcastParams{ID: row.ID, Released: left, Now: now})
+	return db.Planned(tx).CountBroadcast(ctx, db.CountBroadcastParams{ID: row.ID, Released: left, Now: now})
 }

@@ -42,7 +42,7 @@ func (s *Service) FollowMessages(ctx context.Context, tx pgx.Tx, moved []db.Mess
 		p.ErrorCodes, p.ErrorMessages = append(p.ErrorCodes, deref(m.ErrorCode)), append(p.ErrorMessages, deref(m.ErrorMessage))
 	}
 	p.BroadcastFrom, p.BroadcastTo = partition.Bounds(p.Ids)
-	rows, err := db.New(tx).FollowBroadcastContacts(ctx, p)
+	rows, err := db.Planned(tx).FollowBroadcastContacts(ctx, p)
 	if err != nil {
 		return fmt.Errorf("move broadcast recipients: %w", err)
 	}

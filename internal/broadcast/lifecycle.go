@@ -41,7 +41,7 @@ type Deliveries interface {
 // move changes a broadcast's status in tx, with its event when the spec announces the status.
 func (s *Service) move(ctx context.Context, tx pgx.Tx, b db.Broadcast, p db.SetBroadcastStatusParams) (db.Broadcast, error) {
 	p.ID, p.Now = b.ID, s.now().UTC()
-	row, err := db.New(tx).SetBroadcastStatus(ctx, p)
+	row, err := db.Planned(tx).SetBroadcastStatus(ctx, p)
 	if err != nil {
 		return db.Broadcast{}, fmt.Errorf("move broadcast %s to %s: %w", b.ID, p.Status, err)
 	}
@@ -80,7 +80,7 @@ func (s *Service) Send(ctx context.Context, k Key, id string, scheduledAt *strin
 	}
 	var out Broadcast
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		row, err := q.BroadcastForUpdate(ctx, db.BroadcastForUpdateParams{ID: id, Project: k.Project, TestMode: k.TestMode})
 		if err != nil {
 			return notFound(err, id)
@@ -151,7 +151,7 @@ func (s *Service) RetryReview(ctx context.Context, k Key, id string) (Broadcast,
 func (s *Service) Cancel(ctx context.Context, k Key, id string) (Broadcast, error) {
 	var out Broadcast
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		row, err := q.Broadcast(ctx, db.BroadcastParams{ID: id, Project: k.Project, TestMode: k.TestMode})
 		if err != nil {
 			return notFound(err, id)
@@ -200,7 +200,7 @@ func (s *Service) Reschedule(ctx context.Context, k Key, id string, scheduledAt 
 			return row, wrong(row, fmt.Sprintf("Only a scheduled broadcast is rescheduled; broadcast %s is %s.", id, row.Status))
 		}
 		at := t.UTC()
-		return db.New(tx).ReschedulePendingBroadcast(ctx, db.ReschedulePendingBroadcastParams{ID: id, ScheduledAt: &at, Now: s.now().UTC()})
+		return db.Planned(tx).ReschedulePendingBroadcast(ctx, db.ReschedulePendingBroadcastParams{ID: id, ScheduledAt: &at, Now: s.now().UTC()})
 	})
 }
 
@@ -208,7 +208,7 @@ func (s *Service) Reschedule(ctx context.Context, k Key, id string, scheduledAt 
 func (s *Service) transition(ctx context.Context, k Key, id string, change func(pgx.Tx, db.Broadcast) (db.Broadcast, error)) (Broadcast, error) {
 	var out Broadcast
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		row, err := db.New(tx).BroadcastForUpdate(ctx, db.BroadcastForUpdateParams{ID: id, Project: k.Project, TestMode: k.TestMode})
+		row, err := db.Planned(tx).BroadcastForUpdate(ctx, db.BroadcastForUpdateParams{ID: id, Project: k.Project, TestMode: k.TestMode})
 		if err != nil {
 			return notFound(err, id)
 		}
@@ -216,7 +216,7 @@ func (s *Service) transition(ctx context.Context, k Key, id string, change func(
 		if err != nil {
 			return err
 		}
-		out, err = viewIn(ctx, db.New(tx), row)
+		out, err = viewIn(ctx, db.Planned(tx), row)
 		return err
 	})
 	return out, err
@@ -235,7 +235,7 @@ func (s *Service) afterApproval(ctx context.Context, tx pgx.Tx, row db.Broadcast
 func (s *Service) reviewed(ctx context.Context, id string, status string, result ReviewResult) error {
 	raw, _ := json.Marshal(result)
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		row, err := db.New(tx).LockBroadcast(ctx, id)
+		row, err := db.Planned(tx).LockBroadcast(ctx, id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // deleted meanwhile
 		}

@@ -43,7 +43,7 @@ func (w *ReviewWorker) Work(ctx context.Context, job *river.Job[ReviewArgs]) err
 // approves it, refuse and block reject it with the rule's reason, and hold leaves it pending for
 // an operator (`switchboard broadcast approve|refuse`). Without a policy it is approved.
 func (s *Service) Review(ctx context.Context, id string) error {
-	row, err := db.New(s.pool).BroadcastByID(ctx, id)
+	row, err := db.Planned(s.pool).BroadcastByID(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
@@ -102,7 +102,7 @@ func deref(s *string) string {
 // Awaiting lists the broadcasts waiting for an operator (held by review, or escalated), every
 // project's when project is "", longest waiting first.
 func (s *Service) Awaiting(ctx context.Context, project string, limit int32) ([]Broadcast, error) {
-	rows, err := db.New(s.pool).BroadcastsAwaitingOperator(ctx, db.BroadcastsAwaitingOperatorParams{Project: project, MaxRows: limit})
+	rows, err := db.Planned(s.pool).BroadcastsAwaitingOperator(ctx, db.BroadcastsAwaitingOperatorParams{Project: project, MaxRows: limit})
 	if err != nil {
 		return nil, fmt.Errorf("list broadcasts awaiting an operator: %w", err)
 	}
@@ -117,7 +117,7 @@ func (s *Service) Awaiting(ctx context.Context, project string, limit int32) ([]
 // on; refuse rejects a held one, and finally rejects an escalated one (rejected_final). by and
 // reason are kept in its review result.
 func (s *Service) Decide(ctx context.Context, id string, approve bool, by, reason string) error {
-	row, err := db.New(s.pool).BroadcastByID(ctx, id)
+	row, err := db.Planned(s.pool).BroadcastByID(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return apperror.NotFoundf("No broadcast %s.", id)
 	}

@@ -74,12 +74,12 @@ func (s *Service) Create(ctx context.Context, k Key, in Input) (Broadcast, error
 		return Broadcast{}, err
 	}
 	content, metadata := jsonOrNil(f.content), jsonOrNil(f.metadata)
-	row, err := db.New(s.pool).InsertBroadcast(ctx, db.InsertBroadcastParams{ID: id, Project: k.Project, TestMode: k.TestMode,
+	row, err := db.Planned(s.pool).InsertBroadcast(ctx, db.InsertBroadcastParams{ID: id, Project: k.Project, TestMode: k.TestMode,
 		Name: f.name, Channel: f.channel, MessageType: f.messageType, Text: f.text, Content: content, EmailSubject: f.emailSubject,
 		EmailHtmlBody: f.htmlBody, UnsubscribeUrl: f.unsubscribeURL, SenderID: f.senderID, Metadata: metadata, IdempotencyKey: in.IdempotencyKey,
 		ScheduledAt: f.scheduledAt, Now: now})
 	if errors.Is(err, pgx.ErrNoRows) && in.IdempotencyKey != nil {
-		orig, err := db.New(s.pool).BroadcastByIdempotencyKey(ctx, db.BroadcastByIdempotencyKeyParams{Project: k.Project,
+		orig, err := db.Planned(s.pool).BroadcastByIdempotencyKey(ctx, db.BroadcastByIdempotencyKeyParams{Project: k.Project,
 			TestMode: k.TestMode, IdempotencyKey: in.IdempotencyKey})
 		if err != nil {
 			return Broadcast{}, fmt.Errorf("read broadcast of idempotency key: %w", err)
@@ -123,7 +123,7 @@ func (s *Service) checkReferences(ctx context.Context, k Key, f fields) ([]apper
 
 // Get returns one broadcast.
 func (s *Service) Get(ctx context.Context, k Key, id string) (Broadcast, error) {
-	q := db.New(s.pool)
+	q := db.Planned(s.pool)
 	row, err := q.Broadcast(ctx, db.BroadcastParams{ID: id, Project: k.Project, TestMode: k.TestMode})
 	if err != nil {
 		return Broadcast{}, notFound(err, id)
@@ -143,7 +143,7 @@ func (s *Service) List(ctx context.Context, k Key, status string, p Page) ([]Bro
 	if status != "" && !slices.Contains(Statuses, status) {
 		return nil, apperror.InvalidFields(apperror.FieldError{Path: "status", Message: "must be a broadcast status"})
 	}
-	q := db.New(s.pool)
+	q := db.Planned(s.pool)
 	rows, err := q.Broadcasts(ctx, db.BroadcastsParams{Project: k.Project, TestMode: k.TestMode, Status: status,
 		AfterTime: p.AfterTime, AfterID: p.AfterID, MaxRows: int32(p.Limit)})
 	if err != nil {
@@ -186,7 +186,7 @@ func (e *WrongStatus) Unwrap() error { return e.Err }
 func (s *Service) Update(ctx context.Context, k Key, id string, in Input) (Broadcast, error) {
 	var out Broadcast
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		row, err := draft(ctx, q, k, id, "one changes")
 		if err != nil {
 			return err
@@ -215,7 +215,7 @@ func (s *Service) Update(ctx context.Context, k Key, id string, in Input) (Broad
 // Delete deletes a draft and its recipients.
 func (s *Service) Delete(ctx context.Context, k Key, id string) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		if _, err := draft(ctx, q, k, id, "one deletes"); err != nil {
 			return err
 		}

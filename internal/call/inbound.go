@@ -29,7 +29,7 @@ type Incoming struct {
 // balance that cannot pay its first minute); the provider then rejects it. A provider posting
 // the same call again gets the same call.
 func (s *Service) Receive(ctx context.Context, in Incoming) (c db.Call, sp Speech, refused string, err error) {
-	q := db.New(s.Pool)
+	q := db.Planned(s.Pool)
 	if c, err = q.CallByProviderID(ctx, db.CallByProviderIDParams{Provider: in.Provider, ProviderCallID: &in.ProviderCallID}); err == nil {
 		a, err := s.agentOf(ctx, c)
 		if err != nil || a == nil {
@@ -68,7 +68,7 @@ func (s *Service) Receive(ctx context.Context, in Incoming) (c db.Call, sp Speec
 			}
 			row.ReservedMicros = int64(price)
 		}
-		q := db.New(tx)
+		q := db.Planned(tx)
 		var err error
 		if c, err = q.InsertCall(ctx, row); err != nil {
 			return fmt.Errorf("record incoming call: %w", err)
@@ -101,7 +101,7 @@ type Next struct {
 // agent asked for; a new session when the session dropped (its process died) while the call
 // is up and nobody ended it; else hang up.
 func (s *Service) AfterRelay(ctx context.Context, id string, dropped bool) (Next, error) {
-	c, err := db.New(s.Pool).CallByID(ctx, id)
+	c, err := db.Planned(s.Pool).CallByID(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Next{}, nil
 	}

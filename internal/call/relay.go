@@ -90,7 +90,7 @@ func (s *Service) ServeRelay(ctx context.Context, conn Conn, id string) error {
 	if setup.Type != twilio.RelaySetup {
 		return fmt.Errorf("relay of call %s: %q before setup", id, setup.Type)
 	}
-	q := db.New(s.Pool)
+	q := db.Planned(s.Pool)
 	c, err := q.CallByID(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("relay of unknown call %s", id)
@@ -253,7 +253,7 @@ func (r *relay) run(ctx context.Context) error {
 		case <-endBy:
 			return nil
 		case <-renew.C:
-			if _, err := db.New(r.s.Pool).HoldCallSession(ctx, db.HoldCallSessionParams{ID: r.call.ID,
+			if _, err := db.Planned(r.s.Pool).HoldCallSession(ctx, db.HoldCallSessionParams{ID: r.call.ID,
 				Until: ptrTime(r.s.now().Add(SessionLease)), Now: r.s.now()}); errors.Is(err, pgx.ErrNoRows) {
 				return nil // it ended meanwhile
 			} else if err != nil && ctx.Err() == nil {
@@ -444,7 +444,7 @@ func (r *relay) interrupt(ctx context.Context, heard string) error {
 	if t == nil {
 		if r.lastAnswer > 0 && heard != "" {
 			// The answer was written, and was being read out.
-			return db.New(r.s.Pool).CutCallTurn(ctx, db.CutCallTurnParams{CallID: r.call.ID, Seq: r.lastAnswer, Text: heard, EndedAt: &now})
+			return db.Planned(r.s.Pool).CutCallTurn(ctx, db.CutCallTurnParams{CallID: r.call.ID, Seq: r.lastAnswer, Text: heard, EndedAt: &now})
 		}
 		return nil
 	}
@@ -506,7 +506,7 @@ func (r *relay) end(ctx context.Context, reason, transferTo string) error {
 
 func (r *relay) endWith(ctx context.Context, reason, transferTo, message string) error {
 	r.ending = true
-	if _, err := db.New(r.s.Pool).SetCallEnding(ctx, db.SetCallEndingParams{ID: r.call.ID, Ending: &reason,
+	if _, err := db.Planned(r.s.Pool).SetCallEnding(ctx, db.SetCallEndingParams{ID: r.call.ID, Ending: &reason,
 		TransferTo: nonEmpty(transferTo), Now: r.s.now()}); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("record the end of call %s: %w", r.call.ID, err)
 	}
@@ -524,7 +524,7 @@ func (r *relay) write(ctx context.Context, v any) error {
 
 func (r *relay) appendTurn(ctx context.Context, p db.AppendCallTurnParams) (int32, error) {
 	p.CallID, p.Now = r.call.ID, r.s.now()
-	seq, err := db.New(r.s.Pool).AppendCallTurn(context.WithoutCancel(ctx), p)
+	seq, err := db.Planned(r.s.Pool).AppendCallTurn(context.WithoutCancel(ctx), p)
 	if err != nil {
 		return 0, fmt.Errorf("store a turn of call %s: %w", r.call.ID, err)
 	}

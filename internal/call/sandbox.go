@@ -303,7 +303,7 @@ func (p *pipe) send(ctx context.Context, m twilio.RelayMessage) error {
 // (the provider's detection said answeredBy): leave_message reads its voicemailMessage out and
 // hangs up, hangup hangs up; with neither the agent talks to the machine as to anyone.
 func (s *Service) Machine(ctx context.Context, id, answeredBy string) error {
-	q := db.New(s.Pool)
+	q := db.Planned(s.Pool)
 	c, err := q.CallByID(ctx, id)
 	if err != nil {
 		return fmt.Errorf("read call %s: %w", id, err)

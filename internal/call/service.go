@@ -188,7 +188,7 @@ func (s *Service) Create(ctx context.Context, key apikey.Key, in Input) (Call, e
 			row.ReservedMicros = int64(price)
 		}
 		var err error
-		c, err = db.New(tx).InsertCall(ctx, row)
+		c, err = db.Planned(tx).InsertCall(ctx, row)
 		return err
 	})
 	if err != nil {
@@ -215,7 +215,7 @@ func (s *Service) Create(ctx context.Context, key apikey.Key, in Input) (Call, e
 func (s *Service) dialed(ctx context.Context, id, providerCallID string) (db.Call, error) {
 	var c db.Call
 	err := pgx.BeginFunc(context.WithoutCancel(ctx), s.Pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		var err error
 		c, err = q.DialedCall(ctx, db.DialedCallParams{ID: id, ProviderCallID: &providerCallID, Now: s.now()})
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -237,7 +237,7 @@ func (s *Service) refused(ctx context.Context, row db.InsertCallParams, reason, 
 	row.Status, row.EndReason, row.ErrorMessage, row.Finished = StatusFailed, &reason, &message, &now
 	var c db.Call
 	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		var err error
 		if c, err = q.InsertCall(ctx, row); err != nil {
 			return err
@@ -256,7 +256,7 @@ func (s *Service) refused(ctx context.Context, row db.InsertCallParams, reason, 
 
 // own is the key's call id: 404 for another project's, or another mode's.
 func (s *Service) own(ctx context.Context, key apikey.Key, id string) (db.Call, error) {
-	c, err := db.New(s.Pool).GetCall(ctx, db.GetCallParams{ID: id, Project: key.Project, TestMode: key.TestMode()})
+	c, err := db.Planned(s.Pool).GetCall(ctx, db.GetCallParams{ID: id, Project: key.Project, TestMode: key.TestMode()})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return c, apperror.NotFoundf("No call %s.", id)
 	}
@@ -272,7 +272,7 @@ func (s *Service) Get(ctx context.Context, key apikey.Key, id string) (Call, err
 	if err != nil {
 		return Call{}, err
 	}
-	turns, err := db.New(s.Pool).CallTurns(ctx, c.ID)
+	turns, err := db.Planned(s.Pool).CallTurns(ctx, c.ID)
 	if err != nil {
 		return Call{}, fmt.Errorf("read the transcript of call %s: %w", id, err)
 	}
@@ -303,7 +303,7 @@ func (s *Service) List(ctx context.Context, key apikey.Key, f Filter) ([]Call, e
 	if len(errs) > 0 {
 		return nil, apperror.InvalidFields(errs...)
 	}
-	rows, err := db.New(s.Pool).ListCalls(ctx, db.ListCallsParams{Project: key.Project, TestMode: key.TestMode(),
+	rows, err := db.Planned(s.Pool).ListCalls(ctx, db.ListCallsParams{Project: key.Project, TestMode: key.TestMode(),
 		Direction: nonEmpty(f.Direction), Status: nonEmpty(f.Status), BeforeTime: f.BeforeTime, BeforeID: nonEmpty(f.BeforeID),
 		MaxRows: f.Limit})
 	if err != nil {
@@ -323,7 +323,7 @@ var knownStatus = map[string]bool{StatusQueued: true, StatusRinging: true, Statu
 // and the call ends now with endReason api_hangup (the provider's report, which follows,
 // changes nothing). A call in another status is 409.
 func (s *Service) Hangup(ctx context.Context, key apikey.Key, id string) (Call, error) {
-	q := db.New(s.Pool)
+	q := db.Planned(s.Pool)
 	c, err := s.own(ctx, key, id)
 	if err != nil {
 		return Call{}, err
@@ -516,7 +516,7 @@ func (s *Service) Through(ctx context.Context, id, provider string) (string, err
 	if id == "" {
 		return "", nil
 	}
-	c, err := db.New(s.Pool).CallByID(ctx, id)
+	c, err := db.Planned(s.Pool).CallByID(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && c.Provider != provider) {
 		return "", nil
 	}

@@ -80,7 +80,7 @@ func (s *Service) Advance(ctx context.Context, id string, p Progress) error {
 // is left as it is.
 func (s *Service) answer(ctx context.Context, id, answeredBy string) error {
 	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		c, err := q.AnswerCall(ctx, db.AnswerCallParams{ID: id, AnsweredBy: nonEmpty(answeredBy), Now: ptrTime(s.now())})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
@@ -105,7 +105,7 @@ type ending struct {
 func (s *Service) end(ctx context.Context, id string, e ending) (c db.Call, ended bool, err error) {
 	now := s.now()
 	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		cur, err := q.LockCall(ctx, id)
 		if err != nil {
 			return fmt.Errorf("lock call %s: %w", id, err)
@@ -155,7 +155,7 @@ func (s *Service) settle(ctx context.Context, tx pgx.Tx, c db.Call) (db.Call, er
 	if c.SettledAt != nil {
 		return c, nil
 	}
-	q := db.New(tx)
+	q := db.Planned(tx)
 	now := s.now()
 	var telephony billing.Micros
 	if !c.TestMode {

@@ -57,7 +57,7 @@ func (w *Sweeper) Sweep(ctx context.Context) (int, error) {
 		quiet = 2 * time.Minute
 	}
 	now := s.now()
-	q := db.New(s.Pool)
+	q := db.Planned(s.Pool)
 	if err := q.FailStaleCallExecutions(ctx, &now); err != nil {
 		return 0, fmt.Errorf("fail the executions of lost calls: %w", err)
 	}
@@ -108,7 +108,7 @@ func (w *Sweeper) sweep(ctx context.Context, c db.Call) (bool, error) {
 		_, ended, err := s.end(ctx, c.ID, ending{status: StatusFailed, reason: EndFailed, message: "The provider has no such call."})
 		return ended, err
 	}
-	return false, db.New(s.Pool).TouchCall(ctx, db.TouchCallParams{ID: c.ID, Now: s.now()}) // still ringing: look again later
+	return false, db.Planned(s.Pool).TouchCall(ctx, db.TouchCallParams{ID: c.ID, Now: s.now()}) // still ringing: look again later
 }
 
 // agentOf is the agent holding c; nil when it is gone.

@@ -83,7 +83,7 @@ record it leaves (table erasures) names no personal data. docs/data-lifecycle.md
 			if err := s.Run(cmd.Context(), id); err != nil {
 				return fmt.Errorf("%w (run again with --resume %s)", err, id)
 			}
-			e, err := db.New(pool).GetErasure(cmd.Context(), id)
+			e, err := db.Planned(pool).GetErasure(cmd.Context(), id)
 			if err != nil {
 				return err
 			}

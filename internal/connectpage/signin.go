@@ -43,7 +43,7 @@ func (h *Handler) newSignIn(ctx context.Context, w http.ResponseWriter, inv *v1a
 		return "", err
 	}
 	now := h.now().UTC()
-	q := db.New(h.o.Pool)
+	q := db.Planned(h.o.Pool)
 	if err := q.DropStaleSignIns(ctx, now.Add(-signInLifetime)); err != nil {
 		return "", fmt.Errorf("drop stale sign-ins: %w", err)
 	}
@@ -109,14 +109,14 @@ func (h *Handler) callback(w http.ResponseWriter, r *http.Request) {
 	var row db.FindSignInRow
 	err := pgx.ErrNoRows
 	if state != "" {
-		row, err = db.New(h.o.Pool).FindSignIn(r.Context(), db.FindSignInParams{State: state, FreshAfter: now.Add(-signInLifetime)})
+		row, err = db.Planned(h.o.Pool).FindSignIn(r.Context(), db.FindSignInParams{State: state, FreshAfter: now.Add(-signInLifetime)})
 	}
 	if err == nil && row.UsedAt == nil && !sameBrowser(r, row.NonceHash) {
 		h.otherBrowser(w, r, row.Project, row.Invitation)
 		return
 	}
 	if err == nil {
-		_, err = db.New(h.o.Pool).UseSignIn(r.Context(), db.UseSignInParams{State: state, NonceHash: row.NonceHash, UsedAt: &now,
+		_, err = db.Planned(h.o.Pool).UseSignIn(r.Context(), db.UseSignInParams{State: state, NonceHash: row.NonceHash, UsedAt: &now,
 			FreshAfter: now.Add(-signInLifetime)})
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -177,7 +177,7 @@ func (h *Handler) keepPages(ctx context.Context, state string, pages []Page) err
 	if err != nil {
 		return err
 	}
-	return db.New(h.o.Pool).SetSignInPages(ctx, db.SetSignInPagesParams{State: state, Pages: sealed})
+	return db.Planned(h.o.Pool).SetSignInPages(ctx, db.SetSignInPagesParams{State: state, Pages: sealed})
 }
 
 // pickPage connects the Page the client picked among those of their sign-in, in the browser
@@ -190,7 +190,7 @@ func (h *Handler) pickPage(w http.ResponseWriter, r *http.Request, token string)
 	r.Body = http.MaxBytesReader(w, r.Body, maxStepBody)
 	state, pageID := r.PostFormValue("signIn"), r.PostFormValue("page")
 	now := h.now().UTC()
-	q := db.New(h.o.Pool)
+	q := db.Planned(h.o.Pool)
 	row, err := q.FindSignIn(r.Context(), db.FindSignInParams{State: state, FreshAfter: now.Add(-signInLifetime)})
 	if err == nil && row.Project == inv.Namespace && row.Invitation == inv.Name && !sameBrowser(r, row.NonceHash) {
 		h.otherBrowser(w, r, row.Project, row.Invitation)

@@ -168,7 +168,7 @@ func (s *Service) Create(ctx context.Context, key apikey.Key, in CreateInput) (C
 	metadata, _ := json.Marshal(nonNil(in.Metadata))
 	var out Contact
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		if err := q.InsertContact(ctx, db.InsertContactParams{ID: id, Project: key.Project, TestMode: key.TestMode(),
 			DisplayName: in.DisplayName, DefaultChannel: in.DefaultChannel, Metadata: metadata, Tags: tags, CreatedAt: now}); err != nil {
 			return fmt.Errorf("insert contact: %w", err)
@@ -235,7 +235,7 @@ func insertChannel(ctx context.Context, q *db.Queries, key apikey.Key, contactID
 
 // Get returns the key's contact id; another project's, or another mode's, is not found.
 func (s *Service) Get(ctx context.Context, key apikey.Key, id string) (Contact, error) {
-	q := db.New(s.pool)
+	q := db.Planned(s.pool)
 	c, err := q.GetContact(ctx, db.GetContactParams{ID: id, Project: key.Project, TestMode: key.TestMode()})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Contact{}, notFound(id)
@@ -252,7 +252,7 @@ func (s *Service) ByPhone(ctx context.Context, key apikey.Key, phone string) (Co
 	if !addr.IsE164(phone) {
 		return Contact{}, apperror.InvalidFields(apperror.FieldError{Path: "phoneNumber", Message: "must be an E.164 phone number such as +14155551234"})
 	}
-	q := db.New(s.pool)
+	q := db.Planned(s.pool)
 	c, err := q.ContactByPhone(ctx, db.ContactByPhoneParams{Project: key.Project, TestMode: key.TestMode(), Phone: phone})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Contact{}, apperror.NotFoundf("No contact has the phone number %s.", phone)
@@ -294,7 +294,7 @@ func (s *Service) List(ctx context.Context, key apikey.Key, f ListFilter) ([]Con
 	if len(errs) > 0 {
 		return nil, apperror.InvalidFields(errs...)
 	}
-	q := db.New(s.pool)
+	q := db.Planned(s.pool)
 	var tags []string
 	if len(f.Tags) > 0 {
 		unknown, err := q.UnknownTags(ctx, db.UnknownTagsParams{Tags: f.Tags, Project: key.Project, TestMode: key.TestMode()})
@@ -393,7 +393,7 @@ func (s *Service) Delete(ctx context.Context, key apikey.Key, id string) error {
 				return fmt.Errorf("erase contact %s: %w", id, err)
 			}
 		}
-		n, err := db.New(tx).DeleteContact(ctx, db.DeleteContactParams{ID: id, Project: key.Project, TestMode: key.TestMode()})
+		n, err := db.Planned(tx).DeleteContact(ctx, db.DeleteContactParams{ID: id, Project: key.Project, TestMode: key.TestMode()})
 		if err != nil {
 			return fmt.Errorf("delete contact %s: %w", id, err)
 		}
@@ -424,7 +424,7 @@ func (s *Service) Merge(ctx context.Context, key apikey.Key, targetID string, in
 	sourceID := *in.SourceContactID
 	var out Contact
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		// Lock both in one order, so two merges of the same pair cannot deadlock.
 		locked := map[string]db.Contact{}
 		for _, id := range sorted(targetID, sourceID) {
@@ -647,7 +647,7 @@ func (s *Service) SetPrimary(ctx context.Context, key apikey.Key, contactID, cha
 // project's or mode's contact is not found. Changes to one contact's channels are serial.
 func (s *Service) inContact(ctx context.Context, key apikey.Key, id string, fn func(*db.Queries, Contact) error) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		row, err := q.LockContact(ctx, db.LockContactParams{ID: id, Project: key.Project, TestMode: key.TestMode()})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFound(id)

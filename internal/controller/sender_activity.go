@@ -25,7 +25,7 @@ type ActivitySource struct {
 // activity reads the sender's figures, keeping the refresh time of unchanged ones so the status
 // is not rewritten when nothing moved.
 func (a *ActivitySource) activity(ctx context.Context, sender *v1alpha1.Sender, now time.Time) (*v1alpha1.SenderActivity, error) {
-	q := db.New(a.Pool)
+	q := db.Planned(a.Pool)
 	counts, err := q.SenderActivity(ctx, db.SenderActivityParams{Project: sender.Namespace, Sender: sender.Name, Since: now.Add(-24 * time.Hour)})
 	if err != nil {
 		return nil, fmt.Errorf("read activity of sender %s: %w", sender.Name, err)

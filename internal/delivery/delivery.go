@@ -158,7 +158,7 @@ func (s *Service) EnqueueAll(ctx context.Context, tx pgx.Tx, events ...Event) ([
 		return nil, nil
 	}
 	p.Project, p.CreatedAt = events[0].Project, now
-	if err := db.New(tx).InsertWebhookDeliveries(ctx, p); err != nil {
+	if err := db.Planned(tx).InsertWebhookDeliveries(ctx, p); err != nil {
 		return nil, fmt.Errorf("record deliveries of %s: %w", events[0].Name, err)
 	}
 	return p.Ids, nil

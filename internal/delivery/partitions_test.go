@@ -33,7 +33,7 @@ func TestTheQueueLocksOnlyRecentPartitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.New(pool).InsertWebhookDeliveries(ctx, db.InsertWebhookDeliveriesParams{
+	if err := db.Planned(pool).InsertWebhookDeliveries(ctx, db.InsertWebhookDeliveriesParams{
 		Ids: []string{id}, Project: "p", Events: []string{"message.sent"}, EndpointKinds: []string{"sender"},
 		EndpointNames: []string{"support"}, Data: [][]byte{[]byte(`{}`)}, AddressesFrom: []string{""}, AddressesTo: []string{""},
 		Transports: []string{""}, Modes: []string{"live"}, CreatedAt: now,
@@ -45,7 +45,7 @@ func TestTheQueueLocksOnlyRecentPartitions(t *testing.T) {
 	inTx := func(name string, run func(q *db.Queries) error, most map[string]int) {
 		t.Helper()
 		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			if err := run(db.New(tx)); err != nil {
+			if err := run(db.Planned(tx)); err != nil {
 				return err
 			}
 			for table, most := range most {

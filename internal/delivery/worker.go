@@ -134,7 +134,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		}
 		lastClaim = time.Now()
 		now := w.now().UTC()
-		claimed, err := db.New(w.pool).ClaimWebhookDeliveries(ctx, db.ClaimWebhookDeliveriesParams{
+		claimed, err := db.Planned(w.pool).ClaimWebhookDeliveries(ctx, db.ClaimWebhookDeliveriesParams{
 			Now: now, LeaseUntil: now.Add(claimLease), Max: int32(free), MadeSince: now.Add(-ClaimHorizon)})
 		if err != nil {
 			if ctx.Err() == nil {
@@ -232,7 +232,7 @@ func (w *Worker) flush(batch []outcome) {
 	backoff := 100 * time.Millisecond
 	for try := 1; ; try++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := db.New(w.pool).FinishWebhookAttempts(ctx, p)
+		err := db.Planned(w.pool).FinishWebhookAttempts(ctx, p)
 		cancel()
 		if err == nil {
 			return

@@ -176,7 +176,7 @@ func (v *Verifier) claim(ctx context.Context, d *v1alpha1.EmailDomain, now time.
 	if v.Pool == nil || d.UID == "" {
 		return false, errors.New("hold email domain: no database, or a domain not written yet")
 	}
-	q := db.New(v.Pool)
+	q := db.Planned(v.Pool)
 	// Twice at most: a stale holder taken over by a third project meanwhile is looked at again.
 	for range 2 {
 		h, err := q.HoldEmailDomain(ctx, db.HoldEmailDomainParams{Domain: d.Spec.Domain, Project: d.Namespace,
@@ -222,7 +222,7 @@ func (v *Verifier) release(ctx context.Context, d *v1alpha1.EmailDomain) error {
 	if v.Pool == nil || d.UID == "" {
 		return nil
 	}
-	if err := db.New(v.Pool).ReleaseEmailDomain(ctx, db.ReleaseEmailDomainParams{Domain: d.Spec.Domain, DomainUid: string(d.UID)}); err != nil {
+	if err := db.Planned(v.Pool).ReleaseEmailDomain(ctx, db.ReleaseEmailDomainParams{Domain: d.Spec.Domain, DomainUid: string(d.UID)}); err != nil {
 		return fmt.Errorf("release email domain %s: %w", d.Spec.Domain, err)
 	}
 	return nil

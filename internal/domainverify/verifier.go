@@ -302,7 +302,7 @@ func (v *Verifier) Announce(ctx context.Context, d *v1alpha1.EmailDomain) error 
 		return nil
 	}
 	return pgx.BeginFunc(ctx, v.Pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		previous, err := q.AnnouncedDomainState(ctx, db.AnnouncedDomainStateParams{Project: d.Namespace, DomainUid: string(d.UID)})
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("read announced state of %s: %w", d.Name, err)
@@ -331,7 +331,7 @@ func (v *Verifier) Forget(ctx context.Context, d *v1alpha1.EmailDomain) error {
 	if err := v.release(ctx, d); err != nil {
 		return err
 	}
-	return db.New(v.Pool).ForgetDomainAnnouncement(ctx, db.ForgetDomainAnnouncementParams{Project: d.Namespace, DomainUid: string(d.UID)})
+	return db.Planned(v.Pool).ForgetDomainAnnouncement(ctx, db.ForgetDomainAnnouncementParams{Project: d.Namespace, DomainUid: string(d.UID)})
 }
 
 func (v *Verifier) now() time.Time {

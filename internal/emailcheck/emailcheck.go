@@ -133,7 +133,7 @@ type Entry struct {
 
 // Suppressed returns the entry that keeps address off in the project's mode, nil when none does.
 func (c *Checker) Suppressed(ctx context.Context, project string, testMode bool, address string) (*Entry, error) {
-	row, err := db.New(c.Pool).GetSuppression(ctx, db.GetSuppressionParams{Project: project, TestMode: testMode,
+	row, err := db.Planned(c.Pool).GetSuppression(ctx, db.GetSuppressionParams{Project: project, TestMode: testMode,
 		Address: Key(address), Now: c.now()})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
@@ -160,7 +160,7 @@ func (c *Checker) Suppress(ctx context.Context, project string, testMode bool, a
 	if len(detail) > 1000 {
 		detail = detail[:1000]
 	}
-	if err := db.New(c.Pool).Suppress(ctx, db.SuppressParams{Project: project, TestMode: testMode, Address: Key(address),
+	if err := db.Planned(c.Pool).Suppress(ctx, db.SuppressParams{Project: project, TestMode: testMode, Address: Key(address),
 		Reason: reason, MessageID: msg, Detail: detail, CreatedAt: now, Until: until}); err != nil {
 		return fmt.Errorf("suppress an address: %w", err)
 	}
@@ -171,7 +171,7 @@ func (c *Checker) Suppress(ctx context.Context, project string, testMode bool, a
 // email (its one-click link). An entry already in force stays as it is, so a second unsubscribe
 // changes nothing; only a soft bounce gives way.
 func (c *Checker) Unsubscribe(ctx context.Context, project string, testMode bool, address, broadcastID string) error {
-	if err := db.New(c.Pool).Unsubscribe(ctx, db.UnsubscribeParams{Project: project, TestMode: testMode, Address: Key(address),
+	if err := db.Planned(c.Pool).Unsubscribe(ctx, db.UnsubscribeParams{Project: project, TestMode: testMode, Address: Key(address),
 		BroadcastID: &broadcastID, CreatedAt: c.now()}); err != nil {
 		return fmt.Errorf("record an unsubscribe: %w", err)
 	}

@@ -210,7 +210,7 @@ func TestAmong(t *testing.T) {
 	if err := c.Suppress(ctx, "other", true, "clean@mx.test", ReasonManual, "", ""); err != nil {
 		t.Fatal(err)
 	}
-	got, err := Among(ctx, db.New(c.Pool), "acme", true, []string{"UNA@MX.test", "soft@mx.test", "live@mx.test", "clean@mx.test"}, time.Now())
+	got, err := Among(ctx, db.Planned(c.Pool), "acme", true, []string{"UNA@MX.test", "soft@mx.test", "live@mx.test", "clean@mx.test"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,11 +219,11 @@ func TestAmong(t *testing.T) {
 		t.Fatalf("Among = %v", got)
 	}
 	// Past a soft bounce's day it is no longer in force.
-	got, err = Among(ctx, db.New(c.Pool), "acme", true, []string{"soft@mx.test"}, time.Now().Add(SoftBounceFor+time.Minute))
+	got, err = Among(ctx, db.Planned(c.Pool), "acme", true, []string{"soft@mx.test"}, time.Now().Add(SoftBounceFor+time.Minute))
 	if err != nil || len(got) != 0 {
 		t.Fatalf("Among after a day = %v, %v", got, err)
 	}
-	if got, err := Among(ctx, db.New(c.Pool), "acme", true, nil, time.Now()); err != nil || len(got) != 0 {
+	if got, err := Among(ctx, db.Planned(c.Pool), "acme", true, nil, time.Now()); err != nil || len(got) != 0 {
 		t.Fatalf("Among of nothing = %v, %v", got, err)
 	}
 }

@@ -25,7 +25,7 @@ func (c *Checker) List(ctx context.Context, project string, testMode bool, reaso
 	if reason != "" {
 		p.Reason = &reason
 	}
-	rows, err := db.New(c.Pool).ListSuppressions(ctx, p)
+	rows, err := db.Planned(c.Pool).ListSuppressions(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("list the suppression list: %w", err)
 	}
@@ -59,7 +59,7 @@ func Among(ctx context.Context, q *db.Queries, project string, testMode bool, ad
 
 // Remove takes address off the project's list in its mode; false when it was not on it.
 func (c *Checker) Remove(ctx context.Context, project string, testMode bool, address string) (bool, error) {
-	n, err := db.New(c.Pool).DeleteSuppression(ctx, db.DeleteSuppressionParams{Project: project, TestMode: testMode, Address: Key(address)})
+	n, err := db.Planned(c.Pool).DeleteSuppression(ctx, db.DeleteSuppressionParams{Project: project, TestMode: testMode, Address: Key(address)})
 	if err != nil {
 		return false, fmt.Errorf("remove from the suppression list: %w", err)
 	}

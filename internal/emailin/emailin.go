@@ -65,7 +65,7 @@ func (r *Router) Lookup(ctx context.Context, address string) (mailin.Route, erro
 	if r.InboundHost != "" && domain == strings.ToLower(r.InboundHost) {
 		return r.unsubscribeRoute(ctx, address)
 	}
-	holder, err := db.New(r.Pool).EmailDomainHolder(ctx, domain)
+	holder, err := db.Planned(r.Pool).EmailDomainHolder(ctx, domain)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return mailin.Route{}, r.unheld(ctx, domain)
 	}
@@ -140,7 +140,7 @@ func (r *Router) bounceRoute(ctx context.Context, address, id, domain string) (m
 	if !isMessageID(id) {
 		return mailin.Route{}, fmt.Errorf("%w: return path of no message id", mailin.ErrUnknownRecipient)
 	}
-	m, err := db.New(r.Pool).GetMessageByID(ctx, id)
+	m, err := db.Planned(r.Pool).GetMessageByID(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return mailin.Route{}, fmt.Errorf("%w: return path of no message", mailin.ErrUnknownRecipient)
 	}

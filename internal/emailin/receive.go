@@ -160,7 +160,7 @@ func (h *Receiver) report(ctx context.Context, m *mailin.Mail) (handled bool, er
 // original finds the mail a report is about: the one its return path names, else the one whose
 // Message-ID the report quotes, among the live mail of the route's project.
 func (h *Receiver) original(ctx context.Context, route mailin.Route, r *mailreport.Report) (*db.Message, error) {
-	q := db.New(h.Pool)
+	q := db.Planned(h.Pool)
 	var m db.Message
 	var err error
 	if id, _, ok := domainverify.ParseReturnPath(route.Address); ok && route.Bounce {

@@ -136,7 +136,7 @@ func TestAMailToSeveralRecipientsIsStoredOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range ids {
-		media, err := db.New(f.pool).MessageMedia(ctx, id)
+		media, err := db.Planned(f.pool).MessageMedia(ctx, id)
 		if err != nil || media.Filename != "report.pdf" || !bytes.Equal(media.Content, pdf) {
 			t.Errorf("file of %s: %q, %d bytes, %v", id, media.Filename, len(media.Content), err)
 		}

@@ -59,7 +59,7 @@ var ErrNothing = errors.New("the erasure names no address: give a contact with c
 // Start records an erasure in tx: the audit record, and the addresses it erases for as long as
 // it runs. It returns the erasure's id. Run (or the queue's Worker) does the work.
 func (s *Service) Start(ctx context.Context, tx pgx.Tx, req Request) (string, error) {
-	q := db.New(tx)
+	q := db.Planned(tx)
 	addresses := make([]string, 0, len(req.Addresses))
 	for _, a := range req.Addresses {
 		addresses = append(addresses, addr.Key(a))
@@ -141,7 +141,7 @@ var ErrUnfinished = errors.New("erasure not finished yet")
 // matches, so a run cut short anywhere (a kill included) is resumed by the next one. A finished
 // erasure runs again as nothing.
 func (s *Service) Run(ctx context.Context, id string) error {
-	q := db.New(s.Pool)
+	q := db.Planned(s.Pool)
 	e, err := q.GetErasure(ctx, id)
 	if err != nil {
 		return fmt.Errorf("read erasure %s: %w", id, err)
@@ -195,7 +195,7 @@ func (s *Service) Run(ctx context.Context, id string) error {
 // counted runs one step and adds its rows to the audit record, in one transaction.
 func (s *Service) counted(ctx context.Context, id, what string, run func(q *db.Queries) (int64, error)) error {
 	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		n, err := run(q)
 		if err != nil {
 			return fmt.Errorf("erase %s: %w", what, err)

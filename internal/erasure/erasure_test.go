@@ -63,7 +63,7 @@ func TestErasureResumesAndCountsOnce(t *testing.T) {
 		}
 	}
 	t.Logf("finished after %d cuts", cuts)
-	e, err := db.New(pool).GetErasure(ctx, id)
+	e, err := db.Planned(pool).GetErasure(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ var toolIDUnsafe = regexp.MustCompile(`[^a-z0-9_-]`)
 // when it calls defineAgent, deleted when it no longer does. A model other than the
 // installation's (zavu) reads its key from the function's secret <PROVIDER>_API_KEY.
 func (s *Service) SyncAgent(ctx context.Context, f *v1alpha1.Function) error {
-	row, err := db.New(s.pool).ActiveFunctionManifest(ctx, string(f.UID))
+	row, err := db.Planned(s.pool).ActiveFunctionManifest(ctx, string(f.UID))
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("read the active deployment of %s: %w", f.Name, err)
 	}

@@ -124,7 +124,7 @@ func (b *Builder) Start(ctx context.Context) error {
 // BuildOne builds the oldest pending deployment; false when there was none.
 func (b *Builder) BuildOne(ctx context.Context) (bool, error) {
 	now := b.now().UTC()
-	row, err := db.New(b.pool).ClaimFunctionDeployment(ctx, db.ClaimFunctionDeploymentParams{Now: now, LeaseUntil: now.Add(b.opts.Lease)})
+	row, err := db.Planned(b.pool).ClaimFunctionDeployment(ctx, db.ClaimFunctionDeploymentParams{Now: now, LeaseUntil: now.Add(b.opts.Lease)})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -157,7 +157,7 @@ func (b *Builder) BuildOne(ctx context.Context) (bool, error) {
 		return true, err
 	}
 	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		if err := q.LockFunction(ctx, row.FunctionUid); err != nil {
 			return err
 		}
@@ -336,11 +336,11 @@ func (b *Builder) npm(ctx context.Context, dir string, logs *strings.Builder, ar
 }
 
 func (b *Builder) setStep(ctx context.Context, id, status string) error {
-	return db.New(b.pool).SetFunctionDeploymentStep(ctx, db.SetFunctionDeploymentStepParams{ID: id, Status: status, LeaseUntil: b.now().UTC().Add(b.opts.Lease)})
+	return db.Planned(b.pool).SetFunctionDeploymentStep(ctx, db.SetFunctionDeploymentStepParams{ID: id, Status: status, LeaseUntil: b.now().UTC().Add(b.opts.Lease)})
 }
 
 func (b *Builder) fail(ctx context.Context, row db.FunctionDeployment, summary, logs string) error {
-	err := db.New(b.pool).FailFunctionDeployment(ctx, db.FailFunctionDeploymentParams{ID: row.ID, ErrorMessage: &summary, BuildLogs: &logs})
+	err := db.Planned(b.pool).FailFunctionDeployment(ctx, db.FailFunctionDeploymentParams{ID: row.ID, ErrorMessage: &summary, BuildLogs: &logs})
 	if err != nil {
 		return fmt.Errorf("fail deployment %s: %w", row.ID, err)
 	}
@@ -415,7 +415,7 @@ const describeTimeout = 20 * time.Second
 // fetchLinked fetches the commit a Git deployment is of (its link's branch head when it names
 // none) and records it as the deployment's source.
 func (b *Builder) fetchLinked(ctx context.Context, row db.FunctionDeployment) (db.FunctionDeployment, error) {
-	link, err := db.New(b.pool).FunctionGitLinkOf(ctx, row.FunctionUid)
+	link, err := db.Planned(b.pool).FunctionGitLinkOf(ctx, row.FunctionUid)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return row, &buildError{summary: "the function is no longer linked to a repository"}
 	}
@@ -443,7 +443,7 @@ func (b *Builder) fetchLinked(ctx context.Context, row db.FunctionDeployment) (d
 	files, _ := json.Marshal(snap.Files)
 	deps, _ := json.Marshal(snap.Dependencies)
 	d := Draft{Files: snap.Files}
-	err = db.New(b.pool).SetFunctionDeploymentSource(ctx, db.SetFunctionDeploymentSourceParams{ID: row.ID, Files: files,
+	err = db.Planned(b.pool).SetFunctionDeploymentSource(ctx, db.SetFunctionDeploymentSourceParams{ID: row.ID, Files: files,
 		Entrypoint: snap.Entrypoint, Dependencies: deps, SourceBytes: int32(d.Bytes()), GitCommit: &snap.Commit, GitMessage: &snap.Message})
 	if err != nil {
 		return row, fmt.Errorf("record the source of deployment %s: %w", row.ID, err)
@@ -455,7 +455,7 @@ func (b *Builder) fetchLinked(ctx context.Context, row db.FunctionDeployment) (d
 
 // linkRun records how a Git deployment ended on its link (lastStatus, lastError).
 func (b *Builder) linkRun(ctx context.Context, row db.FunctionDeployment, status string, reason *string) {
-	err := db.New(b.pool).SetFunctionGitLinkRun(ctx, db.SetFunctionGitLinkRunParams{FunctionUid: row.FunctionUid, LastStatus: &status,
+	err := db.Planned(b.pool).SetFunctionGitLinkRun(ctx, db.SetFunctionGitLinkRunParams{FunctionUid: row.FunctionUid, LastStatus: &status,
 		LastError: reason, LastCommitSha: row.GitCommit, LastCommitMsg: row.GitMessage, Now: b.now().UTC()})
 	if err != nil {
 		b.opts.Log.Error(err, "record a linked deploy", "deployment", row.ID)

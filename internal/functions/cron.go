@@ -53,7 +53,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 func (s *Scheduler) Tick(ctx context.Context) (int, error) {
 	fired := 0
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		now := s.now().UTC()
 		due, err := q.DueCronTriggers(ctx, db.DueCronTriggersParams{Now: now, Max: 100})
 		if err != nil {

@@ -55,7 +55,7 @@ func (s *Service) newDeploymentDigest(ctx context.Context, f *v1alpha1.Function,
 	var out Deployment
 	reused := false
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		if err := q.LockFunction(ctx, string(f.UID)); err != nil {
 			return err
 		}
@@ -133,7 +133,7 @@ func (s *Service) Rollback(ctx context.Context, f *v1alpha1.Function, deployment
 		return Deployment{}, nil, 0, apperror.InvalidFields(apperror.FieldError{Path: "deploymentId",
 			Message: "this function's code is declared in its Function resource (spec.source): roll it back there"})
 	}
-	row, err := db.New(s.pool).FunctionDeploymentSource(ctx, db.FunctionDeploymentSourceParams{ID: deploymentID, FunctionUid: string(f.UID)})
+	row, err := db.Planned(s.pool).FunctionDeploymentSource(ctx, db.FunctionDeploymentSourceParams{ID: deploymentID, FunctionUid: string(f.UID)})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Deployment{}, nil, 0, apperror.InvalidFields(apperror.FieldError{Path: "deploymentId", Message: fmt.Sprintf("function %s has no deployment %s", f.Name, deploymentID)})
 	}
@@ -170,7 +170,7 @@ func (s *Service) Rollback(ctx context.Context, f *v1alpha1.Function, deployment
 
 // GetDeployment returns a deployment of the project: 404 when it has none of that id.
 func (s *Service) GetDeployment(ctx context.Context, project, id string) (Deployment, error) {
-	row, err := db.New(s.pool).FunctionDeploymentOf(ctx, db.FunctionDeploymentOfParams{ID: id, Project: project})
+	row, err := db.Planned(s.pool).FunctionDeploymentOf(ctx, db.FunctionDeploymentOfParams{ID: id, Project: project})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Deployment{}, apperror.NotFoundf("Deployment %s not found.", id)
 	}
@@ -182,7 +182,7 @@ func (s *Service) GetDeployment(ctx context.Context, project, id string) (Deploy
 
 // Deployments lists the function's deployments, newest first.
 func (s *Service) Deployments(ctx context.Context, f *v1alpha1.Function, limit int) ([]Deployment, error) {
-	rows, err := db.New(s.pool).FunctionDeploymentsOf(ctx, db.FunctionDeploymentsOfParams{FunctionUid: string(f.UID), Max: int32(limit)})
+	rows, err := db.Planned(s.pool).FunctionDeploymentsOf(ctx, db.FunctionDeploymentsOfParams{FunctionUid: string(f.UID), Max: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list the deployments of function %s: %w", f.Name, err)
 	}
@@ -195,7 +195,7 @@ func (s *Service) Deployments(ctx context.Context, f *v1alpha1.Function, limit i
 
 // Active is the function's serving deployment; ok false when none serves.
 func (s *Service) Active(ctx context.Context, f *v1alpha1.Function) (db.ActiveFunctionDeploymentRow, bool, error) {
-	row, err := db.New(s.pool).ActiveFunctionDeployment(ctx, string(f.UID))
+	row, err := db.Planned(s.pool).ActiveFunctionDeployment(ctx, string(f.UID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return row, false, nil
 	}
@@ -214,7 +214,7 @@ func nonEmpty(s string) *string {
 
 // Bundle returns the project's bundle of that digest: 404 when it has none.
 func (s *Service) Bundle(ctx context.Context, project, sha256 string) ([]byte, error) {
-	b, err := db.New(s.pool).FunctionBundleByDigest(ctx, db.FunctionBundleByDigestParams{Project: project, BundleSha256: &sha256})
+	b, err := db.Planned(s.pool).FunctionBundleByDigest(ctx, db.FunctionBundleByDigestParams{Project: project, BundleSha256: &sha256})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, apperror.NotFoundf("No bundle %s.", sha256)
 	}

@@ -90,7 +90,7 @@ func (s *Subscribers) Enqueue(ctx context.Context, tx pgx.Tx, events []delivery.
 		return nil
 	}
 	p.Project, p.Now = events[0].Project, now
-	if err := db.New(tx).InsertFunctionRuns(ctx, p); err != nil {
+	if err := db.Planned(tx).InsertFunctionRuns(ctx, p); err != nil {
 		return fmt.Errorf("queue function runs of %s: %w", events[0].Name, err)
 	}
 	return nil

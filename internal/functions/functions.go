@@ -349,7 +349,7 @@ func (s *Service) Cleanup(ctx context.Context, f *v1alpha1.Function) error {
 			return fmt.Errorf("revoke the key of function %s: %w", f.Name, err)
 		}
 	}
-	if err := db.New(s.pool).DeleteFunctionRows(ctx, string(f.UID)); err != nil {
+	if err := db.Planned(s.pool).DeleteFunctionRows(ctx, string(f.UID)); err != nil {
 		return fmt.Errorf("delete the rows of function %s: %w", f.Name, err)
 	}
 	// The agent it declared goes with it (its owner reference would too, when garbage

@@ -91,7 +91,7 @@ func (s *Service) Link(ctx context.Context, f *v1alpha1.Function, in NewGitLink)
 	}
 	secret := hex.EncodeToString(raw)
 	auto := in.AutoDeploy == nil || *in.AutoDeploy
-	link, err := db.New(s.pool).InsertFunctionGitLink(ctx, db.InsertFunctionGitLinkParams{ID: id, Project: f.Namespace, FunctionUid: string(f.UID),
+	link, err := db.Planned(s.pool).InsertFunctionGitLink(ctx, db.InsertFunctionGitLinkParams{ID: id, Project: f.Namespace, FunctionUid: string(f.UID),
 		FunctionName: f.Name, Owner: in.Owner, Repo: in.Repo, Branch: in.Branch, RootDir: nonEmpty(in.RootDir), AutoDeploy: auto,
 		Connection: "manual", Now: s.now().UTC()})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -103,7 +103,7 @@ func (s *Service) Link(ctx context.Context, f *v1alpha1.Function, in NewGitLink)
 	// The secret is written once the link is the function's: a refused second link leaves the
 	// first one's secret alone.
 	if err := s.writeGitSecret(ctx, f, secret); err != nil {
-		_, _ = db.New(s.pool).DeleteFunctionGitLink(context.WithoutCancel(ctx), string(f.UID))
+		_, _ = db.Planned(s.pool).DeleteFunctionGitLink(context.WithoutCancel(ctx), string(f.UID))
 		return GitLink{}, "", err
 	}
 	return link, secret, nil
@@ -111,7 +111,7 @@ func (s *Service) Link(ctx context.Context, f *v1alpha1.Function, in NewGitLink)
 
 // LinkOf returns the function's link: 404 when it has none.
 func (s *Service) LinkOf(ctx context.Context, f *v1alpha1.Function) (GitLink, error) {
-	link, err := db.New(s.pool).FunctionGitLinkOf(ctx, string(f.UID))
+	link, err := db.Planned(s.pool).FunctionGitLinkOf(ctx, string(f.UID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return GitLink{}, apperror.NotFoundf("Function %s is not linked to a repository.", f.Name)
 	}
@@ -152,7 +152,7 @@ func (s *Service) UpdateLink(ctx context.Context, f *v1alpha1.Function, in GitLi
 	if len(errs) > 0 {
 		return GitLink{}, apperror.InvalidFields(errs...)
 	}
-	out, err := db.New(s.pool).UpdateFunctionGitLink(ctx, db.UpdateFunctionGitLinkParams{FunctionUid: string(f.UID), Branch: link.Branch,
+	out, err := db.Planned(s.pool).UpdateFunctionGitLink(ctx, db.UpdateFunctionGitLinkParams{FunctionUid: string(f.UID), Branch: link.Branch,
 		RootDir: link.RootDir, AutoDeploy: link.AutoDeploy, Now: s.now().UTC()})
 	if err != nil {
 		return GitLink{}, fmt.Errorf("update the link of function %s: %w", f.Name, err)
@@ -162,7 +162,7 @@ func (s *Service) UpdateLink(ctx context.Context, f *v1alpha1.Function, in GitLi
 
 // Unlink removes the link and its secret; the function and its deployments stay.
 func (s *Service) Unlink(ctx context.Context, f *v1alpha1.Function) error {
-	n, err := db.New(s.pool).DeleteFunctionGitLink(ctx, string(f.UID))
+	n, err := db.Planned(s.pool).DeleteFunctionGitLink(ctx, string(f.UID))
 	if err != nil {
 		return fmt.Errorf("unlink function %s: %w", f.Name, err)
 	}
@@ -183,7 +183,7 @@ func (s *Service) DeployLinked(ctx context.Context, f *v1alpha1.Function, commit
 	if err != nil {
 		return false, err
 	}
-	q := db.New(s.pool)
+	q := db.Planned(s.pool)
 	if cur, err := q.UnfinishedFunctionDeployment(ctx, string(f.UID)); err == nil && cur.Source == SourceGit && cur.Status == "pending" {
 		return false, nil
 	}
@@ -250,7 +250,7 @@ func (h *GitHookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s := h.Service
 	id := strings.TrimPrefix(r.URL.Path, GitHookPath)
-	link, err := db.New(s.pool).FunctionGitLinkByID(r.Context(), id)
+	link, err := db.Planned(s.pool).FunctionGitLinkByID(r.Context(), id)
 	if err != nil {
 		writeHTTPError(w, http.StatusNotFound, "not_found", "No link takes deliveries here.")
 		return

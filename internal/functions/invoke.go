@@ -114,7 +114,7 @@ func (v *Invoker) record(ctx context.Context, f *v1alpha1.Function, deployment, 
 		p.Streams = append(p.Streams, l.Stream)
 		p.Messages = append(p.Messages, l.Message)
 	}
-	if err := db.New(v.pool).InsertFunctionLogs(context.WithoutCancel(ctx), p); err != nil {
+	if err := db.Planned(v.pool).InsertFunctionLogs(context.WithoutCancel(ctx), p); err != nil {
 		return fmt.Errorf("record the logs of function %s: %w", f.Name, err)
 	}
 	return nil
@@ -123,7 +123,7 @@ func (v *Invoker) record(ctx context.Context, f *v1alpha1.Function, deployment, 
 // deployment is what the runtime runs for f now: its active bundle and its environment. A
 // function whose deployment or secrets changed gets a new one, and the old process goes.
 func (v *Invoker) deployment(ctx context.Context, f *v1alpha1.Function) (*functionrun.Deployment, error) {
-	active, err := db.New(v.pool).ActiveFunctionDeployment(ctx, string(f.UID))
+	active, err := db.Planned(v.pool).ActiveFunctionDeployment(ctx, string(f.UID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, ErrNotDeployed
 	}
@@ -143,7 +143,7 @@ func (v *Invoker) deployment(ctx context.Context, f *v1alpha1.Function) (*functi
 	if cur != nil && cur.ID == id {
 		return cur, nil
 	}
-	bundle, err := db.New(v.pool).FunctionBundle(ctx, active.ID)
+	bundle, err := db.Planned(v.pool).FunctionBundle(ctx, active.ID)
 	if err != nil {
 		return nil, fmt.Errorf("read the bundle of deployment %s: %w", active.ID, err)
 	}

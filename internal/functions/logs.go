@@ -81,7 +81,7 @@ func (s *Service) Logs(ctx context.Context, f *v1alpha1.Function, q LogQuery) ([
 	if tok.At != 0 {
 		after = time.UnixMicro(tok.At)
 	}
-	rows, err := db.New(s.pool).FunctionLogsPage(ctx, db.FunctionLogsPageParams{FunctionUid: string(f.UID),
+	rows, err := db.Planned(s.pool).FunctionLogsPage(ctx, db.FunctionLogsPageParams{FunctionUid: string(f.UID),
 		FromAt: time.UnixMilli(tok.From).UTC(), ToAt: to.UTC(), AfterAt: after.UTC(), AfterID: tok.ID,
 		Include: include, Exclude: exclude, Max: int32(limit + 1)})
 	if err != nil {
@@ -151,5 +151,5 @@ func splitTerms(s string) []string {
 
 // TrimLogs removes what the retention no longer keeps.
 func (s *Service) TrimLogs(ctx context.Context) (int64, error) {
-	return db.New(s.pool).TrimFunctionLogs(ctx, db.TrimFunctionLogsParams{Before: s.now().Add(-LogsMaxAge).UTC(), Keep: LogsKept})
+	return db.Planned(s.pool).TrimFunctionLogs(ctx, db.TrimFunctionLogsParams{Before: s.now().Add(-LogsMaxAge).UTC(), Keep: LogsKept})
 }

@@ -53,7 +53,7 @@ func (s *Service) DeployManifest(ctx context.Context, f *v1alpha1.Function) (str
 	if f.Status.SourceDigest == digest {
 		return digest, nil
 	}
-	seen, err := db.New(s.pool).HasSourceDigest(ctx, db.HasSourceDigestParams{FunctionUid: string(f.UID), SourceDigest: digest})
+	seen, err := db.Planned(s.pool).HasSourceDigest(ctx, db.HasSourceDigestParams{FunctionUid: string(f.UID), SourceDigest: digest})
 	if err != nil {
 		return "", fmt.Errorf("read the deployments of function %s: %w", f.Name, err)
 	}
@@ -97,7 +97,7 @@ func (s *Service) recordFailed(ctx context.Context, f *v1alpha1.Function, digest
 		return dep, err
 	}
 	empty := ""
-	if err := db.New(s.pool).FailFunctionDeployment(ctx, db.FailFunctionDeploymentParams{ID: dep.ID, ErrorMessage: &reason, BuildLogs: &empty}); err != nil {
+	if err := db.Planned(s.pool).FailFunctionDeployment(ctx, db.FailFunctionDeploymentParams{ID: dep.ID, ErrorMessage: &reason, BuildLogs: &empty}); err != nil {
 		return dep, fmt.Errorf("fail deployment %s: %w", dep.ID, err)
 	}
 	return dep, nil

@@ -83,7 +83,7 @@ func (r *Runner) Start(ctx context.Context) error {
 		wait := r.opts.Poll
 		if free := cap(slots) - len(slots); free > 0 {
 			now := r.now().UTC()
-			runs, err := db.New(r.pool).ClaimFunctionRuns(ctx, db.ClaimFunctionRunsParams{Now: now, LeaseUntil: now.Add(runLease), Max: int32(free)})
+			runs, err := db.Planned(r.pool).ClaimFunctionRuns(ctx, db.ClaimFunctionRunsParams{Now: now, LeaseUntil: now.Add(runLease), Max: int32(free)})
 			switch {
 			case err != nil && ctx.Err() == nil:
 				r.opts.Log.Error(err, "claim function runs; trying again in 1 s")
@@ -139,7 +139,7 @@ func (r *Runner) heartbeat(ctx context.Context) {
 		if len(ids) == 0 {
 			continue
 		}
-		err := db.New(r.pool).ExtendFunctionRunLeases(ctx, db.ExtendFunctionRunLeasesParams{Ids: ids, LeaseUntil: r.now().UTC().Add(runLease)})
+		err := db.Planned(r.pool).ExtendFunctionRunLeases(ctx, db.ExtendFunctionRunLeasesParams{Ids: ids, LeaseUntil: r.now().UTC().Add(runLease)})
 		if err != nil && ctx.Err() == nil {
 			r.opts.Log.Error(err, "extend function run leases")
 		}
@@ -193,7 +193,7 @@ func (r *Runner) finish(ctx context.Context, run db.FunctionRun, deployment, rea
 			}
 		}
 	}
-	if err := db.New(r.pool).FinishFunctionRun(context.WithoutCancel(ctx), p); err != nil {
+	if err := db.Planned(r.pool).FinishFunctionRun(context.WithoutCancel(ctx), p); err != nil {
 		r.opts.Log.Error(err, "record a function run", "run", run.ID)
 	}
 }

@@ -191,7 +191,7 @@ func (s *Service) Draft(ctx context.Context, f *v1alpha1.Function) (Draft, error
 	if src := f.Spec.Source; src != nil && src.Files != nil {
 		return (DraftEdit{Files: src.Files, Entrypoint: &src.Entrypoint, Dependencies: src.Dependencies, DependenciesSet: true}).On(Draft{}), nil
 	}
-	row, err := db.New(s.pool).FunctionDraft(ctx, string(f.UID))
+	row, err := db.Planned(s.pool).FunctionDraft(ctx, string(f.UID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return DraftEdit{}.On(Draft{}), nil
 	}
@@ -209,7 +209,7 @@ func (s *Service) Dependencies(ctx context.Context, f *v1alpha1.Function) (map[s
 		maps.Copy(deps, src.Dependencies)
 		return deps, nil
 	}
-	raw, err := db.New(s.pool).FunctionDraftDependencies(ctx, string(f.UID))
+	raw, err := db.Planned(s.pool).FunctionDraftDependencies(ctx, string(f.UID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return deps, nil
 	}
@@ -243,7 +243,7 @@ func (s *Service) saveDraft(ctx context.Context, f *v1alpha1.Function, d Draft) 
 	if err != nil {
 		return err
 	}
-	err = db.New(s.pool).UpsertFunctionDraft(ctx, db.UpsertFunctionDraftParams{FunctionUid: string(f.UID), Project: f.Namespace,
+	err = db.Planned(s.pool).UpsertFunctionDraft(ctx, db.UpsertFunctionDraftParams{FunctionUid: string(f.UID), Project: f.Namespace,
 		FunctionName: f.Name, Files: files, Entrypoint: d.Entrypoint, Dependencies: deps, Now: s.now().UTC()})
 	if err != nil {
 		return fmt.Errorf("save the draft of function %s: %w", f.Name, err)

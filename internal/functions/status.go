@@ -26,7 +26,7 @@ type State struct {
 // way is bundling or deploying; else the newest deployment's outcome (failed, or active), and
 // draft when nothing was ever deployed.
 func (s *Service) StateOf(ctx context.Context, f *v1alpha1.Function) (State, error) {
-	return stateOf(ctx, db.New(s.pool), f)
+	return stateOf(ctx, db.Planned(s.pool), f)
 }
 
 func stateOf(ctx context.Context, q *db.Queries, f *v1alpha1.Function) (State, error) {

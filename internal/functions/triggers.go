@@ -148,7 +148,7 @@ func (s *Service) SyncTriggers(ctx context.Context, f *v1alpha1.Function) ([]Tri
 	now := s.now().UTC()
 	keep := make([]string, 0, len(f.Spec.Triggers))
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		for _, t := range f.Spec.Triggers {
 			id := TriggerID(f, t)
 			keep = append(keep, id)
@@ -175,7 +175,7 @@ func (s *Service) SyncTriggers(ctx context.Context, f *v1alpha1.Function) ([]Tri
 
 // Triggers lists the function's triggers, oldest first.
 func (s *Service) Triggers(ctx context.Context, f *v1alpha1.Function) ([]Trigger, error) {
-	rows, err := db.New(s.pool).FunctionTriggersOf(ctx, string(f.UID))
+	rows, err := db.Planned(s.pool).FunctionTriggersOf(ctx, string(f.UID))
 	if err != nil {
 		return nil, fmt.Errorf("list the triggers of function %s: %w", f.Name, err)
 	}
@@ -187,7 +187,7 @@ func (s *Service) Triggers(ctx context.Context, f *v1alpha1.Function) ([]Trigger
 
 // TriggerOf returns a trigger of the project and its function: 404 when there is none.
 func (s *Service) TriggerOf(ctx context.Context, project, id string) (Trigger, *v1alpha1.Function, error) {
-	row, err := db.New(s.pool).FunctionTriggerOf(ctx, db.FunctionTriggerOfParams{ID: id, Project: project})
+	row, err := db.Planned(s.pool).FunctionTriggerOf(ctx, db.FunctionTriggerOfParams{ID: id, Project: project})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Trigger{}, nil, apperror.NotFoundf("Trigger %s not found.", id)
 	}

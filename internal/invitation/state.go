@@ -177,7 +177,7 @@ func (s *Service) Announce(ctx context.Context, inv *v1alpha1.Invitation) error 
 		if st.UpdatedAt != nil {
 			at = st.UpdatedAt.Time
 		}
-		fresh, err := db.New(tx).AnnounceInvitation(ctx, db.AnnounceInvitationParams{Project: inv.Namespace,
+		fresh, err := db.Planned(tx).AnnounceInvitation(ctx, db.AnnounceInvitationParams{Project: inv.Namespace,
 			InvitationUid: string(inv.UID), ChangeID: st.ChangeID, ChangedAt: at})
 		if err != nil {
 			return fmt.Errorf("record the announcement of invitation %s: %w", inv.Name, err)
@@ -214,6 +214,6 @@ func (s *Service) Forget(ctx context.Context, inv *v1alpha1.Invitation) error {
 	if s.pool == nil {
 		return nil
 	}
-	return db.New(s.pool).ForgetInvitationAnnouncement(ctx, db.ForgetInvitationAnnouncementParams{Project: inv.Namespace,
+	return db.Planned(s.pool).ForgetInvitationAnnouncement(ctx, db.ForgetInvitationAnnouncementParams{Project: inv.Namespace,
 		InvitationUid: string(inv.UID)})
 }

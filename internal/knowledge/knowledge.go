@@ -108,7 +108,7 @@ func (s *Service) CreateBase(ctx context.Context, a *v1alpha1.Agent, in BaseInpu
 	}
 	var kb db.KnowledgeBase
 	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		// Two creates of one agent take turns, so both cannot pass the limit.
 		if err := q.LockKey(ctx, "knowledge:"+a.Namespace+"/"+a.Name); err != nil {
 			return err
@@ -132,7 +132,7 @@ func (s *Service) CreateBase(ctx context.Context, a *v1alpha1.Agent, in BaseInpu
 
 // GetBase returns a knowledge base of a: 404 when a has none of that id.
 func (s *Service) GetBase(ctx context.Context, a *v1alpha1.Agent, id string) (Base, error) {
-	row, err := db.New(s.Pool).KnowledgeBaseSummary(ctx, db.KnowledgeBaseSummaryParams{ID: id, Project: a.Namespace, Agent: a.Name})
+	row, err := db.Planned(s.Pool).KnowledgeBaseSummary(ctx, db.KnowledgeBaseSummaryParams{ID: id, Project: a.Namespace, Agent: a.Name})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Base{}, apperror.NotFoundf("Knowledge base %s not found.", id)
 	}
@@ -146,7 +146,7 @@ func (s *Service) GetBase(ctx context.Context, a *v1alpha1.Agent, id string) (Ba
 
 // Bases returns up to n of a's knowledge bases, newest first, after a position.
 func (s *Service) Bases(ctx context.Context, a *v1alpha1.Agent, afterTime *time.Time, afterID *string, n int) ([]Base, error) {
-	rows, err := db.New(s.Pool).KnowledgeBasePage(ctx, db.KnowledgeBasePageParams{Project: a.Namespace, Agent: a.Name,
+	rows, err := db.Planned(s.Pool).KnowledgeBasePage(ctx, db.KnowledgeBasePageParams{Project: a.Namespace, Agent: a.Name,
 		AfterTime: afterTime, AfterID: afterID, MaxRows: int32(n)})
 	if err != nil {
 		return nil, err
@@ -175,7 +175,7 @@ func (s *Service) UpdateBase(ctx context.Context, a *v1alpha1.Agent, id string, 
 	if in.Description.Set {
 		desc = nonEmpty(in.Description)
 	}
-	if _, err := db.New(s.Pool).UpdateKnowledgeBase(ctx, db.UpdateKnowledgeBaseParams{ID: id, Project: a.Namespace, Agent: a.Name,
+	if _, err := db.Planned(s.Pool).UpdateKnowledgeBase(ctx, db.UpdateKnowledgeBaseParams{ID: id, Project: a.Namespace, Agent: a.Name,
 		Name: name, Description: desc, Now: s.clock().UTC()}); err != nil {
 		return Base{}, err
 	}
@@ -185,7 +185,7 @@ func (s *Service) UpdateBase(ctx context.Context, a *v1alpha1.Agent, id string, 
 // DeleteBase deletes a knowledge base with its documents and chunks.
 func (s *Service) DeleteBase(ctx context.Context, a *v1alpha1.Agent, id string) error {
 	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		n, err := q.DeleteKnowledgeBase(ctx, db.DeleteKnowledgeBaseParams{ID: id, Project: a.Namespace, Agent: a.Name})
 		if err != nil {
 			return err
@@ -200,7 +200,7 @@ func (s *Service) DeleteBase(ctx context.Context, a *v1alpha1.Agent, id string) 
 // Forget deletes everything agent a knew (the agent is gone).
 func (s *Service) Forget(ctx context.Context, project, agent string) error {
 	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		if _, err := q.DeleteAgentKnowledge(ctx, db.DeleteAgentKnowledgeParams{Project: project, Agent: agent}); err != nil {
 			return err
 		}
@@ -318,7 +318,7 @@ func (s *Service) CreateDocument(ctx context.Context, a *v1alpha1.Agent, kbID st
 	}
 	var doc db.KnowledgeDocument
 	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		if err := q.LockKey(ctx, "knowledge-base:"+kbID); err != nil {
 			return err
 		}
@@ -346,7 +346,7 @@ func (s *Service) GetDocument(ctx context.Context, a *v1alpha1.Agent, kbID, id s
 	if _, err := s.GetBase(ctx, a, kbID); err != nil {
 		return db.KnowledgeDocument{}, err
 	}
-	doc, err := db.New(s.Pool).GetKnowledgeDocument(ctx, db.GetKnowledgeDocumentParams{ID: id, KnowledgeBaseID: kbID, Project: a.Namespace})
+	doc, err := db.Planned(s.Pool).GetKnowledgeDocument(ctx, db.GetKnowledgeDocumentParams{ID: id, KnowledgeBaseID: kbID, Project: a.Namespace})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return doc, apperror.NotFoundf("Document %s not found.", id)
 	}
@@ -358,7 +358,7 @@ func (s *Service) Documents(ctx context.Context, a *v1alpha1.Agent, kbID string,
 	if _, err := s.GetBase(ctx, a, kbID); err != nil {
 		return nil, err
 	}
-	return db.New(s.Pool).KnowledgeDocumentPage(ctx, db.KnowledgeDocumentPageParams{KnowledgeBaseID: kbID, Project: a.Namespace,
+	return db.Planned(s.Pool).KnowledgeDocumentPage(ctx, db.KnowledgeDocumentPageParams{KnowledgeBaseID: kbID, Project: a.Namespace,
 		AfterTime: afterTime, AfterID: afterID, MaxRows: int32(n)})
 }
 
@@ -377,7 +377,7 @@ func (s *Service) UpdateDocument(ctx context.Context, a *v1alpha1.Agent, kbID, i
 		title = strings.TrimSpace(in.Title.Value)
 	}
 	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		if src == nil {
 			doc, err = q.RenameKnowledgeDocument(ctx, db.RenameKnowledgeDocumentParams{ID: id, KnowledgeBaseID: kbID, Project: a.Namespace,
 				Title: title, Now: s.clock().UTC()})
@@ -404,7 +404,7 @@ func (s *Service) DeleteDocument(ctx context.Context, a *v1alpha1.Agent, kbID, i
 		return err
 	}
 	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		n, err := q.DeleteKnowledgeDocument(ctx, db.DeleteKnowledgeDocumentParams{ID: id, KnowledgeBaseID: kbID, Project: a.Namespace})
 		if err != nil {
 			return err

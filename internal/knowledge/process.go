@@ -64,7 +64,7 @@ func (f *failure) Error() string { return f.reason }
 // process reads the document's text, splits it, embeds the chunks and stores them in place of
 // the old ones. A document whose content changed meanwhile is left to its newer job.
 func (s *Service) process(ctx context.Context, args ProcessArgs, last bool) error {
-	q := db.New(s.Pool)
+	q := db.Planned(s.Pool)
 	now := s.clock().UTC()
 	doc, err := q.StartKnowledgeDocument(ctx, db.StartKnowledgeDocumentParams{ID: args.DocumentID, Version: args.Version, Now: now,
 		LeaseUntil: ptr(now.Add(ProcessTimeout))})
@@ -132,7 +132,7 @@ func (s *Service) build(ctx context.Context, doc db.KnowledgeDocument) error {
 		return err
 	}
 	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		version, err := q.LockKnowledgeDocument(ctx, doc.ID)
 		if errors.Is(err, pgx.ErrNoRows) || (err == nil && version != doc.Version) {
 			return nil // deleted or changed while it was processed: the newer job stores its own
@@ -199,7 +199,7 @@ func (s *Service) text(ctx context.Context, doc db.KnowledgeDocument) (string, e
 				return "", err
 			}
 			data, contentType = got.data, got.contentType
-			if _, err := db.New(s.Pool).SaveKnowledgeDocumentSource(ctx, db.SaveKnowledgeDocumentSourceParams{ID: doc.ID,
+			if _, err := db.Planned(s.Pool).SaveKnowledgeDocumentSource(ctx, db.SaveKnowledgeDocumentSourceParams{ID: doc.ID,
 				Version: doc.Version, Original: data, ContentType: &contentType}); err != nil {
 				return "", err
 			}
@@ -229,14 +229,14 @@ func (s *Service) reembed(ctx context.Context, a *v1alpha1.Agent) error {
 	if err != nil || route.Problem != "" {
 		return err
 	}
-	stale, err := db.New(s.Pool).StaleKnowledgeDocuments(ctx, db.StaleKnowledgeDocumentsParams{Project: a.Namespace, Agent: a.Name,
+	stale, err := db.Planned(s.Pool).StaleKnowledgeDocuments(ctx, db.StaleKnowledgeDocumentsParams{Project: a.Namespace, Agent: a.Name,
 		EmbeddingModel: route.Label})
 	if err != nil {
 		return err
 	}
 	for _, d := range stale {
 		err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-			version, err := db.New(tx).RequeueKnowledgeDocument(ctx, db.RequeueKnowledgeDocumentParams{ID: d.ID, Version: d.Version, Now: s.clock().UTC()})
+			version, err := db.Planned(tx).RequeueKnowledgeDocument(ctx, db.RequeueKnowledgeDocumentParams{ID: d.ID, Version: d.Version, Now: s.clock().UTC()})
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil // changed meanwhile: its own job embeds it
 			}

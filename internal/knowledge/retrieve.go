@@ -60,7 +60,7 @@ type Passage struct {
 // does not call a provider: where the agent's vectors are a provider's, it searches by words
 // alone. An agent without a ready document costs one query.
 func (s *Service) Retrieve(ctx context.Context, a *v1alpha1.Agent, testMode bool, query string, k int) ([]Passage, error) {
-	q := db.New(s.Pool)
+	q := db.Planned(s.Pool)
 	has, err := q.HasKnowledge(ctx, db.HasKnowledgeParams{Project: a.Namespace, Agent: a.Name})
 	if err != nil || !has || strings.TrimSpace(query) == "" {
 		return nil, err
@@ -171,7 +171,7 @@ func (s *Service) searchWords(ctx context.Context, q *db.Queries, a *v1alpha1.Ag
 func (s *Service) LoadVectors(ctx context.Context, key string) ([]vectorindex.Item, error) {
 	project, rest, _ := strings.Cut(key, "/")
 	agent, model, _ := strings.Cut(rest, "/")
-	rows, err := db.New(s.Pool).KnowledgeVectors(ctx, db.KnowledgeVectorsParams{Project: project, Agent: agent, EmbeddingModel: model})
+	rows, err := db.Planned(s.Pool).KnowledgeVectors(ctx, db.KnowledgeVectorsParams{Project: project, Agent: agent, EmbeddingModel: model})
 	if err != nil {
 		return nil, err
 	}

@@ -67,7 +67,7 @@ func (s *Sweeper) Start(ctx context.Context) error {
 func (s *Sweeper) NeedLeaderElection() bool { return true }
 
 func (s *Sweeper) sweep(ctx context.Context) error {
-	owners, err := db.New(s.Service.Pool).KnowledgeOwners(ctx)
+	owners, err := db.Planned(s.Service.Pool).KnowledgeOwners(ctx)
 	if err != nil {
 		return err
 	}

@@ -230,7 +230,7 @@ func (s *Service) charge(ctx context.Context, tx pgx.Tx, msgs []db.Message, now 
 		}
 		if len(costs.Ids) > 0 {
 			costs.CreatedFrom, costs.CreatedTo = partition.Bounds(costs.Ids)
-			if err := db.New(tx).SetMessageCosts(ctx, costs); err != nil {
+			if err := db.Planned(tx).SetMessageCosts(ctx, costs); err != nil {
 				return fmt.Errorf("record costs: %w", err)
 			}
 		}
@@ -367,7 +367,7 @@ func (s *Service) acceptOne(ctx context.Context, o Outbound) (db.Message, error)
 	msgs, _, err := s.acceptTx(ctx, []Outbound{o})
 	var dup *ErrDuplicate
 	if errors.As(err, &dup) {
-		original, gerr := db.New(s.pool).GetMessageByID(ctx, dup.Original.ID)
+		original, gerr := db.Planned(s.pool).GetMessageByID(ctx, dup.Original.ID)
 		if gerr != nil {
 			return db.Message{}, fmt.Errorf("read original message %s: %w", dup.Original.ID, gerr)
 		}
@@ -398,7 +398,7 @@ func (s *Service) acceptTx(ctx context.Context, batch []Outbound) (msgs []db.Mes
 // key's lock, held until tx ends, makes a concurrent claim of the same key wait for this one's
 // outcome and then see it.
 func claim(ctx context.Context, tx pgx.Tx, msg db.Message, key string, since time.Time) (string, error) {
-	q := db.New(tx)
+	q := db.Planned(tx)
 	if err := q.LockKey(ctx, fmt.Sprintf("idempotency/%s/%t/%s", msg.Project, msg.TestMode, key)); err != nil {
 		return "", fmt.Errorf("lock idempotency key: %w", err)
 	}

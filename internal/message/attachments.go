@@ -186,7 +186,7 @@ func storeAttachments(ctx context.Context, tx pgx.Tx, messageID string, atts []a
 		rows[i] = db.InsertMessageAttachmentsParams{ID: id, MessageID: messageID, Position: int32(i), Filename: a.filename,
 			ContentType: &ct, ContentID: a.contentID, Size: int64(len(a.content)), Content: a.content, Path: a.url, CreatedAt: now}
 	}
-	if _, err := db.New(tx).InsertMessageAttachments(ctx, rows); err != nil {
+	if _, err := db.Planned(tx).InsertMessageAttachments(ctx, rows); err != nil {
 		return fmt.Errorf("insert attachments of message %s: %w", messageID, err)
 	}
 	return nil
@@ -219,7 +219,7 @@ func (s *Service) Attachments(ctx context.Context, key apikey.Key, id string) ([
 	if _, err := s.Get(ctx, key, id); err != nil {
 		return nil, err
 	}
-	rows, err := db.New(s.pool).ListMessageAttachments(ctx, id)
+	rows, err := db.Planned(s.pool).ListMessageAttachments(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("list attachments of message %s: %w", id, err)
 	}
@@ -232,7 +232,7 @@ func (s *Service) Media(ctx context.Context, key apikey.Key, id string) (filenam
 	if _, err := s.Get(ctx, key, id); err != nil {
 		return "", "", nil, err
 	}
-	row, err := db.New(s.pool).MessageMedia(ctx, id)
+	row, err := db.Planned(s.pool).MessageMedia(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", "", nil, apperror.NotFoundf("Message %s carries no file.", id)
 	}

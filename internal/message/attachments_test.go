@@ -171,7 +171,7 @@ func TestAttachmentsReachTheTransport(t *testing.T) {
 			Status: "queued", Recipient: "+15005550100", Options: []byte(`{}`), CreatedAt: now,
 			ConversationID: "conv_sms", ContactIdentifier: "+15005550100", ContactChannels: []string{"sms"}},
 	} {
-		results := db.New(pool).RecordMessage(ctx, []db.RecordMessageParams{m})
+		results := db.Planned(pool).RecordMessage(ctx, []db.RecordMessageParams{m})
 		results.QueryRow(func(_ int, _ db.RecordMessageRow, err error) {
 			if err != nil {
 				t.Fatal(err)
@@ -188,7 +188,7 @@ func TestAttachmentsReachTheTransport(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got, err := outboundAttachments(ctx, db.New(pool), db.Message{ID: "msg_email", Channel: "email"})
+	got, err := outboundAttachments(ctx, db.Planned(pool), db.Message{ID: "msg_email", Channel: "email"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,11 +205,11 @@ func TestAttachmentsReachTheTransport(t *testing.T) {
 			t.Errorf("attachment %d = %+v, want %+v", i, g, w)
 		}
 	}
-	rows, err := db.New(pool).ListMessageAttachments(ctx, "msg_email")
+	rows, err := db.Planned(pool).ListMessageAttachments(ctx, "msg_email")
 	if err != nil || len(rows) != 2 || rows[0].Size != int64(len("pdf bytes")) || rows[1].Size != 0 || !strings.HasPrefix(rows[0].ID, "att_") {
 		t.Errorf("listed %+v, %v", rows, err)
 	}
-	if none, err := outboundAttachments(ctx, db.New(pool), db.Message{ID: "msg_sms", Channel: "sms"}); err != nil || none != nil {
+	if none, err := outboundAttachments(ctx, db.Planned(pool), db.Message{ID: "msg_sms", Channel: "sms"}); err != nil || none != nil {
 		t.Errorf("an sms has attachments %v, %v", none, err)
 	}
 }

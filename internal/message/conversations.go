@@ -21,7 +21,7 @@ const TypingLifetime = 25 * time.Second
 
 // Conversation returns the key's conversation id.
 func (s *Service) Conversation(ctx context.Context, key apikey.Key, id string) (db.Conversation, error) {
-	c, err := db.New(s.pool).GetConversation(ctx, db.GetConversationParams{ID: id, Project: key.Project, TestMode: key.TestMode()})
+	c, err := db.Planned(s.pool).GetConversation(ctx, db.GetConversationParams{ID: id, Project: key.Project, TestMode: key.TestMode()})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return db.Conversation{}, apperror.NotFoundf("No conversation %s.", id)
 	}
@@ -47,7 +47,7 @@ func (s *Service) Conversations(ctx context.Context, key apikey.Key, f Conversat
 	if f.Channel != nil && (*f.Channel == "auto" || !contains(Channels, *f.Channel)) {
 		return nil, apperror.InvalidFields(apperror.FieldError{Path: "channel", Message: "must be a channel other than auto"})
 	}
-	rows, err := db.New(s.pool).ListConversations(ctx, db.ListConversationsParams{Project: key.Project, TestMode: key.TestMode(),
+	rows, err := db.Planned(s.pool).ListConversations(ctx, db.ListConversationsParams{Project: key.Project, TestMode: key.TestMode(),
 		Channel: f.Channel, Sender: f.Sender, Address: f.Address, Search: f.Search, BeforeTime: f.BeforeTime, BeforeID: f.BeforeID, PageSize: int32(f.Limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list conversations: %w", err)
@@ -65,7 +65,7 @@ func (s *Service) ConversationMessages(ctx context.Context, key apikey.Key, id s
 	if err != nil {
 		return nil, err
 	}
-	q := db.New(s.pool)
+	q := db.Planned(s.pool)
 	read := func(spans []partition.Span, limit int) ([]db.Message, error) {
 		froms, tos := partition.SpanBounds(spans)
 		return q.ListConversationMessages(ctx, db.ListConversationMessagesParams{ConversationID: &id, Froms: froms, Tos: tos,
@@ -91,7 +91,7 @@ func (s *Service) ConversationMessages(ctx context.Context, key apikey.Key, id s
 
 // ReadConversation marks the conversation read: its unread count goes back to 0.
 func (s *Service) ReadConversation(ctx context.Context, key apikey.Key, id string) (db.Conversation, error) {
-	c, err := db.New(s.pool).ReadConversation(ctx, db.ReadConversationParams{ID: id, Project: key.Project, TestMode: key.TestMode(),
+	c, err := db.Planned(s.pool).ReadConversation(ctx, db.ReadConversationParams{ID: id, Project: key.Project, TestMode: key.TestMode(),
 		UpdatedAt: s.now().UTC()})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return db.Conversation{}, apperror.NotFoundf("No conversation %s.", id)
@@ -134,7 +134,7 @@ func (s *Service) Typing(ctx context.Context, key apikey.Key, senderID, id strin
 	}
 	now := s.now().UTC()
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		if _, err := q.MarkInboundRead(ctx, db.MarkInboundReadParams{ID: m.ID, UpdatedAt: now}); err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("mark message %s read: %w", m.ID, err)
 		}

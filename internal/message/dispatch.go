@@ -89,7 +89,7 @@ func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs])
 }
 
 func (s *Service) dispatch(ctx context.Context, id string) error {
-	m, err := db.New(s.pool).GetMessageByID(ctx, id)
+	m, err := db.Planned(s.pool).GetMessageByID(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}
@@ -112,7 +112,7 @@ func (s *Service) dispatch(ctx context.Context, id string) error {
 		if route.Provider != "" {
 			start.Provider = &route.Provider
 		}
-		started, err := db.New(s.pool).StartDispatch(ctx, start)
+		started, err := db.Planned(s.pool).StartDispatch(ctx, start)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // moved on meanwhile
 		}
@@ -259,7 +259,7 @@ func dispatchBackoff(attempt int) time.Duration {
 
 // outbound is what the transport needs of m.
 func (s *Service) outbound(ctx context.Context, m db.Message, r Route) (transport.Outbound, error) {
-	q := db.New(s.pool)
+	q := db.Planned(s.pool)
 	attachments, err := outboundAttachments(ctx, q, m)
 	if err != nil {
 		return transport.Outbound{}, err
@@ -318,7 +318,7 @@ func (s *Service) SetUnsubscribe(h UnsubscribeHeaders) { s.unsubscribe = h }
 
 // SetOptOut records that recipient asked originator to stop (out true), or to start again.
 func (s *Service) SetOptOut(ctx context.Context, project string, testMode bool, originator, recipient string, out bool) error {
-	q := db.New(s.pool)
+	q := db.Planned(s.pool)
 	var err error
 	if out {
 		err = q.OptOut(ctx, db.OptOutParams{Project: project, TestMode: testMode, Originator: originator, Recipient: recipient,

@@ -63,7 +63,7 @@ func (s *Service) fallBack(ctx context.Context, m db.Message, failure *transport
 	var ceiling, unpaid *apperror.Error
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		now := s.now().UTC()
-		row, err := db.New(tx).FallBackToSMS(ctx, db.FallBackToSMSParams{ID: m.ID, Originator: snd.Address(v1alpha1.ChannelSMS),
+		row, err := db.Planned(tx).FallBackToSMS(ctx, db.FallBackToSMSParams{ID: m.ID, Originator: snd.Address(v1alpha1.ChannelSMS),
 			UpdatedAt: now})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // already moved on: a repeated job

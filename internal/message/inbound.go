@@ -93,7 +93,7 @@ func (s *Service) receive(ctx context.Context, b beginner, in Inbound, files *sh
 	write := func() error {
 		again = nil
 		return pgx.BeginFunc(ctx, b, func(tx pgx.Tx) error {
-			q := db.New(tx)
+			q := db.Planned(tx)
 			if in.ProviderMessageID != "" {
 				// A provider posts a message again when our answer did not reach it: store it once.
 				prev, err := partition.RecentFirst(s.now(), func(since, until time.Time) (db.Message, error) {

@@ -281,7 +281,7 @@ func (s *Service) Get(ctx context.Context, key apikey.Key, id string) (db.Messag
 	if at, ok := randid.TimeOf(id); ok && at.Before(since) {
 		return db.Message{}, expired
 	}
-	m, err := db.New(s.pool).GetMessage(ctx, db.GetMessageParams{ID: id, Project: key.Project, TestMode: key.TestMode()})
+	m, err := db.Planned(s.pool).GetMessage(ctx, db.GetMessageParams{ID: id, Project: key.Project, TestMode: key.TestMode()})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return db.Message{}, apperror.NotFoundf("No message %s.", id)
 	}
@@ -312,7 +312,7 @@ func (s *Service) List(ctx context.Context, key apikey.Key, f ListFilter) ([]db.
 	if f.To != nil {
 		return s.listTo(ctx, key, since, f)
 	}
-	q := db.New(s.pool)
+	q := db.Planned(s.pool)
 	rows, err := partition.NewestFirst(pageTop(s.now(), f), since, f.Limit, func(from, to time.Time, limit int) ([]db.Message, error) {
 		return q.ListMessages(ctx, db.ListMessagesParams{Project: key.Project, TestMode: key.TestMode(), Since: from, Until: to,
 			Channel: f.Channel, Status: f.Status, BeforeTime: f.BeforeTime, BeforeID: f.BeforeID, PageSize: int32(limit)})
@@ -329,7 +329,7 @@ func (s *Service) List(ctx context.Context, key apikey.Key, f ListFilter) ([]db.
 // conversations alone, through their index. What came before those days were kept is read
 // back through the spans.
 func (s *Service) listTo(ctx context.Context, key apikey.Key, since time.Time, f ListFilter) ([]db.Message, error) {
-	q := db.New(s.pool)
+	q := db.Planned(s.pool)
 	where, err := q.RecipientDays(ctx, db.RecipientDaysParams{Project: key.Project, TestMode: key.TestMode(),
 		Recipient: addr.Key(*f.To), SinceDay: since.UTC().Truncate(partition.Day)})
 	if err != nil {

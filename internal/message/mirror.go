@@ -91,7 +91,7 @@ func (s *Service) mirror(ctx context.Context, in Mirror) (bool, error) {
 	}
 	stored := false
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		_, err := partition.RecentFirst(s.now(), func(since, until time.Time) (db.Message, error) {
 			return q.GetMessageByProviderID(ctx, db.GetMessageByProviderIDParams{Project: in.Project, TestMode: false, Sender: in.Sender,
 				ProviderMessageID: &in.ProviderMessageID, Since: since, Until: until})
@@ -139,7 +139,7 @@ func (s *Service) NameContacts(ctx context.Context, project string, contacts []N
 				continue
 			}
 			name := c.Name
-			if err := db.New(tx).NameContactIfUnnamed(ctx, db.NameContactIfUnnamedParams{DisplayName: &name, Now: now, ID: id}); err != nil {
+			if err := db.Planned(tx).NameContactIfUnnamed(ctx, db.NameContactIfUnnamedParams{DisplayName: &name, Now: now, ID: id}); err != nil {
 				return err
 			}
 			n++

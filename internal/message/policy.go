@@ -124,7 +124,7 @@ func (p whatsAppWindow) CheckAccept(ctx context.Context, o *Outbound) error {
 }
 
 func (s *Service) whatsAppWindow(ctx context.Context, conversation string) (*time.Time, error) {
-	until, err := db.New(s.pool).ConversationWindow(ctx, conversation)
+	until, err := db.Planned(s.pool).ConversationWindow(ctx, conversation)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return nil, fmt.Errorf("read conversation window: %w", err)
 	}
@@ -247,7 +247,7 @@ func smsChannel(channel string) bool {
 }
 
 func (s *Service) optedOut(ctx context.Context, m db.Message) (bool, error) {
-	out, err := db.New(s.pool).IsOptedOut(ctx, db.IsOptedOutParams{Project: m.Project, TestMode: m.TestMode,
+	out, err := db.Planned(s.pool).IsOptedOut(ctx, db.IsOptedOutParams{Project: m.Project, TestMode: m.TestMode,
 		Originator: m.Originator, Recipient: m.Recipient})
 	if err != nil {
 		return false, fmt.Errorf("read opt-outs: %w", err)
@@ -274,7 +274,7 @@ func (s *Service) optedOutAll(ctx context.Context, ms []db.Message) ([]bool, err
 	}
 	stopped := map[scope]map[pair]bool{}
 	for _, k := range order {
-		rows, err := db.New(s.pool).OptedOutAmong(ctx, *asked[k])
+		rows, err := db.Planned(s.pool).OptedOutAmong(ctx, *asked[k])
 		if err != nil {
 			return nil, fmt.Errorf("read opt-outs: %w", err)
 		}

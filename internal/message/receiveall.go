@@ -86,7 +86,7 @@ func (f *sharedFiles) store(ctx context.Context, tx pgx.Tx, messageID string, at
 		rows[i] = db.InsertMessageAttachmentsParams{ID: id, MessageID: messageID, Position: int32(i), Filename: a.filename,
 			ContentType: &ct, ContentID: a.contentID, Size: int64(len(a.content)), ContentRef: &ref, CreatedAt: now}
 	}
-	q := db.New(tx)
+	q := db.Planned(tx)
 	if len(contents) > 0 {
 		if _, err := q.InsertAttachmentContents(ctx, contents); err != nil {
 			return fmt.Errorf("insert attachment contents of message %s: %w", messageID, err)

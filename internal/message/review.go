@@ -151,13 +151,13 @@ func (s *Service) ReleaseURLHolds(ctx context.Context) (int, error) {
 	if s.urls == nil {
 		return 0, nil
 	}
-	holds, err := db.New(s.pool).OpenURLHolds(ctx, db.OpenURLHoldsParams{Since: s.holdsSince(), MaxRows: 500})
+	holds, err := db.Planned(s.pool).OpenURLHolds(ctx, db.OpenURLHoldsParams{Since: s.holdsSince(), MaxRows: 500})
 	if err != nil {
 		return 0, err
 	}
 	n := 0
 	for _, h := range holds {
-		m, err := db.New(s.pool).GetMessageByID(ctx, h.MessageID)
+		m, err := db.Planned(s.pool).GetMessageByID(ctx, h.MessageID)
 		if err != nil {
 			return n, err
 		}
@@ -195,7 +195,7 @@ func (s *Service) decide(ctx context.Context, m db.Message) (*risk.Policy, risk.
 	}
 	features := risk.Features(m.Channel, m.Recipient, deref(m.Body), deref(m.Subject), country)
 	now := s.now().UTC()
-	fresh, err := db.New(s.pool).NewConversationsSince(ctx, db.NewConversationsSinceParams{Project: m.Project, TestMode: m.TestMode,
+	fresh, err := db.Planned(s.pool).NewConversationsSince(ctx, db.NewConversationsSinceParams{Project: m.Project, TestMode: m.TestMode,
 		Since: now.Add(-time.Hour)})
 	if err != nil {
 		return nil, risk.Decision{}, fmt.Errorf("count first contacts of %s: %w", m.Project, err)
@@ -218,7 +218,7 @@ func (s *Service) hold(ctx context.Context, m db.Message, d risk.Decision, now t
 
 func (s *Service) holdTx(ctx context.Context, m db.Message, d risk.Decision, now time.Time, window time.Duration) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		if _, err := q.HoldMessage(ctx, db.HoldMessageParams{ID: m.ID, Now: now}); errors.Is(err, pgx.ErrNoRows) {
 			return nil // moved on meanwhile
 		} else if err != nil {
@@ -235,7 +235,7 @@ type Hold = db.RiskHold
 // OpenHolds lists the holds waiting for a decision (every project's when project is ""),
 // oldest first, at most limit.
 func (s *Service) OpenHolds(ctx context.Context, project string, limit int32) ([]Hold, error) {
-	return db.New(s.pool).OpenHolds(ctx, db.OpenHoldsParams{Project: project, Since: s.holdsSince(), MaxRows: limit})
+	return db.Planned(s.pool).OpenHolds(ctx, db.OpenHoldsParams{Project: project, Since: s.holdsSince(), MaxRows: limit})
 }
 
 // holdsSince bounds the holds that may still be open: made within the longest review window,
@@ -259,7 +259,7 @@ func (s *Service) DecideHold(ctx context.Context, messageID string, approve bool
 // ExpireHolds fails the holds whose review window has closed with RISK_REVIEW_EXPIRED; it
 // returns how many.
 func (s *Service) ExpireHolds(ctx context.Context) (int, error) {
-	ids, err := db.New(s.pool).ExpiredHolds(ctx, db.ExpiredHoldsParams{Now: s.now().UTC(), Since: s.holdsSince(), MaxRows: 500})
+	ids, err := db.Planned(s.pool).ExpiredHolds(ctx, db.ExpiredHoldsParams{Now: s.now().UTC(), Since: s.holdsSince(), MaxRows: 500})
 	if err != nil {
 		return 0, fmt.Errorf("find expired holds: %w", err)
 	}
@@ -304,7 +304,7 @@ func (s *Service) DecideHoldsByProjects(ctx context.Context) (int, error) {
 				continue
 			}
 			// Resource times are whole seconds: a hold of the field's second is covered.
-			ids, err := db.New(s.pool).OpenHoldsHeldBefore(ctx, db.OpenHoldsHeldBeforeParams{Project: p.Namespace, Since: s.holdsSince(),
+			ids, err := db.Planned(s.pool).OpenHoldsHeldBefore(ctx, db.OpenHoldsHeldBeforeParams{Project: p.Namespace, Since: s.holdsSince(),
 				Before: d.before.Time.Add(time.Second), MaxRows: 500})
 			if err != nil {
 				return n, fmt.Errorf("find holds of %s: %w", p.Namespace, err)
@@ -325,7 +325,7 @@ func (s *Service) DecideHoldsByProjects(ctx context.Context) (int, error) {
 func (s *Service) endHold(ctx context.Context, messageID, decision, by string, failure *transport.Failure) error {
 	now := s.now().UTC()
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		if _, err := q.DecideHold(ctx, db.DecideHoldParams{MessageID: messageID, Decision: &decision, DecidedBy: &by, Now: &now}); errors.Is(err, pgx.ErrNoRows) {
 			return apperror.NotFoundf("No message %s waits for a risk review decision.", messageID)
 		} else if err != nil {

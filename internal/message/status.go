@@ -100,7 +100,7 @@ func (s *Service) follow(ctx context.Context, tx pgx.Tx, f followed) error {
 
 // applyIn is ApplyStatus inside tx; a broadcast message it moves is added to f.
 func (s *Service) applyIn(ctx context.Context, tx pgx.Tx, ch StatusChange, f *followed) (bool, error) {
-	q := db.New(tx)
+	q := db.Planned(tx)
 	id := ch.MessageID
 	if id == "" {
 		m, found, err := liveMessageThrough(ctx, q, ch.Via, ch.ProviderMessageID)
@@ -169,7 +169,7 @@ func (s *Service) ApplyProviderStatus(ctx context.Context, ch StatusChange) (boo
 		return false, errors.New("apply provider status: no Provider it came through")
 	}
 	if ch.MessageID != "" {
-		m, err := db.New(s.pool).GetMessageByID(ctx, ch.MessageID)
+		m, err := db.Planned(s.pool).GetMessageByID(ctx, ch.MessageID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, nil
 		}
@@ -200,7 +200,7 @@ func (s *Service) AwaitingReceipt(ctx context.Context, project, sender, channel,
 	if status != transport.StatusRead && status != transport.StatusDelivered {
 		return nil, nil
 	}
-	ids, err := db.New(s.pool).AwaitingReceipt(ctx, db.AwaitingReceiptParams{Project: project, Sender: sender, Channel: channel,
+	ids, err := db.Planned(s.pool).AwaitingReceipt(ctx, db.AwaitingReceiptParams{Project: project, Sender: sender, Channel: channel,
 		Recipient: recipient, Statuses: statusFrom[status], UpTo: upTo, Since: upTo.Add(-partition.Lookback)})
 	if err != nil {
 		return nil, fmt.Errorf("find messages a receipt covers: %w", err)
@@ -210,7 +210,7 @@ func (s *Service) AwaitingReceipt(ctx context.Context, project, sender, channel,
 
 // KnowsProviderID says whether a live message sent through via carries the provider's id.
 func (s *Service) KnowsProviderID(ctx context.Context, via Via, providerMessageID string) (bool, error) {
-	_, found, err := liveMessageThrough(ctx, db.New(s.pool), via, providerMessageID)
+	_, found, err := liveMessageThrough(ctx, db.Planned(s.pool), via, providerMessageID)
 	return found, err
 }
 

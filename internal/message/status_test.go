@@ -76,7 +76,7 @@ func TestApplyStatus(t *testing.T) {
 	ctx := context.Background()
 	accept := func(testMode bool) db.Message { return s.acceptSMS(t, testMode) }
 	status := func(id string) (string, *string, *string) {
-		m, err := db.New(s.pool).GetMessageByID(ctx, id)
+		m, err := db.Planned(s.pool).GetMessageByID(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +196,7 @@ func TestApplyProviderStatusOvertakingTheDispatch(t *testing.T) {
 	ctx := context.Background()
 	accept := func(testMode bool) db.Message { return s.acceptSMS(t, testMode) }
 	live := accept(false)
-	if _, err := db.New(s.pool).StartDispatch(ctx, db.StartDispatchParams{ID: live.ID, UpdatedAt: s.now().UTC()}); err != nil {
+	if _, err := db.Planned(s.pool).StartDispatch(ctx, db.StartDispatchParams{ID: live.ID, UpdatedAt: s.now().UTC()}); err != nil {
 		t.Fatal(err)
 	}
 	moved, err := s.ApplyProviderStatus(ctx, StatusChange{MessageID: live.ID, ProviderMessageID: "SM1", Status: transport.StatusDelivered,
@@ -204,7 +204,7 @@ func TestApplyProviderStatusOvertakingTheDispatch(t *testing.T) {
 	if err != nil || !moved {
 		t.Fatalf("ApplyProviderStatus = %v, %v", moved, err)
 	}
-	m, err := db.New(s.pool).GetMessageByID(ctx, live.ID)
+	m, err := db.Planned(s.pool).GetMessageByID(ctx, live.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +237,7 @@ func TestProviderStatusOnlyThroughItsProvider(t *testing.T) {
 	t.Parallel()
 	s := newObservedService(t)
 	ctx := context.Background()
-	q := db.New(s.pool)
+	q := db.Planned(s.pool)
 	sent := func(provider string, sid string) db.Message {
 		m := s.acceptSMS(t, false)
 		start := db.StartDispatchParams{ID: m.ID, UpdatedAt: s.now().UTC()}

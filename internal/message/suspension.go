@@ -64,7 +64,7 @@ func (s *Service) suspensionOf(ctx context.Context, project string, testMode boo
 	if ok && now.Sub(st.checked) < suspensionTTL {
 		return st, nil
 	}
-	row, err := db.New(s.pool).Suspension(ctx, db.SuspensionParams{Project: project, TestMode: testMode})
+	row, err := db.Planned(s.pool).Suspension(ctx, db.SuspensionParams{Project: project, TestMode: testMode})
 	var found *db.SendingSuspension
 	switch {
 	case err == nil:
@@ -80,7 +80,7 @@ func (s *Service) suspensionOf(ctx context.Context, project string, testMode boo
 	// Resource times are whole seconds: a suspension of the same second as the field is lifted.
 	if found != nil && p != nil && p.Spec.LiftSuspensionsBefore != nil && !p.Spec.LiftSuspensionsBefore.Time.Before(found.Since.Truncate(time.Second)) {
 		by := "Project " + project + " spec.liftSuspensionsBefore"
-		if _, err := db.New(s.pool).LiftSuspensions(ctx, db.LiftSuspensionsParams{Project: project, LiftedBy: &by,
+		if _, err := db.Planned(s.pool).LiftSuspensions(ctx, db.LiftSuspensionsParams{Project: project, LiftedBy: &by,
 			Now: ptrTime(now.UTC())}); err != nil {
 			return suspensionState{}, fmt.Errorf("lift suspension of %s: %w", project, err)
 		}
@@ -135,7 +135,7 @@ var suspendedFailure = transport.Failure{Code: ErrSendingSuspended, Message: "Se
 // messages with SENDING_SUSPENDED. A sub-account's refusals count as its parent's, and suspend
 // the parent with all its sub-accounts: N sub-accounts do not get N times the refusals.
 func (s *Service) afterRefusal(ctx context.Context, m db.Message, after int64, within time.Duration) error {
-	q := db.New(s.pool)
+	q := db.Planned(s.pool)
 	now := s.now().UTC()
 	account, err := s.parentOf(ctx, m.Project)
 	if err != nil {
@@ -182,7 +182,7 @@ func (s *Service) afterRefusal(ctx context.Context, m db.Message, after int64, w
 // failQueued fails every message of the project still waiting to go with SENDING_SUSPENDED.
 func (s *Service) failQueued(ctx context.Context, project string, testMode bool) error {
 	for {
-		ids, err := db.New(s.pool).QueuedMessages(ctx, db.QueuedMessagesParams{Project: project, TestMode: testMode, MaxRows: 500,
+		ids, err := db.Planned(s.pool).QueuedMessages(ctx, db.QueuedMessagesParams{Project: project, TestMode: testMode, MaxRows: 500,
 			Since: s.now().Add(-partition.Lookback)})
 		if err != nil {
 			return fmt.Errorf("list queued messages of %s: %w", project, err)
@@ -207,7 +207,7 @@ func (s *Service) failQueued(ctx context.Context, project string, testMode bool)
 // LiftSuspension lifts project's suspension (every mode) and returns how many were lifted; by
 // names the operator.
 func (s *Service) LiftSuspension(ctx context.Context, project, by string) (int, error) {
-	rows, err := db.New(s.pool).LiftSuspensions(ctx, db.LiftSuspensionsParams{Project: project, LiftedBy: &by, Now: ptrTime(s.now().UTC())})
+	rows, err := db.Planned(s.pool).LiftSuspensions(ctx, db.LiftSuspensionsParams{Project: project, LiftedBy: &by, Now: ptrTime(s.now().UTC())})
 	if err != nil {
 		return 0, fmt.Errorf("lift suspension of %s: %w", project, err)
 	}

@@ -110,7 +110,7 @@ func recordAll(ctx context.Context, tx pgx.Tx, threads []thread) ([]db.RecordMes
 	}
 	rows := make([]db.RecordMessageRow, len(threads))
 	var failed error
-	results := db.New(tx).RecordMessage(ctx, params)
+	results := db.Planned(tx).RecordMessage(ctx, params)
 	results.QueryRow(func(i int, row db.RecordMessageRow, err error) {
 		if err != nil && failed == nil {
 			failed = fmt.Errorf("store message %s in conversation %s: %w", params[i].ID, params[i].ConversationID, err)
@@ -126,7 +126,7 @@ func recordAll(ctx context.Context, tx pgx.Tx, threads []thread) ([]db.RecordMes
 // newContact makes the contact an inbound message comes from, with the address it wrote from,
 // and returns its id; when a concurrent message created it first, that contact's id.
 func newContact(ctx context.Context, tx pgx.Tx, project string, testMode bool, channel, address string, profileName *string, at time.Time) (string, error) {
-	q := db.New(tx)
+	q := db.Planned(tx)
 	id, err := q.FindContactChannel(ctx, db.FindContactChannelParams{Project: project, TestMode: testMode, Channel: channel, Identifier: address})
 	if err == nil {
 		return id, nil

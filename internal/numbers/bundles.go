@@ -74,7 +74,7 @@ type bundlePlan struct {
 // approved (or pending) bundle of them, else one made of its records and details for the first
 // kind of end user they satisfy. Nothing satisfied is 400 on phoneNumber naming what is missing.
 func (s *Service) planBundle(ctx context.Context, project string, acct Account, country, typ string, rules []Rule, details map[string]string) (*bundlePlan, error) {
-	b, err := db.New(s.Pool).UsableNumberBundle(ctx, db.UsableNumberBundleParams{Project: project, Provider: providerRef(acct.Namespace, acct.Provider),
+	b, err := db.Planned(s.Pool).UsableNumberBundle(ctx, db.UsableNumberBundleParams{Project: project, Provider: providerRef(acct.Namespace, acct.Provider),
 		Country: country, NumberType: typ})
 	if err == nil {
 		return &bundlePlan{existing: &b}, nil
@@ -194,7 +194,7 @@ func (s *Service) submitBundle(ctx context.Context, project string, acct Account
 	if err != nil {
 		return db.NumberBundle{}, err
 	}
-	return db.New(s.Pool).InsertNumberBundle(ctx, db.InsertNumberBundleParams{ID: id, Project: project,
+	return db.Planned(s.Pool).InsertNumberBundle(ctx, db.InsertNumberBundleParams{ID: id, Project: project,
 		Provider: providerRef(acct.Namespace, acct.Provider), Country: plan.request.Country, NumberType: plan.request.Type,
 		EndUserType: plan.request.EndUserType, BundleSid: sid, Address: plan.address, Documents: orEmpty(plan.docs), Now: s.now()})
 }
@@ -211,7 +211,7 @@ func orEmpty(s []string) []string {
 // and rejects its documents with the reason.
 func (r *Renewer) reviewBundles(ctx context.Context) error {
 	s := r.Service
-	q := db.New(s.Pool)
+	q := db.Planned(s.Pool)
 	pending, err := q.PendingNumberBundles(ctx, renewBatch)
 	if err != nil {
 		return err
@@ -271,7 +271,7 @@ func (s *Service) buyWithBundle(ctx context.Context, shop Shop, row db.PhoneNumb
 	if !ok {
 		return s.fail(ctx, row, "the account sells no numbers", nil)
 	}
-	if err := db.New(s.Pool).TouchPhoneNumber(ctx, db.TouchPhoneNumberParams{ID: row.ID, Now: s.now()}); err != nil {
+	if err := db.Planned(s.Pool).TouchPhoneNumber(ctx, db.TouchPhoneNumberParams{ID: row.ID, Now: s.now()}); err != nil {
 		return err
 	}
 	bought, err := seller.Buy(ctx, row.Number, deref(row.DisplayName), bundleSID)

@@ -154,7 +154,7 @@ func (s *Service) Buy(ctx context.Context, key apikey.Key, in Purchase) (Owned, 
 	} else if v.State == phonenumber.Owned && !key.TestMode() {
 		return Owned{}, apperror.New(apperror.Conflict, "conflict", fmt.Sprintf("%s is this project's already (GET /v1/phone-numbers).", number))
 	}
-	if held, err := db.New(s.Pool).HeldPhoneNumber(ctx, db.HeldPhoneNumberParams{Project: project, Number: number}); err == nil {
+	if held, err := db.Planned(s.Pool).HeldPhoneNumber(ctx, db.HeldPhoneNumberParams{Project: project, Number: number}); err == nil {
 		// A purchase whose PhoneNumber was deleted (kubectl delete) holds nothing any more: its
 		// billing ends now rather than at its next renewal.
 		if gone, err := s.resourceGone(ctx, s.Reader, held); err != nil {
@@ -162,7 +162,7 @@ func (s *Service) Buy(ctx context.Context, key apikey.Key, in Purchase) (Owned, 
 		} else if !gone {
 			return Owned{}, apperror.New(apperror.Conflict, "conflict", fmt.Sprintf("%s is this project's already, or being bought (%s).", number, held.Resource))
 		}
-		if err := db.New(s.Pool).ReleasePhoneNumber(ctx, db.ReleasePhoneNumberParams{ID: held.ID, Now: s.now()}); err != nil {
+		if err := db.Planned(s.Pool).ReleasePhoneNumber(ctx, db.ReleasePhoneNumberParams{ID: held.ID, Now: s.now()}); err != nil {
 			return Owned{}, err
 		}
 	} else if !errors.Is(err, pgx.ErrNoRows) {
@@ -248,7 +248,7 @@ func (s *Service) Buy(ctx context.Context, key apikey.Key, in Purchase) (Owned, 
 		}
 		if b.Status != BundleApproved {
 			// The purchase waits for the review: the renewer buys it once the bundle is approved.
-			if err := db.New(s.Pool).SetPhoneNumberBundle(ctx, db.SetPhoneNumberBundleParams{ID: row.ID, Bundle: &b.ID, DisplayName: in.Name}); err != nil {
+			if err := db.Planned(s.Pool).SetPhoneNumberBundle(ctx, db.SetPhoneNumberBundleParams{ID: row.ID, Bundle: &b.ID, DisplayName: in.Name}); err != nil {
 				return Owned{}, err
 			}
 			row.Bundle, row.DisplayName = &b.ID, in.Name
@@ -373,7 +373,7 @@ func (s *Service) reserve(ctx context.Context, p db.InsertPhoneNumberParams, pay
 	var row db.PhoneNumber
 	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
 		var err error
-		row, err = db.New(tx).InsertPhoneNumber(ctx, p)
+		row, err = db.Planned(tx).InsertPhoneNumber(ctx, p)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return apperror.New(apperror.Conflict, "conflict", p.Number+" is being bought for this project already.")
 		}
@@ -395,7 +395,7 @@ func (s *Service) fail(ctx context.Context, row db.PhoneNumber, why string, answ
 		if _, err := billing.Refund(ctx, tx, row.Project, row.ID, now); err != nil {
 			return err
 		}
-		return db.New(tx).FailPhoneNumber(ctx, db.FailPhoneNumberParams{ID: row.ID, Failure: &why, Now: now})
+		return db.Planned(tx).FailPhoneNumber(ctx, db.FailPhoneNumberParams{ID: row.ID, Failure: &why, Now: now})
 	})
 	if err != nil {
 		return errors.Join(answer, fmt.Errorf("refund purchase %s: %w", row.ID, err))
@@ -433,7 +433,7 @@ func (s *Service) finish(ctx context.Context, row db.PhoneNumber, b Bought, name
 	}
 	now := s.now()
 	renews := s.nextMonth(now)
-	if err := db.New(s.Pool).BoughtPhoneNumber(ctx, db.BoughtPhoneNumberParams{ID: row.ID, NumberSid: b.SID, Capabilities: caps,
+	if err := db.Planned(s.Pool).BoughtPhoneNumber(ctx, db.BoughtPhoneNumberParams{ID: row.ID, NumberSid: b.SID, Capabilities: caps,
 		RenewsAt: renews, Now: now}); err != nil {
 		return nil, fmt.Errorf("record purchase %s: %w", row.ID, err)
 	}
@@ -556,7 +556,7 @@ func (s *Service) List(ctx context.Context, project, status string) ([]Owned, er
 	if err != nil {
 		return nil, err
 	}
-	rows, err := db.New(s.Pool).PhoneNumbersOfProject(ctx, project)
+	rows, err := db.Planned(s.Pool).PhoneNumbersOfProject(ctx, project)
 	if err != nil {
 		return nil, err
 	}
@@ -591,7 +591,7 @@ func (s *Service) List(ctx context.Context, project, status string) ([]Owned, er
 func (s *Service) Get(ctx context.Context, project, id string) (Owned, error) {
 	pn, err := s.get(ctx, project, id)
 	if e := apperror.As(err); e != nil && e.Kind == apperror.NotFound {
-		rows, lerr := db.New(s.Pool).PhoneNumbersOfProject(ctx, project)
+		rows, lerr := db.Planned(s.Pool).PhoneNumbersOfProject(ctx, project)
 		if lerr != nil {
 			return Owned{}, lerr
 		}
@@ -706,7 +706,7 @@ func (s *Service) Release(ctx context.Context, project, id string) error {
 				"%s is assigned to sender %s: unassign it first (PATCH /v1/phone-numbers/%s with senderId: null).", pn.Spec.Number, snd.Name, id))
 		}
 	}
-	row, err := db.New(s.Pool).PhoneNumberOfResource(ctx, db.PhoneNumberOfResourceParams{Namespace: pn.Namespace, Resource: pn.Name})
+	row, err := db.Planned(s.Pool).PhoneNumberOfResource(ctx, db.PhoneNumberOfResourceParams{Namespace: pn.Namespace, Resource: pn.Name})
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return err
 	}
@@ -714,7 +714,7 @@ func (s *Service) Release(ctx context.Context, project, id string) error {
 		return fmt.Errorf("delete phone number %s/%s: %w", pn.Namespace, pn.Name, err)
 	}
 	if err == nil {
-		return db.New(s.Pool).ReleasePhoneNumber(ctx, db.ReleasePhoneNumberParams{ID: row.ID, Now: s.now()})
+		return db.Planned(s.Pool).ReleasePhoneNumber(ctx, db.ReleasePhoneNumberParams{ID: row.ID, Now: s.now()})
 	}
 	return nil
 }
@@ -736,7 +736,7 @@ func (s *Service) awaiting(row db.PhoneNumber) Owned {
 // view is pn as the API shows it, with its purchase (row, read when nil).
 func (s *Service) view(ctx context.Context, pn *v1alpha1.PhoneNumber, row *db.PhoneNumber) (Owned, error) {
 	if row == nil {
-		r, err := db.New(s.Pool).PhoneNumberOfResource(ctx, db.PhoneNumberOfResourceParams{Namespace: pn.Namespace, Resource: pn.Name})
+		r, err := db.Planned(s.Pool).PhoneNumberOfResource(ctx, db.PhoneNumberOfResourceParams{Namespace: pn.Namespace, Resource: pn.Name})
 		switch {
 		case err == nil:
 			row = &r

@@ -75,7 +75,7 @@ func (r *Renewer) settle(ctx context.Context) error {
 	if after <= 0 {
 		after = DefaultSettleAfter
 	}
-	rows, err := db.New(s.Pool).StaleBuyingPhoneNumbers(ctx, db.StaleBuyingPhoneNumbersParams{Before: s.now().Add(-after), MaxRows: renewBatch})
+	rows, err := db.Planned(s.Pool).StaleBuyingPhoneNumbers(ctx, db.StaleBuyingPhoneNumbersParams{Before: s.now().Add(-after), MaxRows: renewBatch})
 	if err != nil {
 		return err
 	}
@@ -112,7 +112,7 @@ func (r *Renewer) settle(ctx context.Context) error {
 			s.Log.Info("a purchase without an answer was bought: the number is the project's", "purchase", row.ID)
 		case row.Bundle != nil:
 			// Its bundle was approved and the purchase had no answer: it is tried again.
-			b, err := db.New(s.Pool).GetNumberBundle(ctx, *row.Bundle)
+			b, err := db.Planned(s.Pool).GetNumberBundle(ctx, *row.Bundle)
 			if err == nil {
 				err = s.buyWithBundle(ctx, shop, row, b.BundleSid)
 			}
@@ -133,7 +133,7 @@ func (r *Renewer) renew(ctx context.Context) error {
 		var done int
 		var changed []db.PhoneNumber
 		err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-			q := db.New(tx)
+			q := db.Planned(tx)
 			now := s.now()
 			due, err := q.DuePhoneNumbers(ctx, db.DuePhoneNumbersParams{Now: now, MaxRows: renewBatch})
 			if err != nil {

@@ -19,7 +19,7 @@ const adoptionSetting = "phone_number_adoption_cutoff"
 // their numbers (docs/senders.md#existing-senders) rather than cut them off; any Sender created
 // after it must prove its number.
 func AdoptionCutoff(ctx context.Context, pool *pgxpool.Pool) (time.Time, error) {
-	q := db.New(pool)
+	q := db.Planned(pool)
 	now := time.Now().UTC().Truncate(time.Second)
 	if err := q.InsertSettingIfAbsent(ctx, db.InsertSettingIfAbsentParams{Name: adoptionSetting, Value: []byte(now.Format(time.RFC3339))}); err != nil {
 		return time.Time{}, fmt.Errorf("store the number adoption cutoff: %w", err)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres"
@@ -52,7 +53,7 @@ func TestBroadcastRecipientsConvertWithTheirBroadcasts(t *testing.T) {
 		t.Fatalf("%d of the old broadcast's 1,000 recipients in the partition of earlier rows", legacy)
 	}
 
-	q := db.New(pool)
+	q := db.Planned(pool)
 	page, err := q.BroadcastContacts(ctx, db.BroadcastContactsParams{BroadcastID: old, MaxRows: 50})
 	if err != nil || len(page) != 50 || page[0].ID != "bcc_00000000000000000001" {
 		t.Fatalf("the old broadcast's first page: %d rows, %v", len(page), err)
@@ -134,7 +135,7 @@ func TestBroadcastRecipientsConvertWithTheirBroadcasts(t *testing.T) {
 		"delete the broadcast": func(q *db.Queries) error { return q.DeleteBroadcast(ctx, fresh) },
 	} {
 		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			if err := statement(db.New(tx)); err != nil {
+			if err := statement(db.Planned(tx)); err != nil {
 				return err
 			}
 			if locked := pgtest.LockedPartitions(t, tx, "broadcast_contacts"); !slices.Equal(locked, []string{day}) {
@@ -144,6 +145,18 @@ func TestBroadcastRecipientsConvertWithTheirBroadcasts(t *testing.T) {
 		})
 		if err != nil && err != pgx.ErrTxClosed {
 			t.Fatalf("%s: %v", name, err)
+		}
+	}
+}
+
+// sixtyDays leaves each named table with daily partitions from 60 days before now to two days
+// after, and none for earlier rows: a statement that prunes nothing locks them all.
+func sixtyDays(t *testing.T, pool *pgxpool.Pool, now time.Time, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		pgtest.WithoutLegacyPartitions(t, pool, name)
+		if _, err := partition.Ensure(context.Background(), pool, partitioned(t, name), now.Add(-60*partition.Day), now.Add(2*partition.Day)); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

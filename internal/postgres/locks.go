@@ -17,7 +17,7 @@ type Locks struct{ Pool *pgxpool.Pool }
 // WithLock runs fn while holding the lock named key; the lock is released when fn returns.
 func (l Locks) WithLock(ctx context.Context, key string, fn func(context.Context) error) error {
 	return pgx.BeginFunc(ctx, l.Pool, func(tx pgx.Tx) error {
-		if err := db.New(tx).LockKey(ctx, key); err != nil {
+		if err := db.Planned(tx).LockKey(ctx, key); err != nil {
 			return fmt.Errorf("lock %s: %w", key, err)
 		}
 		return fn(ctx)

@@ -101,14 +101,14 @@ func TestOpenExplainsFailures(t *testing.T) {
 	}
 }
 
-// Switchboard's connections plan every statement for its parameters (generic plans lock every
-// time partition), unless the database URL says otherwise.
-func TestOpenPlansEveryStatementForItsParameters(t *testing.T) {
+// A plan_cache_mode in the database URL reaches every connection (force_custom_plan plans every
+// statement, as Switchboard's connections did before db.Planned); by default Postgres chooses.
+func TestOpenKeepsThePlanCacheModeOfTheURL(t *testing.T) {
 	ctx := context.Background()
 	url := pgtest.NewEmptyDatabase(t)
 	for _, c := range []struct{ url, want string }{
-		{url, "force_custom_plan"},
-		{url + map[bool]string{true: "&", false: "?"}[strings.Contains(url, "?")] + "plan_cache_mode=auto", "auto"},
+		{url, "auto"},
+		{url + map[bool]string{true: "&", false: "?"}[strings.Contains(url, "?")] + "plan_cache_mode=force_custom_plan", "force_custom_plan"},
 	} {
 		pool, err := postgres.Open(ctx, c.url)
 		if err != nil {

@@ -18,10 +18,7 @@ func TestAConversationPageLocksOnlyTheDaysItReads(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
 	today := time.Now().UTC().Truncate(partition.Day)
-	pgtest.WithoutLegacyPartitions(t, pool, "messages")
-	if _, err := partition.Ensure(ctx, pool, partition.Tables[0], today.Add(-60*partition.Day), today.Add(2*partition.Day)); err != nil {
-		t.Fatal(err)
-	}
+	sixtyDays(t, pool, today, "messages")
 	conv := "conv_1"
 	for _, spans := range [][]partition.Span{
 		{{From: today.Add(-3 * partition.Day), To: today.Add(-2 * partition.Day)}},
@@ -30,7 +27,7 @@ func TestAConversationPageLocksOnlyTheDaysItReads(t *testing.T) {
 	} {
 		froms, tos := partition.SpanBounds(spans)
 		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			if _, err := db.New(tx).ListConversationMessages(ctx, db.ListConversationMessagesParams{ConversationID: &conv,
+			if _, err := db.Planned(tx).ListConversationMessages(ctx, db.ListConversationMessagesParams{ConversationID: &conv,
 				Project: "p", Froms: froms, Tos: tos, PageSize: 50}); err != nil {
 				return err
 			}

@@ -28,14 +28,9 @@ func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = 20
 	}
-	// Every statement is planned for its parameters. A prepared statement's generic plan, which
-	// Postgres picks after five runs, prunes time partitions only when it starts, and Postgres 15
-	// locks every partition and index of the plan first: a lookup by id on a year of daily
-	// partitions took 2,586 locks, and a pool's worth of them at once filled the lock table
-	// ("out of shared memory"; docs/data-lifecycle.md). A custom plan prunes while planning.
-	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
-		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
-	}
+	// Statements on time-partitioned tables are planned for their parameters by db.Planned;
+	// the rest keep pgx's prepared statements and Postgres's own choice of plan. A
+	// plan_cache_mode in the URL (force_custom_plan plans every statement) still wins.
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open database pool: %w", err)

@@ -21,12 +21,7 @@ func TestRiskStatementsLockOnlyTheirDays(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
 	now := time.Now().UTC()
-	for _, table := range []partition.Table{partitioned(t, "risk_holds"), partitioned(t, "risk_refusals")} {
-		pgtest.WithoutLegacyPartitions(t, pool, table.Name)
-		if _, err := partition.Ensure(ctx, pool, table, now.Add(-60*partition.Day), now.Add(2*partition.Day)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sixtyDays(t, pool, now, "risk_holds", "risk_refusals")
 	msg, err := randid.Timed("msg_", now)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +66,7 @@ func TestRiskStatementsLockOnlyTheirDays(t *testing.T) {
 		}},
 	} {
 		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-			if err := s.run(db.New(tx)); err != nil {
+			if err := s.run(db.Planned(tx)); err != nil {
 				return err
 			}
 			// A message's own bound is a minute before its time: at midnight, the day before too.
@@ -93,7 +88,7 @@ func TestRiskStatementsLockOnlyTheirDays(t *testing.T) {
 	}
 
 	// Recorded twice (a retried job), each counts once.
-	q := db.New(pool)
+	q := db.Planned(pool)
 	for range 2 {
 		if err := q.RecordHold(ctx, hold); err != nil {
 			t.Fatal(err)

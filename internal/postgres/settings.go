@@ -17,7 +17,7 @@ func SharedSecret(ctx context.Context, pool *pgxpool.Pool, name string, size int
 	if _, err := rand.Read(fresh); err != nil {
 		return nil, fmt.Errorf("generate secret %s: %w", name, err)
 	}
-	q := db.New(pool)
+	q := db.Planned(pool)
 	if err := q.InsertSettingIfAbsent(ctx, db.InsertSettingIfAbsentParams{Name: name, Value: fresh}); err != nil {
 		return nil, fmt.Errorf("store secret %s: %w", name, err)
 	}

@@ -184,7 +184,7 @@ func TakeAll(ctx context.Context, tx pgx.Tx, now time.Time, takes []Take, limits
 		}
 		return !a.Inbound && b.Inbound
 	})
-	q := db.New(tx)
+	q := db.Planned(tx)
 	limits := map[string]Limits{}
 	for _, k := range keys {
 		l, ok := limits[k.Project]
@@ -221,7 +221,7 @@ func TakeAll(ctx context.Context, tx pgx.Tx, now time.Time, takes []Take, limits
 // send is not counted against it. Daily ceilings count attempts and keep them.
 func GiveBack(ctx context.Context, tx pgx.Tx, project string, testMode bool, meter Meter, n int64, when time.Time) error {
 	p := periods(when)[1]
-	if err := db.New(tx).GiveBackUsage(ctx, db.GiveBackUsageParams{Project: project, TestMode: testMode, Meter: string(meter),
+	if err := db.Planned(tx).GiveBackUsage(ctx, db.GiveBackUsageParams{Project: project, TestMode: testMode, Meter: string(meter),
 		Period: string(Month), PeriodStart: p.start, N: n}); err != nil {
 		return fmt.Errorf("give back %s usage of %s: %w", meter, project, err)
 	}

@@ -15,7 +15,7 @@ import (
 // BundleAddress is the project's newest address of country that no review rejected; nil when
 // it has none.
 func (s *Service) BundleAddress(ctx context.Context, project, country string) (*Address, error) {
-	row, err := db.New(s.Pool).BundleAddress(ctx, db.BundleAddressParams{Project: project, CountryCode: country})
+	row, err := db.Planned(s.Pool).BundleAddress(ctx, db.BundleAddressParams{Project: project, CountryCode: country})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
 	}
@@ -29,7 +29,7 @@ func (s *Service) BundleAddress(ctx context.Context, project, country string) (*
 // BundleDocument is the project's newest document of one of types that no review rejected,
 // with its file; nil when it has none.
 func (s *Service) BundleDocument(ctx context.Context, project string, types []string) (*Document, []byte, error) {
-	rows, err := db.New(s.Pool).BundleDocuments(ctx, db.BundleDocumentsParams{Project: project, Types: types})
+	rows, err := db.Planned(s.Pool).BundleDocuments(ctx, db.BundleDocumentsParams{Project: project, Types: types})
 	if err != nil || len(rows) == 0 {
 		return nil, nil, err
 	}
@@ -58,7 +58,7 @@ func (s *Service) Reviewed(ctx context.Context, project string, address *string,
 	}
 	now := s.now()
 	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		if address != nil && verified {
 			if err := q.ReviewRegulatoryAddress(ctx, db.ReviewRegulatoryAddressParams{Status: status, ProviderSid: ref, Now: now,
 				ID: *address, Project: project}); err != nil {

@@ -139,7 +139,7 @@ func (s *Service) CreateAddress(ctx context.Context, project string, in AddressI
 	if err != nil {
 		return Address{}, err
 	}
-	row, err := db.New(s.Pool).InsertRegulatoryAddress(ctx, db.InsertRegulatoryAddressParams{ID: id, Project: project,
+	row, err := db.Planned(s.Pool).InsertRegulatoryAddress(ctx, db.InsertRegulatoryAddressParams{ID: id, Project: project,
 		CountryCode: strings.ToUpper(*in.CountryCode), Locality: strings.TrimSpace(*in.Locality), PostalCode: strings.TrimSpace(*in.PostalCode),
 		StreetAddress: strings.TrimSpace(*in.StreetAddress), ExtendedAddress: trimmed(in.ExtendedAddress),
 		AdministrativeArea: trimmed(in.AdministrativeArea), BusinessName: trimmed(in.BusinessName), FirstName: trimmed(in.FirstName),
@@ -173,7 +173,7 @@ func notFound(what string) error {
 
 // GetAddress reads one of the project's addresses.
 func (s *Service) GetAddress(ctx context.Context, project, id string) (Address, error) {
-	row, err := db.New(s.Pool).GetRegulatoryAddress(ctx, db.GetRegulatoryAddressParams{ID: id, Project: project})
+	row, err := db.Planned(s.Pool).GetRegulatoryAddress(ctx, db.GetRegulatoryAddressParams{ID: id, Project: project})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Address{}, notFound("Address")
 	}
@@ -193,7 +193,7 @@ type Page struct {
 
 // ListAddresses lists the project's addresses, newest first.
 func (s *Service) ListAddresses(ctx context.Context, project string, p Page) ([]Address, error) {
-	rows, err := db.New(s.Pool).ListRegulatoryAddresses(ctx, db.ListRegulatoryAddressesParams{Project: project, BeforeTime: p.BeforeTime,
+	rows, err := db.Planned(s.Pool).ListRegulatoryAddresses(ctx, db.ListRegulatoryAddressesParams{Project: project, BeforeTime: p.BeforeTime,
 		BeforeID: p.BeforeID, MaxRows: p.Limit})
 	if err != nil {
 		return nil, err
@@ -210,7 +210,7 @@ func (s *Service) DeleteAddress(ctx context.Context, project, id string) error {
 	if _, err := s.GetAddress(ctx, project, id); err != nil {
 		return err
 	}
-	n, err := db.New(s.Pool).DeleteRegulatoryAddress(ctx, db.DeleteRegulatoryAddressParams{ID: id, Project: project})
+	n, err := db.Planned(s.Pool).DeleteRegulatoryAddress(ctx, db.DeleteRegulatoryAddressParams{ID: id, Project: project})
 	if err != nil {
 		return err
 	}
@@ -238,7 +238,7 @@ func (s *Service) UploadURL(ctx context.Context, project, base string) (string, 
 	}
 	now := s.now()
 	hash := sha256.Sum256(token)
-	if _, err := db.New(s.Pool).InsertRegulatoryUpload(ctx, db.InsertRegulatoryUploadParams{ID: id, Project: project, TokenHash: hash[:],
+	if _, err := db.Planned(s.Pool).InsertRegulatoryUpload(ctx, db.InsertRegulatoryUploadParams{ID: id, Project: project, TokenHash: hash[:],
 		ExpiresAt: now.Add(ttl), Now: now}); err != nil {
 		return "", fmt.Errorf("insert upload: %w", err)
 	}
@@ -271,7 +271,7 @@ func (s *Service) Receive(ctx context.Context, token, contentType string, body i
 	hash := sha256.Sum256(raw)
 	var id string
 	err = pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		up, err := q.TakeRegulatoryUpload(ctx, db.TakeRegulatoryUploadParams{TokenHash: hash[:], MimeType: &mime, Now: s.now()})
 		if errors.Is(err, pgx.ErrNoRows) {
 			known, err := q.RegulatoryUploadByToken(ctx, hash[:])
@@ -353,7 +353,7 @@ func (s *Service) CreateDocument(ctx context.Context, project string, in Documen
 		bad("storageId", "is required: upload the file to an upload URL (POST /v1/documents/upload-url) first")
 	} else {
 		var err error
-		up, err = db.New(s.Pool).GetRegulatoryUpload(ctx, db.GetRegulatoryUploadParams{ID: *in.StorageID, Project: project})
+		up, err = db.Planned(s.Pool).GetRegulatoryUpload(ctx, db.GetRegulatoryUploadParams{ID: *in.StorageID, Project: project})
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			bad("storageId", "is no upload of this project")
@@ -377,7 +377,7 @@ func (s *Service) CreateDocument(ctx context.Context, project string, in Documen
 	if err != nil {
 		return Document{}, err
 	}
-	row, err := db.New(s.Pool).InsertRegulatoryDocument(ctx, db.InsertRegulatoryDocumentParams{ID: id, Project: project,
+	row, err := db.Planned(s.Pool).InsertRegulatoryDocument(ctx, db.InsertRegulatoryDocumentParams{ID: id, Project: project,
 		DocumentType: *in.DocumentType, Name: strings.TrimSpace(*in.Name), Upload: up.ID, MimeType: *up.MimeType, FileSize: *up.SizeBytes,
 		Now: s.now()})
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -396,7 +396,7 @@ func documentView(r db.RegulatoryDocument) Document {
 
 // GetDocument reads one of the project's documents.
 func (s *Service) GetDocument(ctx context.Context, project, id string) (Document, error) {
-	row, err := db.New(s.Pool).GetRegulatoryDocument(ctx, db.GetRegulatoryDocumentParams{ID: id, Project: project})
+	row, err := db.Planned(s.Pool).GetRegulatoryDocument(ctx, db.GetRegulatoryDocumentParams{ID: id, Project: project})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Document{}, notFound("Document")
 	}
@@ -408,7 +408,7 @@ func (s *Service) GetDocument(ctx context.Context, project, id string) (Document
 
 // ListDocuments lists the project's documents, newest first.
 func (s *Service) ListDocuments(ctx context.Context, project string, p Page) ([]Document, error) {
-	rows, err := db.New(s.Pool).ListRegulatoryDocuments(ctx, db.ListRegulatoryDocumentsParams{Project: project, BeforeTime: p.BeforeTime,
+	rows, err := db.Planned(s.Pool).ListRegulatoryDocuments(ctx, db.ListRegulatoryDocumentsParams{Project: project, BeforeTime: p.BeforeTime,
 		BeforeID: p.BeforeID, MaxRows: p.Limit})
 	if err != nil {
 		return nil, err
@@ -427,7 +427,7 @@ func (s *Service) DeleteDocument(ctx context.Context, project, id string) error 
 	}
 	var upload string
 	err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		var err error
 		upload, err = q.DeleteRegulatoryDocument(ctx, db.DeleteRegulatoryDocumentParams{ID: id, Project: project})
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -446,7 +446,7 @@ func (s *Service) DeleteDocument(ctx context.Context, project, id string) error 
 
 // File reads a document's file (a bundle submits it).
 func (s *Service) File(ctx context.Context, project, documentID string) ([]byte, error) {
-	d, err := db.New(s.Pool).GetRegulatoryDocument(ctx, db.GetRegulatoryDocumentParams{ID: documentID, Project: project})
+	d, err := db.Planned(s.Pool).GetRegulatoryDocument(ctx, db.GetRegulatoryDocumentParams{ID: documentID, Project: project})
 	if err != nil {
 		return nil, err
 	}
@@ -456,7 +456,7 @@ func (s *Service) File(ctx context.Context, project, documentID string) ([]byte,
 // SweepUploads deletes upload URLs never used, and files no document took, a day after they
 // expired.
 func (s *Service) SweepUploads(ctx context.Context) (int64, error) {
-	gone, err := db.New(s.Pool).DeleteExpiredRegulatoryUploads(ctx, s.now().Add(-24*time.Hour))
+	gone, err := db.Planned(s.Pool).DeleteExpiredRegulatoryUploads(ctx, s.now().Add(-24*time.Hour))
 	if err != nil {
 		return 0, err
 	}

@@ -34,7 +34,7 @@ type Postgres struct{ Pool db.DBTX }
 
 // Put implements Store.
 func (p Postgres) Put(ctx context.Context, tx pgx.Tx, id, _ string, data []byte) error {
-	q := db.New(tx)
+	q := db.Planned(tx)
 	for seq, off := int32(0), 0; off < len(data); seq, off = seq+1, off+chunkSize {
 		if err := q.InsertRegulatoryFileChunk(ctx, db.InsertRegulatoryFileChunkParams{Upload: id, Seq: seq,
 			Data: data[off:min(off+chunkSize, len(data))]}); err != nil {
@@ -46,7 +46,7 @@ func (p Postgres) Put(ctx context.Context, tx pgx.Tx, id, _ string, data []byte)
 
 // Get implements Store.
 func (p Postgres) Get(ctx context.Context, id string) ([]byte, error) {
-	chunks, err := db.New(p.Pool).RegulatoryFileChunks(ctx, id)
+	chunks, err := db.Planned(p.Pool).RegulatoryFileChunks(ctx, id)
 	if err != nil {
 		return nil, err
 	}

@@ -236,7 +236,7 @@ func (r *Reviewer) Announce(ctx context.Context, t *v1alpha1.Template) error {
 		return nil
 	}
 	return pgx.BeginFunc(ctx, r.Pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		prev, err := q.AnnouncedTemplate(ctx, db.AnnouncedTemplateParams{Project: t.Namespace, TemplateUid: string(t.UID)})
 		first := errors.Is(err, pgx.ErrNoRows)
 		if err != nil && !first {
@@ -268,7 +268,7 @@ func (r *Reviewer) Forget(ctx context.Context, t *v1alpha1.Template) error {
 	if r.Pool == nil {
 		return nil
 	}
-	return db.New(r.Pool).ForgetTemplateAnnouncement(ctx, db.ForgetTemplateAnnouncementParams{Project: t.Namespace, TemplateUid: string(t.UID)})
+	return db.Planned(r.Pool).ForgetTemplateAnnouncement(ctx, db.ForgetTemplateAnnouncementParams{Project: t.Namespace, TemplateUid: string(t.UID)})
 }
 
 func nilIfEmpty(s string) any {

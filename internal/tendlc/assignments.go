@@ -46,7 +46,7 @@ func (s *Service) Assignments(ctx context.Context, project string, testMode bool
 	if _, err := s.Campaign(ctx, project, testMode, campaignID); err != nil {
 		return nil, err
 	}
-	rows, err := db.New(s.pool).TenDLCAssignments(ctx, db.TenDLCAssignmentsParams{CampaignID: campaignID,
+	rows, err := db.Planned(s.pool).TenDLCAssignments(ctx, db.TenDLCAssignmentsParams{CampaignID: campaignID,
 		AfterTime: p.AfterTime, AfterID: p.AfterID, MaxRows: int32(p.Limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list assignments: %w", err)
@@ -91,7 +91,7 @@ func (s *Service) Assign(ctx context.Context, project string, testMode bool, cam
 	if !owned.Usable() {
 		return Assignment{}, apperror.InvalidFields(apperror.FieldError{Path: "phoneNumberId", Message: owned.Why()})
 	}
-	held, err := db.New(s.pool).TenDLCAssignmentOfNumber(ctx, db.TenDLCAssignmentOfNumberParams{Project: project, TestMode: testMode, PhoneNumber: number})
+	held, err := db.Planned(s.pool).TenDLCAssignmentOfNumber(ctx, db.TenDLCAssignmentOfNumberParams{Project: project, TestMode: testMode, PhoneNumber: number})
 	switch {
 	case err == nil:
 		return Assignment{}, apperror.InvalidFields(apperror.FieldError{Path: "phoneNumberId",
@@ -112,7 +112,7 @@ func (s *Service) Assign(ctx context.Context, project string, testMode bool, cam
 		return Assignment{}, err
 	}
 	now := s.now().UTC()
-	row, err := db.New(s.pool).InsertTenDLCAssignment(ctx, db.InsertTenDLCAssignmentParams{ID: id, CampaignID: campaignID, Project: project,
+	row, err := db.Planned(s.pool).InsertTenDLCAssignment(ctx, db.InsertTenDLCAssignmentParams{ID: id, CampaignID: campaignID, Project: project,
 		TestMode: testMode, PhoneNumberID: *phoneNumberID, PhoneNumber: number, Status: AssignmentActive, ProviderRef: &ref, Now: now, AssignedAt: &now})
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
@@ -131,7 +131,7 @@ func (s *Service) Unassign(ctx context.Context, project string, testMode bool, c
 	if err != nil {
 		return err
 	}
-	row, err := db.New(s.pool).TenDLCAssignment(ctx, db.TenDLCAssignmentParams{ID: id, CampaignID: campaignID})
+	row, err := db.Planned(s.pool).TenDLCAssignment(ctx, db.TenDLCAssignmentParams{ID: id, CampaignID: campaignID})
 	if err != nil {
 		return notFound(err, "phone number assignment", id)
 	}
@@ -144,7 +144,7 @@ func (s *Service) Unassign(ctx context.Context, project string, testMode bool, c
 			return err
 		}
 	}
-	return db.New(s.pool).DeleteTenDLCAssignment(ctx, id)
+	return db.Planned(s.pool).DeleteTenDLCAssignment(ctx, id)
 }
 
 func assignmentOf(r db.TenDlcAssignment) Assignment {

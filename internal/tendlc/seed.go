@@ -18,7 +18,7 @@ import (
 // numbers are not refused; live registrations are never seeded.
 func SeedApproved(ctx context.Context, pool *pgxpool.Pool, project string, testMode bool) error {
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		// One seeding at a time per project and mode (two replicas starting together).
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext('ten_dlc_seed:' || $1))", project); err != nil {
 			return err

@@ -103,7 +103,7 @@ func (s *Service) CreateBrand(ctx context.Context, project string, testMode bool
 		return Brand{}, err
 	}
 	details, _ := json.Marshal(d)
-	row, err := db.New(s.pool).InsertTenDLCBrand(ctx, db.InsertTenDLCBrandParams{ID: id, Project: project, TestMode: testMode,
+	row, err := db.Planned(s.pool).InsertTenDLCBrand(ctx, db.InsertTenDLCBrandParams{ID: id, Project: project, TestMode: testMode,
 		Status: BrandDraft, Details: details, Now: s.now().UTC()})
 	if err != nil {
 		return Brand{}, fmt.Errorf("store brand: %w", err)
@@ -113,7 +113,7 @@ func (s *Service) CreateBrand(ctx context.Context, project string, testMode bool
 
 // Brands lists a project's brands of a mode.
 func (s *Service) Brands(ctx context.Context, project string, testMode bool, p Page) ([]Brand, error) {
-	rows, err := db.New(s.pool).TenDLCBrands(ctx, db.TenDLCBrandsParams{Project: project, TestMode: testMode,
+	rows, err := db.Planned(s.pool).TenDLCBrands(ctx, db.TenDLCBrandsParams{Project: project, TestMode: testMode,
 		AfterTime: p.AfterTime, AfterID: p.AfterID, MaxRows: int32(p.Limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list brands: %w", err)
@@ -127,7 +127,7 @@ func (s *Service) Brands(ctx context.Context, project string, testMode bool, p P
 
 // Brand returns one brand.
 func (s *Service) Brand(ctx context.Context, project string, testMode bool, id string) (Brand, error) {
-	row, err := db.New(s.pool).TenDLCBrand(ctx, db.TenDLCBrandParams{ID: id, Project: project, TestMode: testMode})
+	row, err := db.Planned(s.pool).TenDLCBrand(ctx, db.TenDLCBrandParams{ID: id, Project: project, TestMode: testMode})
 	if err != nil {
 		return Brand{}, notFound(err, "brand", id)
 	}
@@ -138,7 +138,7 @@ func (s *Service) Brand(ctx context.Context, project string, testMode bool, id s
 func (s *Service) UpdateBrand(ctx context.Context, project string, testMode bool, id string, in BrandInput) (Brand, error) {
 	var out Brand
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		row, err := q.TenDLCBrandForUpdate(ctx, db.TenDLCBrandForUpdateParams{ID: id, Project: project, TestMode: testMode})
 		if err != nil {
 			return notFound(err, "brand", id)
@@ -162,7 +162,7 @@ func (s *Service) UpdateBrand(ctx context.Context, project string, testMode bool
 // DeleteBrand deletes a brand that has no campaigns left.
 func (s *Service) DeleteBrand(ctx context.Context, project string, testMode bool, id string) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		if _, err := q.TenDLCBrandForUpdate(ctx, db.TenDLCBrandForUpdateParams{ID: id, Project: project, TestMode: testMode}); err != nil {
 			return notFound(err, "brand", id)
 		}
@@ -210,7 +210,7 @@ func (s *Service) SubmitBrand(ctx context.Context, project string, testMode bool
 	}
 	var out Brand
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		row, err := q.TenDLCBrandForUpdate(ctx, db.TenDLCBrandForUpdateParams{ID: id, Project: project, TestMode: testMode})
 		if err != nil {
 			return notFound(err, "brand", id)
@@ -256,7 +256,7 @@ func (s *Service) SyncBrand(ctx context.Context, project string, testMode bool, 
 	if v.Status == BrandPending {
 		return b, nil
 	}
-	row, err := db.New(s.pool).SetTenDLCBrandState(ctx, db.SetTenDLCBrandStateParams{ID: id, Status: v.Status,
+	row, err := db.Planned(s.pool).SetTenDLCBrandState(ctx, db.SetTenDLCBrandStateParams{ID: id, Status: v.Status,
 		IdentityStatus: strPtr(v.IdentityStatus), BrandScore: v.Score, FailureReason: strPtr(v.FailureReason), Now: s.now().UTC()})
 	if err != nil {
 		return Brand{}, fmt.Errorf("record brand verdict: %w", err)
@@ -287,7 +287,7 @@ func (s *Service) CreateCampaign(ctx context.Context, project string, testMode b
 	}
 	reg, monthly := fees(d.UseCase)
 	details, _ := json.Marshal(d)
-	row, err := db.New(s.pool).InsertTenDLCCampaign(ctx, db.InsertTenDLCCampaignParams{ID: id, Project: project, TestMode: testMode,
+	row, err := db.Planned(s.pool).InsertTenDLCCampaign(ctx, db.InsertTenDLCCampaignParams{ID: id, Project: project, TestMode: testMode,
 		BrandID: *in.BrandID, Status: CampaignDraft, Details: details, MonthlyFeeCents: &monthly, RegistrationCostCents: &reg, Now: s.now().UTC()})
 	if err != nil {
 		return Campaign{}, fmt.Errorf("store campaign: %w", err)
@@ -304,7 +304,7 @@ func modeNote(testMode bool) string {
 
 // Campaigns lists a project's campaigns of a mode, one brand's when brandID is not empty.
 func (s *Service) Campaigns(ctx context.Context, project string, testMode bool, brandID string, p Page) ([]Campaign, error) {
-	rows, err := db.New(s.pool).TenDLCCampaigns(ctx, db.TenDLCCampaignsParams{Project: project, TestMode: testMode, BrandID: brandID,
+	rows, err := db.Planned(s.pool).TenDLCCampaigns(ctx, db.TenDLCCampaignsParams{Project: project, TestMode: testMode, BrandID: brandID,
 		AfterTime: p.AfterTime, AfterID: p.AfterID, MaxRows: int32(p.Limit)})
 	if err != nil {
 		return nil, fmt.Errorf("list campaigns: %w", err)
@@ -318,7 +318,7 @@ func (s *Service) Campaigns(ctx context.Context, project string, testMode bool, 
 
 // Campaign returns one campaign.
 func (s *Service) Campaign(ctx context.Context, project string, testMode bool, id string) (Campaign, error) {
-	row, err := db.New(s.pool).TenDLCCampaign(ctx, db.TenDLCCampaignParams{ID: id, Project: project, TestMode: testMode})
+	row, err := db.Planned(s.pool).TenDLCCampaign(ctx, db.TenDLCCampaignParams{ID: id, Project: project, TestMode: testMode})
 	if err != nil {
 		return Campaign{}, notFound(err, "campaign", id)
 	}
@@ -329,7 +329,7 @@ func (s *Service) Campaign(ctx context.Context, project string, testMode bool, i
 func (s *Service) UpdateCampaign(ctx context.Context, project string, testMode bool, id string, in CampaignInput) (Campaign, error) {
 	var out Campaign
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		row, err := q.TenDLCCampaignForUpdate(ctx, db.TenDLCCampaignForUpdateParams{ID: id, Project: project, TestMode: testMode})
 		if err != nil {
 			return notFound(err, "campaign", id)
@@ -359,7 +359,7 @@ func (s *Service) UpdateCampaign(ctx context.Context, project string, testMode b
 // numbers no longer send under it.
 func (s *Service) DeleteCampaign(ctx context.Context, project string, testMode bool, id string) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		row, err := q.TenDLCCampaignForUpdate(ctx, db.TenDLCCampaignForUpdateParams{ID: id, Project: project, TestMode: testMode})
 		if err != nil {
 			return notFound(err, "campaign", id)
@@ -389,7 +389,7 @@ func (s *Service) SubmitCampaign(ctx context.Context, project string, testMode b
 	}
 	var out Campaign
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.New(tx)
+		q := db.Planned(tx)
 		row, err := q.TenDLCCampaignForUpdate(ctx, db.TenDLCCampaignForUpdateParams{ID: id, Project: project, TestMode: testMode})
 		if err != nil {
 			return notFound(err, "campaign", id)
@@ -440,7 +440,7 @@ func (s *Service) SyncCampaign(ctx context.Context, project string, testMode boo
 	if v.Status == CampaignPending {
 		return c, nil
 	}
-	row, err := db.New(s.pool).SetTenDLCCampaignState(ctx, db.SetTenDLCCampaignStateParams{ID: id, Status: v.Status,
+	row, err := db.Planned(s.pool).SetTenDLCCampaignState(ctx, db.SetTenDLCCampaignStateParams{ID: id, Status: v.Status,
 		DailyLimit: v.DailyLimit, FailureReason: strPtr(v.FailureReason), Now: s.now().UTC()})
 	if err != nil {
 		return Campaign{}, fmt.Errorf("record campaign verdict: %w", err)
@@ -461,7 +461,7 @@ func (s *Service) Approved(ctx context.Context, project string, testMode bool) (
 	if ok && now.Sub(seen) < approvedTTL {
 		return true, nil
 	}
-	yes, err := db.New(s.pool).HasApprovedTenDLCCampaign(ctx, db.HasApprovedTenDLCCampaignParams{Project: project, TestMode: testMode})
+	yes, err := db.Planned(s.pool).HasApprovedTenDLCCampaign(ctx, db.HasApprovedTenDLCCampaignParams{Project: project, TestMode: testMode})
 	if err != nil {
 		return false, fmt.Errorf("read 10DLC campaigns of %s: %w", project, err)
 	}

@@ -43,7 +43,7 @@ func (y *Syncer) SyncOnce(ctx context.Context) {
 	if y.asked == nil {
 		y.asked = map[string]time.Time{}
 	}
-	rows, err := db.New(y.Service.pool).PendingTenDLC(ctx, 500)
+	rows, err := db.Planned(y.Service.pool).PendingTenDLC(ctx, 500)
 	if err != nil {
 		if ctx.Err() == nil {
 			y.Log.Error(err, "list pending 10DLC registrations")

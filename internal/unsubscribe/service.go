@@ -78,7 +78,7 @@ func (s *Service) Resolve(ctx context.Context, token string) (Recipient, error) 
 	if err != nil {
 		return Recipient{}, err
 	}
-	row, err := db.New(s.pool).UnsubscribeRecipient(ctx, id)
+	row, err := db.Planned(s.pool).UnsubscribeRecipient(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Recipient{}, ErrInvalid
 	}

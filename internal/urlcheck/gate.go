@@ -90,7 +90,7 @@ func (r *Rechecker) Start(ctx context.Context) error {
 	}
 	periodic.Run(ctx, every, every, func(ctx context.Context) {
 		s := r.Service
-		rows, err := db.New(s.Pool).PendingVerifiedURLs(ctx, db.PendingVerifiedURLsParams{Before: s.now().Add(-every), MaxRows: 500})
+		rows, err := db.Planned(s.Pool).PendingVerifiedURLs(ctx, db.PendingVerifiedURLsParams{Before: s.now().Add(-every), MaxRows: 500})
 		if err != nil {
 			if ctx.Err() == nil {
 				s.Log.Error(err, "listing pending URLs")

@@ -146,7 +146,7 @@ func (s *Service) Submit(ctx context.Context, key apikey.Key, raw string) (URL, 
 
 // record finds or makes the project's record of a normalized URL, deciding a new one.
 func (s *Service) record(ctx context.Context, project string, testMode bool, norm, host, domain string) (db.VerifiedUrl, bool, error) {
-	q := db.New(s.Pool)
+	q := db.Planned(s.Pool)
 	if row, err := q.VerifiedURLByURL(ctx, db.VerifiedURLByURLParams{Project: project, TestMode: testMode, Url: norm}); err == nil {
 		return row, false, nil
 	} else if !errors.Is(err, pgx.ErrNoRows) {
@@ -240,7 +240,7 @@ func (s *Service) lookup(ctx context.Context, u string) ([]string, bool, error) 
 	if s.Lookup == nil {
 		return nil, false, nil
 	}
-	q := db.New(s.Pool)
+	q := db.Planned(s.Pool)
 	now := s.now()
 	if v, err := q.URLVerdict(ctx, db.URLVerdictParams{Url: u, Now: now}); err == nil {
 		return v.Threats, true, nil
@@ -279,10 +279,10 @@ func (s *Service) decide(ctx context.Context, row db.VerifiedUrl) (db.VerifiedUr
 
 // set records v on row when it is in one of from; unchanged otherwise.
 func (s *Service) set(ctx context.Context, row db.VerifiedUrl, v verdict, by string, from []string) (db.VerifiedUrl, error) {
-	out, err := db.New(s.Pool).DecideVerifiedURL(ctx, db.DecideVerifiedURLParams{ID: row.ID, Status: v.status, ApprovalType: nonEmpty(v.approval),
+	out, err := db.Planned(s.Pool).DecideVerifiedURL(ctx, db.DecideVerifiedURLParams{ID: row.ID, Status: v.status, ApprovalType: nonEmpty(v.approval),
 		Reason: nonEmpty(v.reason), DecidedBy: nonEmpty(by), Now: s.now(), FromStatuses: from})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return db.New(s.Pool).VerifiedURLByID(ctx, row.ID) // decided meanwhile
+		return db.Planned(s.Pool).VerifiedURLByID(ctx, row.ID) // decided meanwhile
 	}
 	if err != nil {
 		return row, err
@@ -299,7 +299,7 @@ func nonEmpty(s string) *string {
 
 // Get reads one of the key's project's URLs.
 func (s *Service) Get(ctx context.Context, key apikey.Key, id string) (URL, error) {
-	row, err := db.New(s.Pool).GetVerifiedURL(ctx, db.GetVerifiedURLParams{ID: id, Project: key.Project, TestMode: key.TestMode()})
+	row, err := db.Planned(s.Pool).GetVerifiedURL(ctx, db.GetVerifiedURLParams{ID: id, Project: key.Project, TestMode: key.TestMode()})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return URL{}, apperror.New(apperror.NotFound, "not_found", "URL not found.")
 	}
@@ -323,7 +323,7 @@ func (s *Service) List(ctx context.Context, key apikey.Key, p Page) ([]URL, erro
 	if p.Status != "" && !slices.Contains(Statuses, p.Status) {
 		return nil, apperror.InvalidFields(apperror.FieldError{Path: "status", Message: "must be one of " + strings.Join(Statuses, ", ")})
 	}
-	rows, err := db.New(s.Pool).ListVerifiedURLs(ctx, db.ListVerifiedURLsParams{Project: key.Project, TestMode: key.TestMode(),
+	rows, err := db.Planned(s.Pool).ListVerifiedURLs(ctx, db.ListVerifiedURLsParams{Project: key.Project, TestMode: key.TestMode(),
 		Status: nonEmpty(p.Status), BeforeTime: p.BeforeTime, BeforeID: p.BeforeID, MaxRows: p.Limit})
 	if err != nil {
 		return nil, err
@@ -348,7 +348,7 @@ func (s *Service) Escalate(ctx context.Context, key apikey.Key, id, reason strin
 	if err != nil {
 		return URL{}, err
 	}
-	row, err := db.New(s.Pool).EscalateVerifiedURL(ctx, db.EscalateVerifiedURLParams{ID: id, EscalationReason: &reason, Now: s.now()})
+	row, err := db.Planned(s.Pool).EscalateVerifiedURL(ctx, db.EscalateVerifiedURLParams{ID: id, EscalationReason: &reason, Now: s.now()})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return URL{}, apperror.New(apperror.Invalid, "invalid_request", fmt.Sprintf("Only a rejected URL is escalated; this one is %s.", cur.Status))
 	}
@@ -360,13 +360,13 @@ func (s *Service) Escalate(ctx context.Context, key apikey.Key, id, reason strin
 
 // Escalated lists the URLs waiting for an operator (every project's), oldest first.
 func (s *Service) Escalated(ctx context.Context, limit int32) ([]db.VerifiedUrl, error) {
-	return db.New(s.Pool).EscalatedVerifiedURLs(ctx, limit)
+	return db.Planned(s.Pool).EscalatedVerifiedURLs(ctx, limit)
 }
 
 // Review is an operator's decision on an escalated (or pending) URL: approved or rejected,
 // approvalType manual. by names the operator.
 func (s *Service) Review(ctx context.Context, id string, approve bool, by, reason string) (db.VerifiedUrl, error) {
-	row, err := db.New(s.Pool).VerifiedURLByID(ctx, id)
+	row, err := db.Planned(s.Pool).VerifiedURLByID(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return db.VerifiedUrl{}, apperror.New(apperror.NotFound, "not_found", "URL not found.")
 	}

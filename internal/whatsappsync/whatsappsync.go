@@ -114,7 +114,7 @@ func (s *Service) status(ctx context.Context, snd *v1alpha1.Sender, testMode boo
 	if wa.Active {
 		st.Status = "active"
 	}
-	rows, err := db.New(s.Pool).WhatsAppSyncs(ctx, db.WhatsAppSyncsParams{Project: snd.Namespace, Sender: snd.Name, TestMode: testMode})
+	rows, err := db.Planned(s.Pool).WhatsAppSyncs(ctx, db.WhatsAppSyncsParams{Project: snd.Namespace, Sender: snd.Name, TestMode: testMode})
 	if err != nil {
 		return Status{}, err
 	}
@@ -164,7 +164,7 @@ func (s *Service) Start(ctx context.Context, key apikey.Key, senderID, kind stri
 		}
 		return "", Status{}, apperror.New(apperror.Invalid, "invalid_request", fmt.Sprintf("Sender %s cannot start a %s sync: %s.", senderID, kind, why))
 	}
-	q := db.New(s.Pool)
+	q := db.Planned(s.Pool)
 	now := s.now()
 	if _, err := q.StartWhatsAppSync(ctx, db.StartWhatsAppSyncParams{Project: snd.Namespace, Sender: snd.Name, TestMode: key.TestMode(),
 		Kind: kind, Now: now}); errors.Is(err, pgx.ErrNoRows) {
@@ -273,6 +273,6 @@ func (s *Service) Echoes(ctx context.Context, snd *v1alpha1.Sender, echoes []met
 }
 
 func (s *Service) advance(ctx context.Context, snd *v1alpha1.Sender, kind, status string, items int) error {
-	return db.New(s.Pool).AdvanceWhatsAppSync(ctx, db.AdvanceWhatsAppSyncParams{Status: status, Items: int32(items), Project: snd.Namespace,
+	return db.Planned(s.Pool).AdvanceWhatsAppSync(ctx, db.AdvanceWhatsAppSyncParams{Status: status, Items: int32(items), Project: snd.Namespace,
 		Sender: snd.Name, TestMode: false, Kind: kind, Now: s.now()})
 }

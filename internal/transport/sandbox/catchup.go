@@ -55,7 +55,7 @@ func (w *CatchUpWorker) catchUp(ctx context.Context) (int, error) {
 		now = w.Now()
 	}
 	earliest := min(w.Sandbox.DeliverAfter, w.Sandbox.ReadAfter)
-	rows, err := db.New(w.Pool).SandboxInFlight(ctx, db.SandboxInFlightParams{
+	rows, err := db.Planned(w.Pool).SandboxInFlight(ctx, db.SandboxInFlightParams{
 		Before: now.Add(-earliest - CatchUpEvery), MaxRows: catchUpBatch, Since: now.Add(-partition.Lookback)})
 	if err != nil {
 		return 0, fmt.Errorf("read overdue sandbox steps: %w", err)
