@@ -182,7 +182,7 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 	}
 	if r != app.RoleManager {
 		fl.IntVar(&f.retention.Messages, "retain-messages-days", retention.Default.Messages,
-			fmt.Sprintf("days a message (its row, text, media references and metadata) is kept, %d to %d; older ones answer 404 and their days' partitions are dropped by the workers, with those of broadcast recipients (counted from their broadcast, kept while it runs) and of risk holds and refusals (docs/data-lifecycle.md). Set the same on every process", retention.MinDays, retention.MaxMessageDays))
+			fmt.Sprintf("days a message (its row, text, files and metadata) is kept, %d to %d; older ones answer 404 and their days' partitions are dropped by the workers, with those of its files, of broadcast recipients (counted from their broadcast, kept while it runs) and of risk holds and refusals (docs/data-lifecycle.md). Set the same on every process", retention.MinDays, retention.MaxMessageDays))
 		fl.IntVar(&f.retention.WebhookDeliveries, "retain-webhook-deliveries-days", retention.Default.WebhookDeliveries,
 			fmt.Sprintf("days a webhook delivery and its attempts' log are kept, %d to %d", retention.MinDays, retention.MaxWebhookDeliveryDays))
 		fl.IntVar(&f.retention.IdempotencyKeys, "retain-idempotency-keys-days", retention.Default.IdempotencyKeys,

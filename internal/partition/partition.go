@@ -36,6 +36,10 @@ var Tables = []Table{
 	// A row per held and per refused send: few, but as many as an abusive project's sends.
 	{Name: "risk_holds", Column: "held_at"},
 	{Name: "risk_refusals", Column: "at"},
+	// A message's files and the contents received messages share, in their message's day
+	// (migration 43): they are written with the message, at its instant.
+	{Name: "message_attachments", Column: "created_at"},
+	{Name: "attachment_contents", Column: "created_at"},
 }
 
 // Day is the span of one partition.

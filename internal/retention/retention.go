@@ -17,7 +17,7 @@ import (
 
 // Policy is the installation's retention, in days.
 type Policy struct {
-	// Messages: a message's row, body, media references and metadata (365 days).
+	// Messages: a message's row, body, files and metadata (365 days).
 	Messages int
 	// WebhookDeliveries: a webhook delivery and its attempts' log (30 days).
 	WebhookDeliveries int
@@ -67,6 +67,8 @@ func (p Policy) days(table string) int {
 	case "broadcast_contacts": // a broadcast's recipients, as long as the messages sent to them
 		return p.Messages
 	case "risk_holds", "risk_refusals": // the review of a message, as long as the message
+		return p.Messages
+	case "message_attachments", "attachment_contents": // a message's files, with the message
 		return p.Messages
 	}
 	return 0 // a table no retention names is never pruned

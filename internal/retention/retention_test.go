@@ -37,26 +37,23 @@ func TestPolicyBounds(t *testing.T) {
 func TestPruneDropsExpiredDays(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewEmptyPool(t)
-	if _, err := postgres.MigrateTo(ctx, pool, 37); err != nil {
-		t.Fatal(err)
-	}
-	// Converted 60 days ago, with a partition for every day since: the tables of migration 37
-	// first, then broadcast recipients, partitioned since migration 42, as an installation
-	// upgraded through both converts them.
+	// Converted 60 days ago, with a partition for every day since, each table once the migration
+	// that prepares it has run, as an installation upgraded through them converts them: those of
+	// migration 37, broadcast recipients (42), a message's files (43).
 	then := func() time.Time { return time.Now().Add(-60 * partition.Day) }
 	convert := &partition.Converter{Pool: pool, Log: testr.New(t), Now: then}
-	for _, tbl := range partition.Tables {
-		if tbl.Name != "broadcast_contacts" {
-			if err := convert.Convert(ctx, tbl); err != nil {
-				t.Fatal(err)
+	preparedBy := map[string]int64{"broadcast_contacts": 42, "message_attachments": 43, "attachment_contents": 43}
+	for _, version := range []int64{37, 42, 43} {
+		if _, err := postgres.MigrateTo(ctx, pool, version); err != nil {
+			t.Fatal(err)
+		}
+		for _, tbl := range partition.Tables {
+			if max(preparedBy[tbl.Name], 37) <= version {
+				if err := convert.Convert(ctx, tbl); err != nil {
+					t.Fatal(err)
+				}
 			}
 		}
-	}
-	if _, err := postgres.MigrateTo(ctx, pool, 42); err != nil {
-		t.Fatal(err)
-	}
-	if err := convert.ConvertAll(ctx); err != nil {
-		t.Fatal(err)
 	}
 	if _, err := postgres.Migrate(ctx, pool); err != nil { // the migrations after the conversions
 		t.Fatal(err)
@@ -67,9 +64,9 @@ func TestPruneDropsExpiredDays(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// A message (held, and another refused), a key, a delivery, an attempt and a completed
-	// broadcast's recipient at noon of each of the last 50 days; 40 days ago, a draft's recipient
-	// too.
+	// A message (held, and another refused, with a file and its content), a key, a delivery, an
+	// attempt and a completed broadcast's recipient at noon of each of the last 50 days; 40 days
+	// ago, a draft's recipient too.
 	var broadcasts, statuses []string
 	for d := range 50 {
 		id, err := randid.Timed("bc_", today.Add(-time.Duration(d)*partition.Day+12*time.Hour))
@@ -101,6 +98,9 @@ func TestPruneDropsExpiredDays(t *testing.T) {
 		, r AS (INSERT INTO risk_refusals (project, test_mode, message_id, at) SELECT 'p', false, 'msg_r' || d, at FROM days)
 		, i AS (INSERT INTO inbound_days (project, test_mode, recipient, day)
 		        SELECT 'p', false, '+1555', (at AT TIME ZONE 'UTC')::date FROM days)
+		, f AS (INSERT INTO attachment_contents (id, content, created_at) SELECT 'atc_' || d, '\x00', at FROM days)
+		, a AS (INSERT INTO message_attachments (id, message_id, position, filename, content_ref, created_at)
+		        SELECT 'att_' || d, 'msg_' || d, 0, 'f.pdf', 'atc_' || d, at FROM days)
 		INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, url, latency_ms)
 		SELECT 'evt_' || d, 1, at, 'https://example.com', 1 FROM days`, today, broadcasts, statuses); err != nil {
 		t.Fatal(err)
@@ -114,6 +114,7 @@ func TestPruneDropsExpiredDays(t *testing.T) {
 		// today and the setting's days before it.
 		"messages": 30, "message_idempotency_keys": 3, "webhook_deliveries": 10, "webhook_delivery_attempts": 10,
 		"inbound_days": 30, "risk_holds": 30, "risk_refusals": 30, // kept as long as the messages
+		"message_attachments": 30, "attachment_contents": 30,
 	} {
 		var n int
 		if err := pool.QueryRow(ctx, `SELECT count(*) FROM `+table).Scan(&n); err != nil {

@@ -34,6 +34,7 @@ const listMessageAttachments = `-- name: ListMessageAttachments :many
 SELECT id, position, filename, content_type, content_id, size, path, created_at
 FROM message_attachments
 WHERE message_id = $1
+  AND created_at >= switchboard_id_from($1) AND created_at < switchboard_id_to($1)
 ORDER BY position
 `
 
@@ -49,6 +50,9 @@ type ListMessageAttachmentsRow struct {
 }
 
 // What GET /v1/messages/{id}/attachments shows: everything but the content, which it does not read.
+// A message's files lie in its day: its id's time bounds them (as every lookup below). A content
+// shared by messages received together was written with the first of them, in the same
+// transaction: within the minute the bounds allow.
 func (q *Queries) ListMessageAttachments(ctx context.Context, messageID string) ([]ListMessageAttachmentsRow, error) {
 	rows, err := q.db.Query(ctx, listMessageAttachments, messageID)
 	if err != nil {
@@ -82,7 +86,9 @@ const messageAttachmentsToSend = `-- name: MessageAttachmentsToSend :many
 SELECT a.filename, a.content_type, a.content_id, COALESCE(a.content, c.content) AS content, a.path
 FROM message_attachments a
 LEFT JOIN attachment_contents c ON c.id = a.content_ref
+  AND c.created_at >= switchboard_id_from($1) AND c.created_at < switchboard_id_to($1)
 WHERE a.message_id = $1
+  AND a.created_at >= switchboard_id_from($1) AND a.created_at < switchboard_id_to($1)
 ORDER BY a.position
 `
 
@@ -125,7 +131,9 @@ const messageMedia = `-- name: MessageMedia :one
 SELECT a.filename, a.content_type, COALESCE(a.content, c.content) AS content
 FROM message_attachments a
 LEFT JOIN attachment_contents c ON c.id = a.content_ref
+  AND c.created_at >= switchboard_id_from($1) AND c.created_at < switchboard_id_to($1)
 WHERE a.message_id = $1 AND (a.content IS NOT NULL OR a.content_ref IS NOT NULL)
+  AND a.created_at >= switchboard_id_from($1) AND a.created_at < switchboard_id_to($1)
 ORDER BY a.position
 LIMIT 1
 `

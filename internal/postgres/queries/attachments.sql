@@ -12,9 +12,13 @@ VALUES (@id, @content, @created_at);
 
 -- name: ListMessageAttachments :many
 -- What GET /v1/messages/{id}/attachments shows: everything but the content, which it does not read.
+-- A message's files lie in its day: its id's time bounds them (as every lookup below). A content
+-- shared by messages received together was written with the first of them, in the same
+-- transaction: within the minute the bounds allow.
 SELECT id, position, filename, content_type, content_id, size, path, created_at
 FROM message_attachments
 WHERE message_id = @message_id
+  AND created_at >= switchboard_id_from(@message_id) AND created_at < switchboard_id_to(@message_id)
 ORDER BY position;
 
 -- name: MessageAttachmentsToSend :many
@@ -22,7 +26,9 @@ ORDER BY position;
 SELECT a.filename, a.content_type, a.content_id, COALESCE(a.content, c.content) AS content, a.path
 FROM message_attachments a
 LEFT JOIN attachment_contents c ON c.id = a.content_ref
+  AND c.created_at >= switchboard_id_from(@message_id) AND c.created_at < switchboard_id_to(@message_id)
 WHERE a.message_id = @message_id
+  AND a.created_at >= switchboard_id_from(@message_id) AND a.created_at < switchboard_id_to(@message_id)
 ORDER BY a.position;
 
 -- name: MessageMedia :one
@@ -30,6 +36,8 @@ ORDER BY a.position;
 SELECT a.filename, a.content_type, COALESCE(a.content, c.content) AS content
 FROM message_attachments a
 LEFT JOIN attachment_contents c ON c.id = a.content_ref
+  AND c.created_at >= switchboard_id_from(@message_id) AND c.created_at < switchboard_id_to(@message_id)
 WHERE a.message_id = @message_id AND (a.content IS NOT NULL OR a.content_ref IS NOT NULL)
+  AND a.created_at >= switchboard_id_from(@message_id) AND a.created_at < switchboard_id_to(@message_id)
 ORDER BY a.position
 LIMIT 1;
