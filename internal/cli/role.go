@@ -185,6 +185,8 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 			fmt.Sprintf("days a message (its row, text, files and metadata) is kept, %d to %d; older ones answer 404 and their days' partitions are dropped by the workers, with those of its files, of broadcast recipients (counted from their broadcast, kept while it runs) and of risk holds and refusals (docs/data-lifecycle.md). Set the same on every process", retention.MinDays, retention.MaxMessageDays))
 		fl.IntVar(&f.retention.WebhookDeliveries, "retain-webhook-deliveries-days", retention.Default.WebhookDeliveries,
 			fmt.Sprintf("days a webhook delivery and its attempts' log are kept, %d to %d", retention.MinDays, retention.MaxWebhookDeliveryDays))
+		fl.IntVar(&f.retention.WebhookAttempts, "retain-webhook-attempts-days", 0,
+			fmt.Sprintf("days the log of webhook attempts (each one's URL, status, latency and answer) is kept, %d to the deliveries' days; 0 keeps it as long as the deliveries", retention.MinDays))
 		fl.IntVar(&f.retention.IdempotencyKeys, "retain-idempotency-keys-days", retention.Default.IdempotencyKeys,
 			fmt.Sprintf("days a send's idempotency key answers a repeat with the first message, %d to %d; after that the key may be used again", retention.MinDays, retention.MaxIdempotencyKeyDays))
 		fl.StringVar(&f.knowledgeMemory, "knowledge-memory", "256Mi",

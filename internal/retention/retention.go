@@ -21,6 +21,9 @@ type Policy struct {
 	Messages int
 	// WebhookDeliveries: a webhook delivery and its attempts' log (30 days).
 	WebhookDeliveries int
+	// WebhookAttempts: the log of a delivery's attempts (the URL, status, latency and answer of
+	// each), when kept for less time than the deliveries; 0 keeps it as long as they are.
+	WebhookAttempts int
 	// IdempotencyKeys: how long a send's idempotency key answers a repeat with the first
 	// message (7 days).
 	IdempotencyKeys int
@@ -52,6 +55,10 @@ func (p Policy) Validate() error {
 			return fmt.Errorf("retention of %s: %d days is out of bounds (%d to %d)", s.name, s.days, MinDays, s.max)
 		}
 	}
+	if p.WebhookAttempts != 0 && (p.WebhookAttempts < MinDays || p.WebhookAttempts > p.WebhookDeliveries) {
+		return fmt.Errorf("retention of webhook attempts: %d days is out of bounds (%d to the deliveries' %d, or 0 for as long as the deliveries)",
+			p.WebhookAttempts, MinDays, p.WebhookDeliveries)
+	}
 	return nil
 }
 
@@ -62,7 +69,12 @@ func (p Policy) days(table string) int {
 		return p.Messages
 	case "message_idempotency_keys":
 		return p.IdempotencyKeys
-	case "webhook_deliveries", "webhook_delivery_attempts":
+	case "webhook_deliveries":
+		return p.WebhookDeliveries
+	case "webhook_delivery_attempts":
+		if p.WebhookAttempts != 0 {
+			return p.WebhookAttempts
+		}
 		return p.WebhookDeliveries
 	case "broadcast_contacts": // a broadcast's recipients, as long as the messages sent to them
 		return p.Messages

@@ -17,8 +17,10 @@ import (
 func TestMain(m *testing.M) { pgtest.Main(m) }
 
 func TestPolicyBounds(t *testing.T) {
-	if err := retention.Default.Validate(); err != nil {
-		t.Fatal(err)
+	for _, p := range []retention.Policy{retention.Default, {Messages: 365, WebhookDeliveries: 30, WebhookAttempts: 30, IdempotencyKeys: 7}} {
+		if err := p.Validate(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for _, p := range []retention.Policy{
 		{Messages: 0, WebhookDeliveries: 30, IdempotencyKeys: 7},
@@ -26,6 +28,8 @@ func TestPolicyBounds(t *testing.T) {
 		{Messages: 365, WebhookDeliveries: 366, IdempotencyKeys: 7},
 		{Messages: 365, WebhookDeliveries: 30, IdempotencyKeys: 31},
 		{Messages: -1, WebhookDeliveries: 30, IdempotencyKeys: 7},
+		{Messages: 365, WebhookDeliveries: 30, WebhookAttempts: 31, IdempotencyKeys: 7}, // past the deliveries
+		{Messages: 365, WebhookDeliveries: 30, WebhookAttempts: -1, IdempotencyKeys: 7},
 	} {
 		if err := p.Validate(); err == nil {
 			t.Errorf("%+v accepted", p)
@@ -105,14 +109,14 @@ func TestPruneDropsExpiredDays(t *testing.T) {
 		SELECT 'evt_' || d, 1, at, 'https://example.com', 1 FROM days`, today, broadcasts, statuses); err != nil {
 		t.Fatal(err)
 	}
-	p := retention.Pruner{Pool: pool, Log: testr.New(t), Policy: retention.Policy{Messages: 30, WebhookDeliveries: 10, IdempotencyKeys: 3}}
+	p := retention.Pruner{Pool: pool, Log: testr.New(t), Policy: retention.Policy{Messages: 30, WebhookDeliveries: 10, WebhookAttempts: 5, IdempotencyKeys: 3}}
 	if err := p.Prune(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for table, want := range map[string]int{
 		// A day's partition is dropped once it ends before now less the setting: the days kept are
 		// today and the setting's days before it.
-		"messages": 30, "message_idempotency_keys": 3, "webhook_deliveries": 10, "webhook_delivery_attempts": 10,
+		"messages": 30, "message_idempotency_keys": 3, "webhook_deliveries": 10, "webhook_delivery_attempts": 5,
 		"inbound_days": 30, "risk_holds": 30, "risk_refusals": 30, // kept as long as the messages
 		"message_attachments": 30, "attachment_contents": 30,
 	} {

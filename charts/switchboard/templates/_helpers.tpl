@@ -281,5 +281,5 @@ spec:
 
 {{/* How long what grows with traffic is kept: the same on every process that serves or works. */}}
 {{- define "switchboard.retentionArgs" -}}
-{{- toYaml (list (printf "--retain-messages-days=%d" (int .Values.retention.messagesDays)) (printf "--retain-webhook-deliveries-days=%d" (int .Values.retention.webhookDeliveriesDays)) (printf "--retain-idempotency-keys-days=%d" (int .Values.retention.idempotencyKeysDays))) -}}
+{{- toYaml (list (printf "--retain-messages-days=%d" (int .Values.retention.messagesDays)) (printf "--retain-webhook-deliveries-days=%d" (int .Values.retention.webhookDeliveriesDays)) (printf "--retain-webhook-attempts-days=%d" (int .Values.retention.webhookAttemptsDays)) (printf "--retain-idempotency-keys-days=%d" (int .Values.retention.idempotencyKeysDays))) -}}
 {{- end -}}
