@@ -123,12 +123,25 @@ func (s *Service) checkReferences(ctx context.Context, k Key, f fields) ([]apper
 
 // Get returns one broadcast.
 func (s *Service) Get(ctx context.Context, k Key, id string) (Broadcast, error) {
-	q := db.Planned(s.pool)
-	row, err := q.Broadcast(ctx, db.BroadcastParams{ID: id, Project: k.Project, TestMode: k.TestMode})
-	if err != nil {
-		return Broadcast{}, notFound(err, id)
-	}
-	return viewIn(ctx, q, row)
+	var out Broadcast
+	err := s.snapshot(ctx, func(q *db.Queries) error {
+		row, err := q.Broadcast(ctx, db.BroadcastParams{ID: id, Project: k.Project, TestMode: k.TestMode})
+		if err != nil {
+			return notFound(err, id)
+		}
+		out, err = viewIn(ctx, q, row)
+		return err
+	})
+	return out, err
+}
+
+// snapshot runs read in one snapshot of the database. A broadcast's counters are its row plus
+// the changes not folded into it yet (unfolded): read at two moments, a fold between them would
+// move changes from the second read into the row after the first read saw it, and the counters
+// would miss them.
+func (s *Service) snapshot(ctx context.Context, read func(q *db.Queries) error) error {
+	return pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+		func(tx pgx.Tx) error { return read(db.Planned(tx)) })
 }
 
 // Page is where a list starts: after the item of this creation time and id.
@@ -143,13 +156,17 @@ func (s *Service) List(ctx context.Context, k Key, status string, p Page) ([]Bro
 	if status != "" && !slices.Contains(Statuses, status) {
 		return nil, apperror.InvalidFields(apperror.FieldError{Path: "status", Message: "must be a broadcast status"})
 	}
-	q := db.Planned(s.pool)
-	rows, err := q.Broadcasts(ctx, db.BroadcastsParams{Project: k.Project, TestMode: k.TestMode, Status: status,
-		AfterTime: p.AfterTime, AfterID: p.AfterID, MaxRows: int32(p.Limit)})
+	var rows []db.Broadcast
+	err := s.snapshot(ctx, func(q *db.Queries) error {
+		var err error
+		rows, err = q.Broadcasts(ctx, db.BroadcastsParams{Project: k.Project, TestMode: k.TestMode, Status: status,
+			AfterTime: p.AfterTime, AfterID: p.AfterID, MaxRows: int32(p.Limit)})
+		if err != nil {
+			return fmt.Errorf("list broadcasts: %w", err)
+		}
+		return unfolded(ctx, q, rows)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("list broadcasts: %w", err)
-	}
-	if err := unfolded(ctx, q, rows); err != nil {
 		return nil, err
 	}
 	out := make([]Broadcast, len(rows))
