@@ -181,9 +181,11 @@ func TestConvertWhileWriting(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A scan of a partition (an index scan names its index "using", a bitmap heap scan
+		// has a bitmap index scan "on" the index under it, which is not another partition).
 		read := 0
 		for _, l := range lines {
-			if strings.Contains(l, " on messages_") && !strings.Contains(l, "never executed") {
+			if strings.Contains(l, " on messages_") && !strings.Contains(l, "Bitmap Index Scan") && !strings.Contains(l, "never executed") {
 				read++
 			}
 		}
