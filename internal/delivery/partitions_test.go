@@ -23,12 +23,7 @@ func TestTheQueueLocksOnlyRecentPartitions(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
 	now := time.Now().UTC()
-	for _, table := range partition.Tables {
-		pgtest.WithoutLegacyPartitions(t, pool, table.Name)
-		if _, err := partition.Ensure(ctx, pool, table, now.Add(-60*partition.Day), now.Add(2*partition.Day)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	pgtest.SixtyDays(t, pool, now, "webhook_deliveries", "webhook_delivery_attempts")
 	id, err := randid.Timed("evt_", now)
 	if err != nil {
 		t.Fatal(err)

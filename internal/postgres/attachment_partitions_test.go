@@ -71,7 +71,7 @@ func TestAMessagesFilesConvertAndReadOnlyTheirDay(t *testing.T) {
 
 	// A message two days after the cutover, at noon: an id's minute either side is that day.
 	now := time.Now().UTC().Truncate(partition.Day).Add(2*partition.Day + 12*time.Hour)
-	sixtyDays(t, pool, now, "message_attachments", "attachment_contents")
+	pgtest.SixtyDays(t, pool, now, "message_attachments", "attachment_contents")
 	fresh, err := randid.Timed("msg_", now)
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres"
@@ -145,18 +144,6 @@ func TestBroadcastRecipientsConvertWithTheirBroadcasts(t *testing.T) {
 		})
 		if err != nil && err != pgx.ErrTxClosed {
 			t.Fatalf("%s: %v", name, err)
-		}
-	}
-}
-
-// sixtyDays leaves each named table with daily partitions from 60 days before now to two days
-// after, and none for earlier rows: a statement that prunes nothing locks them all.
-func sixtyDays(t *testing.T, pool *pgxpool.Pool, now time.Time, names ...string) {
-	t.Helper()
-	for _, name := range names {
-		pgtest.WithoutLegacyPartitions(t, pool, name)
-		if _, err := partition.Ensure(context.Background(), pool, partitioned(t, name), now.Add(-60*partition.Day), now.Add(2*partition.Day)); err != nil {
-			t.Fatal(err)
 		}
 	}
 }

@@ -18,7 +18,7 @@ func TestAConversationPageLocksOnlyTheDaysItReads(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
 	today := time.Now().UTC().Truncate(partition.Day)
-	sixtyDays(t, pool, today, "messages")
+	pgtest.SixtyDays(t, pool, today, "messages")
 	conv := "conv_1"
 	for _, spans := range [][]partition.Span{
 		{{From: today.Add(-3 * partition.Day), To: today.Add(-2 * partition.Day)}},

@@ -21,7 +21,7 @@ func TestRiskStatementsLockOnlyTheirDays(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
 	now := time.Now().UTC()
-	sixtyDays(t, pool, now, "risk_holds", "risk_refusals")
+	pgtest.SixtyDays(t, pool, now, "risk_holds", "risk_refusals")
 	msg, err := randid.Timed("msg_", now)
 	if err != nil {
 		t.Fatal(err)

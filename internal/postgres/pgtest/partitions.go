@@ -3,11 +3,31 @@ package pgtest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/switchboard-io/switchboard/internal/partition"
 )
+
+// SixtyDays leaves each named partitioned table with daily partitions from 60 days before now to
+// two days after, and none for earlier rows: a statement that prunes nothing locks them all.
+func SixtyDays(t testing.TB, pool *pgxpool.Pool, now time.Time, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		i := slices.IndexFunc(partition.Tables, func(table partition.Table) bool { return table.Name == name })
+		if i < 0 {
+			t.Fatalf("%s is not a partitioned table", name)
+		}
+		WithoutLegacyPartitions(t, pool, name)
+		if _, err := partition.Ensure(context.Background(), pool, partition.Tables[i], now.Add(-60*partition.Day), now.Add(2*partition.Day)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
 
 // WithoutLegacyPartitions drops the partition a new database's conversion made of everything
 // before tomorrow from each of tables, so that a test can make daily partitions of the past
