@@ -390,7 +390,7 @@ func TestV2Campaigns(t *testing.T) {
 	// Malformed recipients, or bare digits, refuse the whole request with the path.
 	for body, path := range map[string]string{
 		`{"recipients":[{"to":"+447700900001"},{"to":"447700900002"}]}`:   "recipients[1].to",
-		`{"recipients":[{"to":"ann@example.com"}]}`:                       "recipients[0].to",
+		`{"recipients":[{"to":"ann at example"}]}`:                        "recipients[0].to",
 		`{"recipients":[{"to":"+447700900001","templateVariables":[1]}]}`: "recipients[0].templateVariables",
 	} {
 		if r := in.post("/v2/campaigns/"+id+"/recipients", key, body); r.status != 400 || !slices.Equal(fieldPaths(r), []string{path}) {
@@ -400,12 +400,16 @@ func TestV2Campaigns(t *testing.T) {
 	if n := total(id); n != 0.0 {
 		t.Fatalf("refused requests added %v recipients", n)
 	}
-	// A landline cannot take SMS: reported, not added.
-	r = in.post("/v2/campaigns/"+id+"/recipients", key, `{"recipients":[{"to":"+447700900001"},{"to":"+442071838750"},{"to":"+15005550100"},{"to":"+447700900001"}]}`)
+	// A landline cannot take SMS, nor can an email address: reported, not added.
+	r = in.post("/v2/campaigns/"+id+"/recipients", key, `{"recipients":[{"to":"+447700900001"},{"to":"+442071838750"},{"to":"+15005550100"},{"to":"+447700900001"},{"to":"Ann@Example.com"}]}`)
 	invalid, _ := r.body["invalid"].([]any)
-	if r.status != 200 || r.body["added"] != 2.0 || r.body["duplicates"] != 1.0 || len(invalid) != 1 ||
-		invalid[0].(map[string]any)["code"] != "unreachable_by_channel" || invalid[0].(map[string]any)["to"] != "+442071838750" {
+	if r.status != 200 || r.body["added"] != 2.0 || r.body["duplicates"] != 1.0 || len(invalid) != 2 {
 		t.Fatalf("recipients = %d %v", r.status, r.body)
+	}
+	for i, to := range []string{"+442071838750", "Ann@Example.com"} {
+		if got := invalid[i].(map[string]any); got["code"] != "unreachable_by_channel" || got["to"] != to {
+			t.Errorf("invalid[%d] = %v, want %s unreachable_by_channel", i, got, to)
+		}
 	}
 
 	// Without 10DLC, +1 numbers of an SMS campaign are reported as ten_dlc_required.

@@ -71,6 +71,12 @@ func TestSenderLifecycle(t *testing.T) {
 	if r.status != 200 || fmt.Sprint(r.body["channels"]) != "[sms sms_oneway voice]" || r.body["name"] != "Support desk" {
 		t.Fatalf("patch = %d %v", r.status, r.body)
 	}
+	// Receiving asked of a sender with no email address is ignored (spec: without a verified
+	// inbound MX the request is ignored and the response shows false), and makes no email channel.
+	r = in.do("PATCH", "/v1/senders/"+id, key, strings.NewReader(`{"emailReceivingEnabled":true}`))
+	if r.status != 200 || r.body["emailReceivingEnabled"] != false || r.body["emailAddress"] != nil {
+		t.Fatalf("receiving without an address = %d %v", r.status, r.body)
+	}
 
 	// Signature versions move one step at a time; a jump is refused and changes nothing.
 	r = in.do("PATCH", "/v1/senders/"+id, key, strings.NewReader(`{"webhookSignatureVersion":"v1"}`))

@@ -49,7 +49,7 @@ var bareDigits = regexp.MustCompile(`^[0-9]{6,15}$`)
 // AddRecipients is v2's add: a malformed recipient, or bare digits on a phone campaign (they are
 // not guessed to be a number), refuses the whole request naming its path; a well-formed one the
 // channel cannot reach is reported in invalid with code unreachable_by_channel (a landline for
-// SMS or WhatsApp) or ten_dlc_required (+1 on SMS without an approved 10DLC campaign); the
+// SMS or WhatsApp, an email address on a phone campaign, a number on an email one) or ten_dlc_required (+1 on SMS without an approved 10DLC campaign); the
 // others are added as v1 adds them.
 func (s *Service) AddRecipients(ctx context.Context, k Key, id string, recipients []RecipientInput) (AddedRecipients, error) {
 	if len(recipients) == 0 || len(recipients) > MaxContactsPerRequest {
@@ -69,6 +69,13 @@ func (s *Service) AddRecipients(ctx context.Context, k Key, id string, recipient
 		to := strings.TrimSpace(deref(r.To))
 		if b.Channel != "email" && b.Channel != "telegram" && bareDigits.MatchString(to) {
 			errs = append(errs, apperror.FieldError{Path: path + ".to", Message: "bare digits are not read as a phone number; write it with its +, such as +" + to})
+			continue
+		}
+		if kind := otherKind(b.Channel, to); kind != "" {
+			if len(errs) == 0 {
+				out.Invalid = append(out.Invalid, Unreachable{To: to, Code: "unreachable_by_channel",
+					Message: fmt.Sprintf("%s is %s, which %s does not reach", to, kind, b.Channel)})
+			}
 			continue
 		}
 		row, fault := checkContact(b.Channel, ContactInput{Recipient: &to, TemplateVariables: r.TemplateVariables,
@@ -102,6 +109,26 @@ func (s *Service) AddRecipients(ctx context.Context, k Key, id string, recipient
 		return AddedRecipients{}, err
 	}
 	return out, nil
+}
+
+// otherKind names what to is when it is a well-formed address of a kind the campaign's channel
+// does not take (an email address on an SMS campaign, a phone number on an email or Telegram
+// one); "" when it is of the channel's kind, or no address at all (then checkContact refuses it).
+func otherKind(channel, to string) string {
+	_, _, notPhone := recipientOf("sms", to)
+	_, _, notEmail := recipientOf("email", to)
+	switch {
+	case channel == "email" || channel == "telegram":
+		if notPhone == "" {
+			return "a phone number"
+		}
+		if channel == "telegram" && notEmail == "" {
+			return "an email address"
+		}
+	case notEmail == "":
+		return "an email address"
+	}
+	return ""
 }
 
 // unreachable says why the campaign's channel cannot reach to (a code and a message), or "".

@@ -47,9 +47,14 @@ func messageV2View(m db.Message) messageV2JSON {
 		MessageType: m.MessageType, Status: m.Status, Text: m.Body, Content: m.Content, ProviderMessageID: m.ProviderMessageID,
 		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, ConversationID: m.ConversationID, Email: emailView(m),
 		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC(), costJSON: costView(m), RiskHold: m.RiskHold}
-	if m.ChargedMicros != nil {
+	switch {
+	case m.ChargedMicros != nil:
 		c := billing.Micros(*m.ChargedMicros).USD()
 		v.Charged = &c
+	case billing.Charged[m.Channel]:
+		// A channel charged per message that took nothing (test traffic, an unpriced
+		// destination, an installation with no PriceList, an inbound message): 0, not unknown.
+		v.Charged = new(float64)
 	}
 	// The channels tried, in order: a fallback's earlier ones, then the one it is on.
 	v.AttemptedChannels = append(append([]string{}, m.AttemptedChannels...), m.Channel)

@@ -69,13 +69,14 @@ func Inspect(number string) (Result, error) {
 	if err != nil {
 		return Result{}, bad("is not a phone number: " + err.Error())
 	}
-	r := Result{PhoneNumber: phonenumbers.Format(num, phonenumbers.E164), LineType: Unknown}
+	r := Result{PhoneNumber: phonenumbers.Format(num, phonenumbers.E164), LineType: Unknown,
+		CountryCode: region(num)}
 	if !phonenumbers.IsValidNumber(num) {
 		r.Carrier.Type = Unknown
 		return r, nil
 	}
 	r.ValidNumber = true
-	r.CountryCode = phonenumbers.GetRegionCodeForNumber(num)
+	r.CountryCode = iso(phonenumbers.GetRegionCodeForNumber(num))
 	r.NationalFormat = phonenumbers.Format(num, phonenumbers.NATIONAL)
 	r.LineType = lineType(phonenumbers.GetNumberType(num))
 	r.Carrier.Type = r.LineType
@@ -83,6 +84,22 @@ func Inspect(number string) (Result, error) {
 		r.Carrier.Name = name
 	}
 	return r, nil
+}
+
+// region is the region a number parses to, even one libphonenumber calls invalid (the UK's drama
+// range +44 7700 900xxx is still the UK): the main region of its country calling code; "" for a
+// calling code shared by no region (+800, +882) or unknown.
+func region(num *phonenumbers.PhoneNumber) string {
+	return iso(phonenumbers.GetRegionCodeForCountryCode(int(num.GetCountryCode())))
+}
+
+// iso is libphonenumber's region as ISO 3166-1 alpha-2: "" for its unknown region (ZZ) and for
+// its non-geographic entity (001).
+func iso(region string) string {
+	if region == "ZZ" || region == "001" {
+		return ""
+	}
+	return region
 }
 
 // lineType is the spec's line type of libphonenumber's number type. Where the metadata cannot

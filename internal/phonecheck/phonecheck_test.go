@@ -18,7 +18,11 @@ func TestInspect(t *testing.T) {
 		{"+442071838750", "+442071838750", "GB", "020 7183 8750", phonecheck.Landline, "", true},
 		{"+18005550199", "+18005550199", "US", "(800) 555-0199", phonecheck.TollFree, "", true},
 		{"+4915123456789", "+4915123456789", "DE", "01512 3456789", phonecheck.Mobile, "T-Mobile", true},
-		{"+12125550", "+12125550", "", "", phonecheck.Unknown, "", false}, // too short to be assigned
+		// Invalid numbers still name the region they parse to: too short to be assigned, and the
+		// UK's drama range (Ofcom keeps +44 7700 900000–900999 for fiction).
+		{"+12125550", "+12125550", "US", "", phonecheck.Unknown, "", false},
+		{"+447700900123", "+447700900123", "GB", "", phonecheck.Unknown, "", false},
+		{"+80012345678", "+80012345678", "", "1234 5678", phonecheck.TollFree, "", true}, // no region: international freephone
 	} {
 		r, err := phonecheck.Inspect(c.in)
 		if err != nil || r.PhoneNumber != c.e164 || r.CountryCode != c.country || r.NationalFormat != c.national ||

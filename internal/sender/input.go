@@ -51,9 +51,11 @@ func apply(spec *v1alpha1.SenderSpec, in Input, urls delivery.URLPolicy) []apper
 		}
 		spec.Email.Address = *in.EmailAddress
 	}
-	emailFields := in.EmailFromName != nil || in.EmailReceivingEnabled != nil || in.EmailCatchAllEnabled != nil
-	if emailFields && spec.Email == nil {
-		bad("emailAddress", "is required to set the other email fields")
+	// Receiving and catch-all without an address are ignored, not refused (spec: enabling needs
+	// a verified inbound MX, otherwise the request is ignored and the response shows false); a
+	// display name has nothing to name.
+	if in.EmailFromName != nil && spec.Email == nil {
+		bad("emailAddress", "is required to set emailFromName")
 	}
 	if spec.Email != nil {
 		if in.EmailFromName != nil {

@@ -54,3 +54,23 @@ func messages(errs []apperror.FieldError) []string {
 	}
 	return out
 }
+
+// Receiving asked of a sender with no email address is ignored, as it is without a verified
+// inbound MX (spec: the request is ignored and the response shows false); a display name
+// without an address is still refused.
+func TestEmailReceivingWithoutAnAddressIsIgnored(t *testing.T) {
+	t.Parallel()
+	on := true
+	spec := v1alpha1.SenderSpec{PhoneNumber: "+14155550100"}
+	if errs := apply(&spec, Input{EmailReceivingEnabled: &on, EmailCatchAllEnabled: &on}, delivery.URLPolicy{}); len(errs) != 0 {
+		t.Fatalf("receiving without an address: %v, want it ignored", messages(errs))
+	}
+	if spec.Email != nil {
+		t.Fatalf("receiving without an address made an email channel: %+v", spec.Email)
+	}
+	name := "Acme"
+	errs := messages(apply(&spec, Input{EmailFromName: &name}, delivery.URLPolicy{}))
+	if len(errs) != 1 || !strings.HasPrefix(errs[0], "emailAddress: ") {
+		t.Fatalf("a display name without an address: %v, want an emailAddress error", errs)
+	}
+}
