@@ -65,6 +65,17 @@ type PriceListSpec struct {
 	// +kubebuilder:validation:MaxItems=5000
 	Prices []Price `json:"prices"`
 
+	// ProviderCosts are what each Provider charges the installation per message, by channel and
+	// destination prefix: least-cost routes pick the cheapest Provider for a destination with
+	// them. The longest prefix of a Provider that matches wins.
+	// +listType=map
+	// +listMapKey=provider
+	// +listMapKey=channel
+	// +listMapKey=prefix
+	// +kubebuilder:validation:MaxItems=5000
+	// +optional
+	ProviderCosts []ProviderCost `json:"providerCosts,omitempty"`
+
 	// ModelPrices price the installation's model: the tokens of agents of provider zavu, per
 	// million, by model ("*": every model not listed). Agents on their own keys cost nothing
 	// here. Without a price for its model, a zavu agent's tokens are not charged.
@@ -84,6 +95,22 @@ type PriceListSpec struct {
 	// +kubebuilder:validation:MaxItems=1000
 	// +optional
 	NumberPrices []NumberPrice `json:"numberPrices,omitempty"`
+}
+
+// ProviderCost is what one Provider charges per message on a channel to destinations starting
+// with a prefix.
+type ProviderCost struct {
+	// Provider is the Provider's name (in the project's namespace or the installation's).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Provider string `json:"provider"`
+	// Channel is the channel costed.
+	Channel Channel `json:"channel"`
+	// Prefix is the start of the destination numbers costed, in E.164; "+" is every number.
+	// +kubebuilder:validation:Pattern=`^\+[0-9]{0,15}$`
+	Prefix string `json:"prefix"`
+	// Cost is what the Provider charges per message (per SMS segment).
+	Cost USDAmount `json:"cost"`
 }
 
 // NumberPrice is what a phone number of a country and type costs a project.

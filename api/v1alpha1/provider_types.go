@@ -119,6 +119,41 @@ type ProviderSpec struct {
 	// +kubebuilder:validation:Maximum=10000
 	// +optional
 	MessagesPerSecond *int32 `json:"messagesPerSecond,omitempty"`
+
+	// Pace says which sends messagesPerSecond holds: broadcasts (default), or all, single sends
+	// too, shared by every worker.
+	// +kubebuilder:validation:Enum=broadcasts;all
+	// +kubebuilder:default=broadcasts
+	// +optional
+	Pace PaceScope `json:"pace,omitempty"`
+
+	// CircuitBreaker is when the Provider is taken out of its routes' failover order after
+	// failing, and when it is tried again.
+	// +optional
+	CircuitBreaker *CircuitBreaker `json:"circuitBreaker,omitempty"`
+}
+
+// PaceScope is which sends a Provider's messagesPerSecond holds.
+type PaceScope string
+
+const (
+	PaceBroadcasts PaceScope = "broadcasts"
+	PaceAll        PaceScope = "all"
+)
+
+// CircuitBreaker is a Provider's circuit breaker, shared by every worker: after Failures calls
+// in a row that it did not take (refused connections, 5xx, timeouts), it opens for OpenFor:
+// routes put it after their other Providers. Then one call probes it (half-open): taken, it
+// closes; refused, it opens again.
+type CircuitBreaker struct {
+	// Failures in a row that open the circuit (default 5).
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	// +optional
+	Failures *int32 `json:"failures,omitempty"`
+	// OpenFor is how long the circuit stays open before a probe (default 30s).
+	// +optional
+	OpenFor *metav1.Duration `json:"openFor,omitempty"`
 }
 
 // MetaSettings are a Meta app's public settings.
@@ -171,6 +206,10 @@ type ProviderStatus struct {
 	// name and id.
 	// +optional
 	Account string `json:"account,omitempty"`
+
+	// Circuit is the state of the Provider's circuit breaker: closed, open or halfOpen.
+	// +optional
+	Circuit string `json:"circuit,omitempty"`
 }
 
 // Provider is an account at an upstream provider (Twilio, Meta, Telegram, an SMTP relay).
@@ -181,6 +220,7 @@ type ProviderStatus struct {
 // +kubebuilder:printcolumn:name="Default",type=boolean,JSONPath=`.spec.default`
 // +kubebuilder:printcolumn:name="Account",type=string,JSONPath=`.status.account`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Circuit",type=string,JSONPath=`.status.circuit`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Provider struct {

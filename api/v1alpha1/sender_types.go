@@ -123,6 +123,14 @@ type SenderSpec struct {
 	// Webhook receives the sender's events.
 	// +optional
 	Webhook *SenderWebhook `json:"webhook,omitempty"`
+
+	// Routes send a channel's messages through several Providers: in failover order, by least
+	// cost or by weight, optionally per destination prefix. A channel with no route that matches
+	// the destination uses its channel's provider, else the default Provider.
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	// +optional
+	Routes []ChannelRoute `json:"routes,omitempty"`
 }
 
 // Activation switches a configured channel on.
@@ -327,6 +335,11 @@ type SenderStatus struct {
 	// those that ask.
 	// +optional
 	IsDefault bool `json:"isDefault,omitempty"`
+
+	// Routes are the Providers each channel sends through, as resolved now.
+	// +listType=atomic
+	// +optional
+	Routes []ResolvedRoute `json:"routes,omitempty"`
 
 	// Activity is the sender's traffic, from Postgres, refreshed by the controller.
 	// +optional

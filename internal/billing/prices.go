@@ -176,3 +176,29 @@ func NumberQuote(list *v1alpha1.PriceList, country, numberType string) (monthly,
 	}
 	return 0, 0, false, nil
 }
+
+// ProviderCostOf is what Provider provider charges per message on channel to destination to, by
+// the list's providerCosts: its entry with the longest prefix that matches ("+" matches every
+// destination). ok is false when the list has none for the Provider.
+func ProviderCostOf(list *v1alpha1.PriceList, provider, channel, to string) (cost Micros, ok bool, err error) {
+	if list == nil {
+		return 0, false, nil
+	}
+	var best *v1alpha1.ProviderCost
+	for i := range list.Spec.ProviderCosts {
+		e := &list.Spec.ProviderCosts[i]
+		if e.Provider != provider || string(e.Channel) != channel || !strings.HasPrefix(to, e.Prefix) {
+			continue
+		}
+		if best == nil || len(e.Prefix) > len(best.Prefix) {
+			best = e
+		}
+	}
+	if best == nil {
+		return 0, false, nil
+	}
+	if cost, err = ParseUSD(best.Cost); err != nil {
+		return 0, false, fmt.Errorf("price list %s: %w", list.Name, err)
+	}
+	return cost, true, nil
+}

@@ -11,6 +11,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 )
 
@@ -155,6 +156,9 @@ type Failure struct {
 	Message string
 	// ProviderCode is the provider's own code that Code translates (v2 errorDetails.providerCode).
 	ProviderCode string
+	// ProviderFault: the refusal is about the provider's account, not the message (refused
+	// credentials, an inactive account, a Provider not Ready): another Provider may carry it.
+	ProviderFault bool
 }
 
 func (f *Failure) Error() string {
@@ -171,6 +175,9 @@ type Temporary struct {
 	RetryAfter time.Duration
 	// ProviderCode is the provider's own code, kept if the retries run out.
 	ProviderCode string
+	// NotTaken: the provider answered that it did not take the message (a 5xx, its own
+	// "service unavailable"), as opposed to no answer, after which it may have.
+	NotTaken bool
 }
 
 func (t *Temporary) Error() string { return "temporary: " + t.Err.Error() }
@@ -183,6 +190,28 @@ func AsFailure(err error) *Failure {
 		return f
 	}
 	return nil
+}
+
+// NotTaken says whether err proves the provider did not take the message, so that another
+// Provider can carry it at once without sending it twice: nothing reached the provider (the
+// connection was refused, its name did not resolve), it answered that it did not take it (a
+// Temporary marked NotTaken), or it refused for a reason about its account (a Failure marked
+// ProviderFault). A timeout, or a connection lost after the request was written, proves nothing:
+// the provider may have taken the message.
+func NotTaken(err error) bool {
+	var t *Temporary
+	if errors.As(err, &t) && t.NotTaken {
+		return true
+	}
+	if f := AsFailure(err); f != nil {
+		return f.ProviderFault
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Op == "dial" {
+		return true
+	}
+	var dns *net.DNSError
+	return errors.As(err, &dns)
 }
 
 // Status changes a provider reports in its callbacks, in Switchboard's terms.

@@ -108,7 +108,7 @@ UPDATE messages
 SET channel = 'sms', status = 'queued', originator = $1, attempted_channels = attempted_channels || channel, updated_at = $2
 WHERE id = $3 AND status IN ('queued', 'sending') AND channel = 'whatsapp'
   AND created_at >= switchboard_id_from($3) AND created_at < switchboard_id_to($3)
-RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider
+RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused
 `
 
 type FallBackToSMSParams struct {
@@ -154,12 +154,14 @@ func (q *Queries) FallBackToSMS(ctx context.Context, arg FallBackToSMSParams) (M
 		&i.RiskReviewed,
 		&i.BroadcastContactID,
 		&i.Provider,
+		&i.AttemptedProviders,
+		&i.ProviderRefused,
 	)
 	return i, err
 }
 
 const getLiveMessageThrough = `-- name: GetLiveMessageThrough :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused FROM messages
 WHERE provider_message_id = $1 AND NOT test_mode
   AND (provider = $2 OR (provider IS NULL AND ($3::text = '' OR project = $3::text)))
   AND created_at >= $4::timestamptz AND created_at < $5::timestamptz
@@ -221,12 +223,14 @@ func (q *Queries) GetLiveMessageThrough(ctx context.Context, arg GetLiveMessageT
 		&i.RiskReviewed,
 		&i.BroadcastContactID,
 		&i.Provider,
+		&i.AttemptedProviders,
+		&i.ProviderRefused,
 	)
 	return i, err
 }
 
 const getMessage = `-- name: GetMessage :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages WHERE id = $1 AND project = $2 AND test_mode = $3
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused FROM messages WHERE id = $1 AND project = $2 AND test_mode = $3
   AND created_at >= switchboard_id_from($1) AND created_at < switchboard_id_to($1)
 `
 
@@ -272,12 +276,14 @@ func (q *Queries) GetMessage(ctx context.Context, arg GetMessageParams) (Message
 		&i.RiskReviewed,
 		&i.BroadcastContactID,
 		&i.Provider,
+		&i.AttemptedProviders,
+		&i.ProviderRefused,
 	)
 	return i, err
 }
 
 const getMessageByID = `-- name: GetMessageByID :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages WHERE id = $1 AND created_at >= switchboard_id_from($1) AND created_at < switchboard_id_to($1)
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused FROM messages WHERE id = $1 AND created_at >= switchboard_id_from($1) AND created_at < switchboard_id_to($1)
 `
 
 func (q *Queries) GetMessageByID(ctx context.Context, id string) (Message, error) {
@@ -316,12 +322,14 @@ func (q *Queries) GetMessageByID(ctx context.Context, id string) (Message, error
 		&i.RiskReviewed,
 		&i.BroadcastContactID,
 		&i.Provider,
+		&i.AttemptedProviders,
+		&i.ProviderRefused,
 	)
 	return i, err
 }
 
 const getMessageByProviderID = `-- name: GetMessageByProviderID :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused FROM messages
 WHERE project = $1 AND test_mode = $2 AND sender = $3 AND provider_message_id = $4
   AND created_at >= $5::timestamptz AND created_at < $6::timestamptz
 ORDER BY created_at DESC
@@ -382,12 +390,14 @@ func (q *Queries) GetMessageByProviderID(ctx context.Context, arg GetMessageByPr
 		&i.RiskReviewed,
 		&i.BroadcastContactID,
 		&i.Provider,
+		&i.AttemptedProviders,
+		&i.ProviderRefused,
 	)
 	return i, err
 }
 
 const getMessagesByIDs = `-- name: GetMessagesByIDs :many
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages WHERE id = ANY($1::text[]) AND status IN ('queued', 'sending')
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused FROM messages WHERE id = ANY($1::text[]) AND status IN ('queued', 'sending')
   AND created_at >= $2::timestamptz AND created_at < $3::timestamptz
 ORDER BY id
 `
@@ -441,6 +451,8 @@ func (q *Queries) GetMessagesByIDs(ctx context.Context, arg GetMessagesByIDsPara
 			&i.RiskReviewed,
 			&i.BroadcastContactID,
 			&i.Provider,
+			&i.AttemptedProviders,
+			&i.ProviderRefused,
 		); err != nil {
 			return nil, err
 		}
@@ -479,7 +491,7 @@ func (q *Queries) IsOptedOut(ctx context.Context, arg IsOptedOutParams) (bool, e
 }
 
 const listMessages = `-- name: ListMessages :many
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused FROM messages
 WHERE project = $1 AND test_mode = $2
   AND created_at >= $3::timestamptz AND created_at < $4::timestamptz
   AND ($5::text IS NULL OR channel = $5)
@@ -558,6 +570,8 @@ func (q *Queries) ListMessages(ctx context.Context, arg ListMessagesParams) ([]M
 			&i.RiskReviewed,
 			&i.BroadcastContactID,
 			&i.Provider,
+			&i.AttemptedProviders,
+			&i.ProviderRefused,
 		); err != nil {
 			return nil, err
 		}
@@ -570,7 +584,7 @@ func (q *Queries) ListMessages(ctx context.Context, arg ListMessagesParams) ([]M
 }
 
 const listRecipientMessages = `-- name: ListRecipientMessages :many
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused FROM messages
 WHERE project = $1 AND test_mode = $2 AND recipient = $3
   AND ($4::text[] IS NULL OR conversation_id = ANY($4::text[]))
   AND ((created_at >= ($5::timestamptz[])[1] AND created_at < ($6::timestamptz[])[1])
@@ -661,6 +675,8 @@ func (q *Queries) ListRecipientMessages(ctx context.Context, arg ListRecipientMe
 			&i.RiskReviewed,
 			&i.BroadcastContactID,
 			&i.Provider,
+			&i.AttemptedProviders,
+			&i.ProviderRefused,
 		); err != nil {
 			return nil, err
 		}
@@ -676,7 +692,7 @@ const markInboundRead = `-- name: MarkInboundRead :one
 UPDATE messages SET status = 'read', updated_at = $1
 WHERE id = $2 AND direction = 'inbound' AND status = 'received'
   AND created_at >= switchboard_id_from($2) AND created_at < switchboard_id_to($2)
-RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider
+RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused
 `
 
 type MarkInboundReadParams struct {
@@ -720,8 +736,23 @@ func (q *Queries) MarkInboundRead(ctx context.Context, arg MarkInboundReadParams
 		&i.RiskReviewed,
 		&i.BroadcastContactID,
 		&i.Provider,
+		&i.AttemptedProviders,
+		&i.ProviderRefused,
 	)
 	return i, err
+}
+
+const markProviderRefused = `-- name: MarkProviderRefused :exec
+UPDATE messages SET provider_refused = true
+WHERE id = $1 AND status = 'sending'
+  AND created_at >= switchboard_id_from($1) AND created_at < switchboard_id_to($1)
+`
+
+// The Provider just called proved it did not take the message (docs/providers.md#failover):
+// a retry may hand it to another.
+func (q *Queries) MarkProviderRefused(ctx context.Context, id string) error {
+	_, err := q.db.Exec(ctx, markProviderRefused, id)
+	return err
 }
 
 const optIn = `-- name: OptIn :exec
@@ -971,7 +1002,7 @@ WITH moved AS (
         error_provider_code = $5, updated_at = $6
     WHERE msg.id = $7 AND msg.status = ANY($8::text[])
       AND msg.created_at >= switchboard_id_from($7) AND msg.created_at < switchboard_id_to($7)
-    RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.provider_timestamp, msg.error_provider_code, msg.dispatch_attempts, msg.cost_micros, msg.cost_provider_micros, msg.charged_micros, msg.risk_hold, msg.risk_reviewed, msg.broadcast_contact_id, msg.provider
+    RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.provider_timestamp, msg.error_provider_code, msg.dispatch_attempts, msg.cost_micros, msg.cost_provider_micros, msg.charged_micros, msg.risk_hold, msg.risk_reviewed, msg.broadcast_contact_id, msg.provider, msg.attempted_providers, msg.provider_refused
 ), outcome AS (
     UPDATE contact_channels cc
     SET total_attempts = cc.total_attempts
@@ -990,7 +1021,7 @@ WITH moved AS (
       AND cc.identifier = CASE WHEN strpos(m.recipient, '@') > 0 THEN lower(m.recipient) ELSE m.recipient END
     RETURNING cc.id
 )
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM moved
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused FROM moved
 `
 
 type SetMessageStatusParams struct {
@@ -1037,6 +1068,8 @@ type SetMessageStatusRow struct {
 	RiskReviewed       bool
 	BroadcastContactID *string
 	Provider           *string
+	AttemptedProviders []string
+	ProviderRefused    bool
 }
 
 // Moves a message forward; a late or repeated step is ignored (returns no row). In the same
@@ -1089,6 +1122,8 @@ func (q *Queries) SetMessageStatus(ctx context.Context, arg SetMessageStatusPara
 		&i.RiskReviewed,
 		&i.BroadcastContactID,
 		&i.Provider,
+		&i.AttemptedProviders,
+		&i.ProviderRefused,
 	)
 	return i, err
 }
@@ -1103,7 +1138,7 @@ WITH step AS (
     FROM step
     WHERE msg.id = step.id AND msg.status = ANY($5::text[])
       AND msg.created_at >= $6::timestamptz AND msg.created_at < $7::timestamptz
-    RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.provider_timestamp, msg.error_provider_code, msg.dispatch_attempts, msg.cost_micros, msg.cost_provider_micros, msg.charged_micros, msg.risk_hold, msg.risk_reviewed, msg.broadcast_contact_id, msg.provider
+    RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.provider_timestamp, msg.error_provider_code, msg.dispatch_attempts, msg.cost_micros, msg.cost_provider_micros, msg.charged_micros, msg.risk_hold, msg.risk_reviewed, msg.broadcast_contact_id, msg.provider, msg.attempted_providers, msg.provider_refused
 ), outcome AS (
     SELECT m.project, m.test_mode,
         CASE WHEN m.channel = 'sms_oneway' THEN 'sms' ELSE m.channel END AS channel,
@@ -1127,7 +1162,7 @@ WITH step AS (
     WHERE cc.project = o.project AND cc.test_mode = o.test_mode AND cc.channel = o.channel AND cc.identifier = o.identifier
     RETURNING cc.id
 )
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider FROM moved
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused FROM moved
 `
 
 type SetMessagesStatusParams struct {
@@ -1173,6 +1208,8 @@ type SetMessagesStatusRow struct {
 	RiskReviewed       bool
 	BroadcastContactID *string
 	Provider           *string
+	AttemptedProviders []string
+	ProviderRefused    bool
 }
 
 // SetMessageStatus for many messages moving to one status without an error (a batch
@@ -1229,6 +1266,8 @@ func (q *Queries) SetMessagesStatus(ctx context.Context, arg SetMessagesStatusPa
 			&i.RiskReviewed,
 			&i.BroadcastContactID,
 			&i.Provider,
+			&i.AttemptedProviders,
+			&i.ProviderRefused,
 		); err != nil {
 			return nil, err
 		}
@@ -1242,10 +1281,13 @@ func (q *Queries) SetMessagesStatus(ctx context.Context, arg SetMessagesStatusPa
 
 const startDispatch = `-- name: StartDispatch :one
 UPDATE messages SET status = 'sending', dispatch_attempts = dispatch_attempts + 1, updated_at = $1,
-    provider = coalesce($2, provider)
+    provider = coalesce($2, provider),
+    attempted_providers = CASE WHEN $2::text IS NULL OR $2::text = ANY(attempted_providers)
+        THEN attempted_providers ELSE attempted_providers || $2::text END,
+    provider_refused = false
 WHERE id = $3 AND status IN ('queued', 'sending')
   AND created_at >= switchboard_id_from($3) AND created_at < switchboard_id_to($3)
-RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider
+RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused
 `
 
 type StartDispatchParams struct {
@@ -1257,6 +1299,8 @@ type StartDispatchParams struct {
 // Records a call to the provider about to be made: the message shows 'sending' and counts the
 // attempt, and names the Provider called (its callbacks may move the message), committed before
 // the call. Returns no row when the message has moved on.
+// A Provider not called before joins attempted_providers; the call's outcome is unknown until
+// MarkProviderRefused says it did not take the message.
 func (q *Queries) StartDispatch(ctx context.Context, arg StartDispatchParams) (Message, error) {
 	row := q.db.QueryRow(ctx, startDispatch, arg.UpdatedAt, arg.Provider, arg.ID)
 	var i Message
@@ -1293,6 +1337,8 @@ func (q *Queries) StartDispatch(ctx context.Context, arg StartDispatchParams) (M
 		&i.RiskReviewed,
 		&i.BroadcastContactID,
 		&i.Provider,
+		&i.AttemptedProviders,
+		&i.ProviderRefused,
 	)
 	return i, err
 }

@@ -563,6 +563,8 @@ type Message struct {
 	RiskReviewed       bool
 	BroadcastContactID *string
 	Provider           *string
+	AttemptedProviders []string
+	ProviderRefused    bool
 }
 
 type MessageAttachment struct {
@@ -635,6 +637,14 @@ type PhoneNumber struct {
 	UpdatedAt     time.Time
 	Bundle        *string
 	DisplayName   *string
+}
+
+type ProviderCircuit struct {
+	Provider  string
+	Failures  int32
+	State     string
+	OpenUntil *time.Time
+	UpdatedAt time.Time
 }
 
 type RegulatoryAddress struct {

@@ -207,11 +207,23 @@ LIMIT @max_rows;
 -- Records a call to the provider about to be made: the message shows 'sending' and counts the
 -- attempt, and names the Provider called (its callbacks may move the message), committed before
 -- the call. Returns no row when the message has moved on.
+-- A Provider not called before joins attempted_providers; the call's outcome is unknown until
+-- MarkProviderRefused says it did not take the message.
 UPDATE messages SET status = 'sending', dispatch_attempts = dispatch_attempts + 1, updated_at = @updated_at,
-    provider = coalesce(sqlc.narg(provider), provider)
+    provider = coalesce(sqlc.narg(provider), provider),
+    attempted_providers = CASE WHEN sqlc.narg(provider)::text IS NULL OR sqlc.narg(provider)::text = ANY(attempted_providers)
+        THEN attempted_providers ELSE attempted_providers || sqlc.narg(provider)::text END,
+    provider_refused = false
 WHERE id = @id AND status IN ('queued', 'sending')
   AND created_at >= switchboard_id_from(@id) AND created_at < switchboard_id_to(@id)
 RETURNING *;
+
+-- name: MarkProviderRefused :exec
+-- The Provider just called proved it did not take the message (docs/providers.md#failover):
+-- a retry may hand it to another.
+UPDATE messages SET provider_refused = true
+WHERE id = @id AND status = 'sending'
+  AND created_at >= switchboard_id_from(@id) AND created_at < switchboard_id_to(@id);
 
 -- name: GetLiveMessageThrough :one
 -- The live message a provider's callback names by the provider's id, among those sent through

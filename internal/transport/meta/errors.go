@@ -215,7 +215,8 @@ func classify(op string, status int, header http.Header, body []byte, secrets []
 	}
 	if json.Unmarshal(body, &env) != nil || env.Error == nil || (env.Error.Code == 0 && env.Error.Message == "") {
 		if status == http.StatusTooManyRequests || status >= 500 {
-			return &transport.Temporary{Err: fmt.Errorf("meta: %s: HTTP %d", op, status), RetryAfter: retryAfter(header, time.Now())}
+			return &transport.Temporary{Err: fmt.Errorf("meta: %s: HTTP %d", op, status), RetryAfter: retryAfter(header, time.Now()),
+				NotTaken: status >= 500}
 		}
 		// Not the Graph API's answer (a proxy, a gateway): tried again as trouble on the way.
 		return fmt.Errorf("meta: %s: HTTP %d without a Graph API error body", op, status)
@@ -230,7 +231,7 @@ func classify(op string, status int, header http.Header, body []byte, secrets []
 	row, known := lookup(e.Code, e.Subcode)
 	if row.retry || e.IsTransient || status == http.StatusTooManyRequests || status >= 500 {
 		return &transport.Temporary{Err: fmt.Errorf("meta: %s: HTTP %d, Meta code %s: %s", op, status, pc, said),
-			RetryAfter: retryAfter(header, time.Now()), ProviderCode: pc}
+			RetryAfter: retryAfter(header, time.Now()), ProviderCode: pc, NotTaken: status >= 500}
 	}
 	switch {
 	case !known && status == http.StatusUnauthorized: // code 0, AuthException, among others
@@ -242,7 +243,7 @@ func classify(op string, status int, header http.Header, body []byte, secrets []
 	if said != "" {
 		msg += " Meta said: " + said
 	}
-	return &transport.Failure{Code: row.code, Message: msg, ProviderCode: pc}
+	return &transport.Failure{Code: row.code, Message: msg, ProviderCode: pc, ProviderFault: row.code == CodeAuthFailed}
 }
 
 // retryAfter is how long Meta asked to wait: Retry-After (seconds or an HTTP date), else the

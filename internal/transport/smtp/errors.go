@@ -142,11 +142,15 @@ func (t *Transport) classify(ctx context.Context, st stage, err error) error {
 	r := parseReply(te)
 	said := fmt.Sprintf("(%s) %s", r.providerCode(), t.scrub(r.text))
 	fail := func(code, what string) error {
-		return &transport.Failure{Code: code, ProviderCode: r.providerCode(), Message: what + " " + said}
+		// Refusals of the connection, TLS or the login are about the relay's account, not the
+		// mail: another relay may take it.
+		return &transport.Failure{Code: code, ProviderCode: r.providerCode(), Message: what + " " + said,
+			ProviderFault: st == stageAuth || st == stageTLS || st == stageConnect || code == CodeProviderAuthFailed}
 	}
 	switch {
 	case r.code >= 400 && r.code < 500:
-		return &transport.Temporary{ProviderCode: r.providerCode(),
+		// Whatever the stage, a 4xx reply means the relay did not take the mail (RFC 5321 §4.2.1).
+		return &transport.Temporary{ProviderCode: r.providerCode(), NotTaken: true,
 			Err: fmt.Errorf("smtp: %s: the relay answered %s", st, said)}
 	case r.code < 500 || r.code > 599:
 		return fmt.Errorf("smtp: %s: unexpected reply %s", st, said)

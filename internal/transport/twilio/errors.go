@@ -138,11 +138,23 @@ func failure(twilioCode int, call bool) *transport.Failure {
 	if call && errorTable[twilioCode].route {
 		code = CodeVoiceRouteUnavailable
 	}
-	f := &transport.Failure{Code: code, Message: message}
+	f := &transport.Failure{Code: code, Message: message, ProviderFault: accountFault(twilioCode)}
 	if twilioCode != 0 {
 		f.ProviderCode = strconv.Itoa(twilioCode)
 	}
 	return f
+}
+
+// accountFault says whether a Twilio refusal is about the account rather than the message (its
+// credentials, its state, its geo permissions, a sender it does not hold): another Provider's
+// account may carry the message.
+func accountFault(twilioCode int) bool {
+	e, ok := errorTable[twilioCode]
+	if !ok {
+		return false
+	}
+	return e.code == CodeProviderAuthFailed || e.code == CodeProviderAccountInactive || e.route ||
+		twilioCode == 21659 || twilioCode == 21660
 }
 
 // classify turns what a request to Twilio returned into the errors transport.Transport
@@ -177,11 +189,12 @@ func (t *Transport) classify(ctx context.Context, op string, err error, ex *exch
 		if code != 0 {
 			what += fmt.Sprintf(", Twilio code %d", code)
 		}
+		// A 5xx is Twilio saying it did not take the message; a 429 asks to slow down.
 		return &transport.Temporary{Err: fmt.Errorf("twilio: %s: %s", op, what),
-			RetryAfter: retryAfter(header, time.Now()), ProviderCode: providerCode}
+			RetryAfter: retryAfter(header, time.Now()), ProviderCode: providerCode, NotTaken: status >= 500}
 	case status == http.StatusUnauthorized || status == http.StatusForbidden ||
 		(fromTwilio && errorTable[code].code == CodeProviderAuthFailed):
-		return &transport.Failure{Code: CodeProviderAuthFailed, ProviderCode: providerCode,
+		return &transport.Failure{Code: CodeProviderAuthFailed, ProviderCode: providerCode, ProviderFault: true,
 			Message: "Twilio refused the account's credentials (account SID or auth token)."}
 	case fromTwilio:
 		f := failure(code, call)
