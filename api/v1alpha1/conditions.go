@@ -19,6 +19,10 @@ package v1alpha1
 // ConditionReady is the one condition every Switchboard resource carries; printer columns read it.
 const ConditionReady = "Ready"
 
+// ConditionCircuitClosed is a Provider's circuit breaker: False while it is open or probed
+// (docs/providers.md#circuit-breaker).
+const ConditionCircuitClosed = "CircuitClosed"
+
 // Reasons of the Ready condition.
 const (
 	// ReasonReady: every check passed.

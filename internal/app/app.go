@@ -38,6 +38,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/broadcast"
 	"github.com/switchboard-io/switchboard/internal/call"
 	"github.com/switchboard-io/switchboard/internal/callback"
+	"github.com/switchboard-io/switchboard/internal/circuit"
 	"github.com/switchboard-io/switchboard/internal/connectpage"
 	"github.com/switchboard-io/switchboard/internal/contact"
 	"github.com/switchboard-io/switchboard/internal/controller"
@@ -143,6 +144,9 @@ type Config struct {
 	PublicURL string
 	// InstallationNamespace holds the Providers every project may use.
 	InstallationNamespace string
+	// CircuitStatusEvery is how often Providers' circuit breakers are read into their status (10 s
+	// when zero).
+	CircuitStatusEvery time.Duration
 	// AllowProjectEndpoints lets Providers in projects' namespaces set baseURL; otherwise
 	// only the installation's Providers do (a project's endpoint could claim another's bot or number).
 	AllowProjectEndpoints bool
@@ -329,6 +333,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return invitation.NewService(mgr.GetClient(), mgr.GetAPIReader(), cfg.Pool, events(),
 			invitationKey, cfg.dashboardURL()).WithFieldManager(fieldManager)
 	}
+	// One view of the Providers' circuit breakers per process: the dispatcher records them, the
+	// Provider controller shows them.
+	circuits := circuit.New(cfg.Pool, log.WithName("circuit"), ctrlmetrics.Registry)
 	if serveWebhooks {
 		if err := admission.Setup(mgr); err != nil {
 			return fmt.Errorf("set up admission webhooks: %w", err)
@@ -350,7 +357,7 @@ func Run(ctx context.Context, cfg Config) error {
 			AllowProjectProviderEndpoints: cfg.AllowProjectEndpoints, EmailDomains: verifier("switchboard-manager"),
 			Templates: reviewer("switchboard-manager"), WhatsApp: accounts, WhatsAppEvery: cfg.WhatsAppStatusEvery,
 			Invitations: invitations("switchboard-manager"), InvitationAbandonAfter: cfg.InvitationAbandonAfter,
-			Functions: functionsAPI}); err != nil {
+			Functions: functionsAPI, Circuits: circuits, CircuitEvery: cfg.CircuitStatusEvery}); err != nil {
 			return fmt.Errorf("set up controllers: %w", err)
 		}
 		syncer := &template.Syncer{Service: template.NewService(mgr.GetClient(), mgr.GetAPIReader(), reviewer("switchboard-manager")),
@@ -384,7 +391,9 @@ func Run(ctx context.Context, cfg Config) error {
 		sbx := &sandbox.Sandbox{DeliverAfter: cfg.Sandbox.DeliverAfter, ReadAfter: cfg.Sandbox.ReadAfter}
 		transports := &registry.Registry{Sandbox: sbx, Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace,
 			PublicURL: cfg.PublicURL, TelegramAPI: cfg.TelegramAPI, AllowProjectEndpoints: cfg.AllowProjectEndpoints,
-			AttachmentHTTP: cfg.Delivery.Client.HTTPClient(attachmentTimeout)}
+			AttachmentHTTP: cfg.Delivery.Client.HTTPClient(attachmentTimeout),
+			Circuits:       circuits,
+			Prices:         &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}}
 		dispatch := &message.DispatchWorker{}
 		dispatchMany := &message.DispatchManyWorker{}
 		catchUp := &sandbox.CatchUpWorker{Pool: cfg.Pool, Sandbox: sbx}

@@ -207,6 +207,20 @@ func (b *Breakers) Failed(ctx context.Context, provider string, s Settings) erro
 	return nil
 }
 
+// Record is Taken (taken) or Failed, for a caller that cannot act on the breaker's own
+// trouble: it is logged, and the call's outcome stands.
+func (b *Breakers) Record(ctx context.Context, provider string, s Settings, taken bool) {
+	var err error
+	if taken {
+		err = b.Taken(ctx, provider)
+	} else {
+		err = b.Failed(ctx, provider, s)
+	}
+	if err != nil {
+		b.log.Error(err, "record a provider's circuit", "provider", provider)
+	}
+}
+
 // current is the view of the circuits, read again when older than refreshEvery; concurrent
 // callers share one read.
 func (b *Breakers) current(ctx context.Context) (map[string]db.ProviderCircuit, error) {

@@ -1,12 +1,15 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -30,8 +33,17 @@ type ProviderReconciler struct {
 	// every Provider set it (v1alpha1.Provider.EndpointAllowed).
 	InstallationNamespace string
 	AllowProjectEndpoints bool
+	// Circuits, when not nil, shows each Provider's circuit breaker in its status (circuit,
+	// and the CircuitClosed condition), read again every CircuitEvery.
+	Circuits     CircuitStates
+	CircuitEvery time.Duration
 
 	ledger checkLedger
+}
+
+// CircuitStates reads the Providers' circuit breakers (circuit.Breakers).
+type CircuitStates interface {
+	State(ctx context.Context, provider string) (string, error)
 }
 
 // +kubebuilder:rbac:groups=messaging.switchboard.io,resources=providers,verbs=get;list;watch;create;update;patch;delete
@@ -65,10 +77,45 @@ func (r *ProviderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		p.Status.Account = facts.outcome.account
 	}
 	setReady(&p.Status.Conditions, ready, p.Generation)
+	if r.Circuits != nil {
+		if err := r.showCircuit(ctx, &p); err != nil {
+			return ctrl.Result{}, err
+		}
+		if every := cmp.Or(r.CircuitEvery, defaultCircuitEvery); again == 0 || every < again {
+			again = every
+		}
+	}
 	if err := patchStatus(ctx, r.Client, before, &p, func(p *v1alpha1.Provider) any { return p.Status }); err != nil {
 		return ctrl.Result{}, fmt.Errorf("patch status of provider %s: %w", req, err)
 	}
 	return ctrl.Result{RequeueAfter: again}, nil
+}
+
+// defaultCircuitEvery is how often a Provider's circuit is read into its status.
+const defaultCircuitEvery = 10 * time.Second
+
+// showCircuit writes p's circuit breaker into its status: circuit, and the CircuitClosed
+// condition (False while routes put the Provider after their others).
+func (r *ProviderReconciler) showCircuit(ctx context.Context, p *v1alpha1.Provider) error {
+	state, err := r.Circuits.State(ctx, p.Namespace+"/"+p.Name)
+	if err != nil {
+		return err
+	}
+	c := metav1.Condition{Type: v1alpha1.ConditionCircuitClosed, Status: metav1.ConditionTrue, Reason: "Closed",
+		Message: "calls go through", ObservedGeneration: p.Generation}
+	switch state {
+	case "open":
+		p.Status.Circuit = "open"
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, "Open",
+			"calls failed in a row: routes try the Provider after their others until a probe call goes through"
+	case "half_open":
+		p.Status.Circuit = "halfOpen"
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, "HalfOpen", "one probe call is under way"
+	default:
+		p.Status.Circuit = "closed"
+	}
+	meta.SetStatusCondition(&p.Status.Conditions, c)
+	return nil
 }
 
 // evaluate runs the steps in order: read the Secret, then check the credentials with the provider.

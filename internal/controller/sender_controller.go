@@ -104,6 +104,9 @@ func (r *SenderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 		return ctrl.Result{}, fmt.Errorf("list email domains in %s: %w", sender.Namespace, err)
 	}
 	sender.Status.EmailReceivingEnabled, sender.Status.EmailCatchAllEnabled = sender.EmailInEffect(domains.Items)
+	if sender.Status.Routes, err = r.routes(ctx, &sender); err != nil {
+		return ctrl.Result{}, err
+	}
 	setReady(&sender.Status.Conditions, readyResult, sender.Generation)
 	var result ctrl.Result
 	if r.Activity != nil {
@@ -206,9 +209,41 @@ func (r *SenderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Whether a project owns a number follows its PhoneNumbers (their status included); a
 		// project's own twilio Provider can prove its numbers.
 		Watches(&v1alpha1.PhoneNumber{}, handler.EnqueueRequestsFromMapFunc(r.sendersOfNumber)).
-		Watches(&v1alpha1.Provider{}, handler.EnqueueRequestsFromMapFunc(r.sendersOfProject)).
+		Watches(&v1alpha1.Provider{}, handler.EnqueueRequestsFromMapFunc(r.sendersOfProvider)).
 		Named("sender").
 		Complete(r)
+}
+
+// routes are the sender's routes as resolved from the Providers of its namespace and the
+// installation's.
+func (r *SenderReconciler) routes(ctx context.Context, sender *v1alpha1.Sender) ([]v1alpha1.ResolvedRoute, error) {
+	var own, installation v1alpha1.ProviderList
+	if err := r.List(ctx, &own, client.InNamespace(sender.Namespace)); err != nil {
+		return nil, fmt.Errorf("list providers in %s: %w", sender.Namespace, err)
+	}
+	if r.InstallationNamespace != "" && r.InstallationNamespace != sender.Namespace {
+		if err := r.List(ctx, &installation, client.InNamespace(r.InstallationNamespace)); err != nil {
+			return nil, fmt.Errorf("list installation providers: %w", err)
+		}
+	}
+	return sender.ResolvedRoutes(own.Items, installation.Items), nil
+}
+
+// sendersOfProvider maps a Provider to the Senders that may route through it: those of its
+// namespace, or every Sender for one of the installation's.
+func (r *SenderReconciler) sendersOfProvider(ctx context.Context, o client.Object) []reconcile.Request {
+	if r.InstallationNamespace == "" || o.GetNamespace() != r.InstallationNamespace {
+		return r.sendersOfProject(ctx, o)
+	}
+	var senders v1alpha1.SenderList
+	if err := r.List(ctx, &senders); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(senders.Items))
+	for _, s := range senders.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
+	}
+	return reqs
 }
 
 // sendersOfProject maps an object (a Project, a Secret) to the Senders of its namespace.

@@ -53,6 +53,10 @@ type Options struct {
 	InvitationAbandonAfter time.Duration
 	// Functions keeps functions' keys, triggers and deployments; nil runs no Function controller.
 	Functions *functions.Service
+	// Circuits, when not nil, shows Providers' circuit breakers in their status, read every
+	// CircuitEvery (10 s when zero).
+	Circuits     CircuitStates
+	CircuitEvery time.Duration
 }
 
 // Setup registers every reconciler with the manager. The field indexes (index.Register) must be
@@ -101,7 +105,7 @@ func Setup(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	return (&ProviderReconciler{Client: mgr.GetClient(), Checks: opts.ProviderChecks, InstallationNamespace: opts.InstallationNamespace,
-		AllowProjectEndpoints: opts.AllowProjectProviderEndpoints}).SetupWithManager(mgr)
+		AllowProjectEndpoints: opts.AllowProjectProviderEndpoints, Circuits: opts.Circuits, CircuitEvery: opts.CircuitEvery}).SetupWithManager(mgr)
 }
 
 // CacheOptions limits what the informer cache holds: of all Secrets, only those labelled

@@ -31,8 +31,21 @@ type messageJSON struct {
 	Metadata          json.RawMessage `json:"metadata,omitempty"`
 	Email             *emailJSON      `json:"email,omitempty"`
 	costJSON
+	providersJSON
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// providersJSON is Switchboard's own addition to a message (docs/providers.md#failover): the
+// Provider it went through last ("namespace/name"), and every Provider it was handed to, in
+// order; absent on test traffic and simulated senders, which reach none.
+type providersJSON struct {
+	Provider           *string  `json:"provider,omitempty"`
+	AttemptedProviders []string `json:"attemptedProviders,omitempty"`
+}
+
+func providersView(m db.Message) providersJSON {
+	return providersJSON{Provider: m.Provider, AttemptedProviders: m.AttemptedProviders}
 }
 
 // costJSON is what a message costs, in USD: its price (cost), the provider's cost, and the
@@ -59,7 +72,7 @@ func messageView(m db.Message) messageJSON {
 	return messageJSON{ID: m.ID, To: m.Recipient, From: m.Originator, Channel: m.Channel, Direction: m.Direction,
 		MessageType: m.MessageType, Status: m.Status, SenderID: m.Sender, ConversationID: m.ConversationID, Text: m.Body, Content: m.Content, ProviderMessageID: m.ProviderMessageID,
 		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, Metadata: m.Metadata, Email: emailView(m), costJSON: costView(m),
-		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
+		providersJSON: providersView(m), CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC()}
 }
 
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {

@@ -30,6 +30,7 @@ type messageV2JSON struct {
 	Metadata          map[string]string `json:"metadata,omitempty"`
 	Email             *emailJSON        `json:"email,omitempty"`
 	costJSON
+	providersJSON
 	// Charged is what an SMS (or voice message) took from the balance: 0 for test traffic
 	// and once refunded.
 	Charged   *float64  `json:"charged"`
@@ -46,7 +47,7 @@ func messageV2View(m db.Message) messageV2JSON {
 	v := messageV2JSON{ID: m.ID, From: m.Originator, To: m.Recipient, Channel: m.Channel, Direction: m.Direction,
 		MessageType: m.MessageType, Status: m.Status, Text: m.Body, Content: m.Content, ProviderMessageID: m.ProviderMessageID,
 		ErrorCode: m.ErrorCode, ErrorMessage: m.ErrorMessage, ConversationID: m.ConversationID, Email: emailView(m),
-		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC(), costJSON: costView(m), RiskHold: m.RiskHold}
+		CreatedAt: m.CreatedAt.UTC(), UpdatedAt: m.UpdatedAt.UTC(), costJSON: costView(m), providersJSON: providersView(m), RiskHold: m.RiskHold}
 	switch {
 	case m.ChargedMicros != nil:
 		c := billing.Micros(*m.ChargedMicros).USD()

@@ -19,7 +19,9 @@ import (
 // transport of the provider the sender's channel uses. A *transport.Failure from Route fails the
 // message (no provider serves the channel); another error is tried again.
 type Transports interface {
-	Route(ctx context.Context, m db.Message) (Route, error)
+	// Routes are m's routes in the order they are tried: one, or a route's Providers
+	// (docs/providers.md#routes).
+	Routes(ctx context.Context, m db.Message) ([]Route, error)
 	// Available refuses at accept what Route could not carry; strict answers as v2 does.
 	Available(ctx context.Context, testMode bool, snd *v1alpha1.Sender, channel string, strict bool) error
 }
@@ -45,6 +47,15 @@ type Route struct {
 	// Provider is the Provider the message goes through ("namespace/name"; "" for none): its
 	// callbacks, and only its, may move the message.
 	Provider string
+	// Circuit is the Provider's circuit breaker, told of each call's outcome; nil for none.
+	Circuit Circuit
+}
+
+// Circuit is the circuit breaker of the Provider a route goes through.
+type Circuit interface {
+	// Record says whether the Provider took the call (or refused the message itself, which
+	// proves it works), or did not take it or did not answer.
+	Record(ctx context.Context, taken bool)
 }
 
 // Dispatch retries: a provider that answers "later" (429, 5xx) or cannot be reached is tried
@@ -99,13 +110,43 @@ func (s *Service) dispatch(ctx context.Context, id string) error {
 	if m.Status != "queued" && m.Status != "sending" {
 		return nil // already handed over: a repeated job must not send twice
 	}
-	route, done, err := s.prepare(ctx, m, nil)
+	routes, done, err := s.prepare(ctx, m, nil)
 	if err != nil || done {
 		return err
 	}
+	routes = pinned(m, routes)
+	for i, route := range routes {
+		last := i == len(routes)-1
+		moved, err := s.dispatchThrough(ctx, &m, route, last)
+		if moved || err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pinned keeps, of a message whose last call's outcome is unknown (it may have been taken: a
+// timeout, or a process that died during the call), only the route through the Provider called:
+// another Provider could send it a second time (docs/providers.md#failover).
+func pinned(m db.Message, routes []Route) []Route {
+	if m.Status != "sending" || m.Provider == nil || m.ProviderRefused || len(routes) < 2 {
+		return routes
+	}
+	for _, r := range routes {
+		if r.Provider == *m.Provider {
+			return []Route{r}
+		}
+	}
+	return routes
+}
+
+// dispatchThrough sends m through one of its routes. moved: the message moved on (sent, failed,
+// or waits for a retry) or err says why not; otherwise the Provider proved it did not take the
+// message, and the next route may (last: there is none, and the message waits or fails).
+func (s *Service) dispatchThrough(ctx context.Context, m *db.Message, route Route, last bool) (moved bool, err error) {
 	if route.External {
 		if int(m.DispatchAttempts) >= s.dispatchAttempts {
-			return s.fail(ctx, m, &transport.Failure{Code: ErrProviderUnavailable,
+			return true, s.fail(ctx, *m, &transport.Failure{Code: ErrProviderUnavailable,
 				Message: fmt.Sprintf("The provider did not take the message in %d attempts.", s.dispatchAttempts)})
 		}
 		start := db.StartDispatchParams{ID: m.ID, UpdatedAt: s.now().UTC()}
@@ -114,92 +155,105 @@ func (s *Service) dispatch(ctx context.Context, id string) error {
 		}
 		started, err := db.Planned(s.pool).StartDispatch(ctx, start)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil // moved on meanwhile
+			return true, nil // moved on meanwhile
 		}
 		if err != nil {
-			return fmt.Errorf("record the dispatch of message %s: %w", m.ID, err)
+			return true, fmt.Errorf("record the dispatch of message %s: %w", m.ID, err)
 		}
-		m = db.Message(started)
+		*m = db.Message(started)
 	}
-	res, done, err := s.send(ctx, m, route)
-	if done {
-		return err
+	out, err := s.outbound(ctx, *m, route)
+	if f := transport.AsFailure(err); f != nil {
+		return true, s.fail(ctx, *m, f)
 	}
 	if err != nil {
-		return s.later(ctx, m, err)
+		return true, err
+	}
+	res, err := route.Transport.Send(ctx, out)
+	tellCircuit(ctx, route, err)
+	if err != nil && transport.NotTaken(err) && route.External {
+		if e := db.Planned(s.pool).MarkProviderRefused(ctx, m.ID); e != nil {
+			return true, fmt.Errorf("record the refusal of message %s: %w", m.ID, e)
+		}
+		m.ProviderRefused = true
+		if !last {
+			return false, nil // the next Provider, in this dispatch
+		}
+	}
+	if f := transport.AsFailure(err); f != nil {
+		return true, s.fail(ctx, *m, f)
+	}
+	if err != nil {
+		return true, s.later(ctx, *m, err)
 	}
 	if _, err := s.applyStatus(ctx, StatusChange{MessageID: m.ID, ProviderMessageID: res.ProviderMessageID,
 		Status: transport.StatusSent}); err != nil {
-		return err
+		return true, err
 	}
 	if f, ok := route.Transport.(transport.Follower); ok {
 		f.Follow(m.ID, m.Channel)
 	}
-	return nil
+	return true, nil
+}
+
+// tellCircuit tells the route's circuit breaker what the call proved of its Provider: a failure
+// for no answer or a refusal about the Provider, else that it works.
+func tellCircuit(ctx context.Context, route Route, err error) {
+	if route.Circuit == nil {
+		return
+	}
+	f := transport.AsFailure(err)
+	route.Circuit.Record(ctx, err == nil || (f != nil && !f.ProviderFault))
 }
 
 // prepare runs the dispatch policies on m and picks its route. done: the policies dealt with
 // the message (failed it, or risk review holds it), and there is nothing to send. checked holds
 // the answers of the policies a batch dispatch asked for the whole batch, by policy index and
 // message id.
-func (s *Service) prepare(ctx context.Context, m db.Message, checked map[int]map[string]*transport.Failure) (route Route, done bool, err error) {
+func (s *Service) prepare(ctx context.Context, m db.Message, checked map[int]map[string]*transport.Failure) (routes []Route, done bool, err error) {
 	// A suspended project's queued messages fail; then risk review: a held message waits for
 	// its operator, and goes through the other policies once approved.
 	if sus, err := s.suspension(ctx, m.Project, m.TestMode); err != nil {
-		return Route{}, false, err
+		return nil, false, err
 	} else if sus != nil && m.Direction == "outbound" {
 		f := suspendedFailure
-		return Route{}, true, s.fail(ctx, m, &f)
+		return nil, true, s.fail(ctx, m, &f)
 	}
 	f, held, err := s.review(ctx, m)
 	switch {
 	case err != nil:
-		return Route{}, false, err
+		return nil, false, err
 	case f != nil:
 		if err := s.fail(ctx, m, f.Failure); err != nil {
-			return Route{}, true, err
+			return nil, true, err
 		}
-		return Route{}, true, s.afterRefusal(ctx, m, f.suspendAfter, f.suspendWithin)
+		return nil, true, s.afterRefusal(ctx, m, f.suspendAfter, f.suspendWithin)
 	case held:
-		return Route{}, true, nil
+		return nil, true, nil
 	}
 	for i, p := range s.dispatchPolicies {
 		verdicts, asked := checked[i]
 		f := verdicts[m.ID]
 		if !asked {
 			if f, err = p.CheckDispatch(ctx, m); err != nil {
-				return Route{}, false, err
+				return nil, false, err
 			}
 		}
 		if f != nil {
-			return Route{}, true, s.fail(ctx, m, f)
+			return nil, true, s.fail(ctx, m, f)
 		}
 	}
-	route, err = s.transports.Route(ctx, m)
+	routes, err = s.transports.Routes(ctx, m)
 	if f := transport.AsFailure(err); f != nil {
-		return Route{}, true, s.fail(ctx, m, f)
+		return nil, true, s.fail(ctx, m, f)
 	}
 	if err != nil {
-		return Route{}, false, fmt.Errorf("pick the transport of message %s: %w", m.ID, err)
+		return nil, false, fmt.Errorf("pick the transport of message %s: %w", m.ID, err)
 	}
-	return route, false, nil
-}
-
-// send hands m to its route's transport. done: nothing more to do, the message failed for good
-// (a Failure, recorded) or could not be built (err); otherwise err is the transport's for now.
-func (s *Service) send(ctx context.Context, m db.Message, route Route) (res transport.Result, done bool, err error) {
-	out, err := s.outbound(ctx, m, route)
-	if f := transport.AsFailure(err); f != nil {
-		return res, true, s.fail(ctx, m, f)
+	if len(routes) == 0 {
+		return nil, false, fmt.Errorf("pick the transport of message %s: no route", m.ID)
 	}
-	if err != nil {
-		return res, true, err
-	}
-	res, err = route.Transport.Send(ctx, out)
-	if f := transport.AsFailure(err); f != nil {
-		return res, true, s.fail(ctx, m, f)
-	}
-	return res, false, err
+	return routes, false, nil
 }
 
 // fail fails m with f, unless a WhatsApp message can fall back to SMS; a recipient's opt-out

@@ -97,16 +97,24 @@ func (s *Service) dispatchMany(ctx context.Context, ids []string) error {
 // batch) and to by (followed once recorded).
 func (s *Service) dispatchOne(ctx context.Context, m db.Message, checked map[int]map[string]*transport.Failure,
 	sent *[]sentStep, by map[transport.Transport][]transport.Sent) error {
-	route, done, err := s.prepare(ctx, m, checked)
+	routes, done, err := s.prepare(ctx, m, checked)
 	if err != nil || done {
 		return err
 	}
-	if route.External {
+	route := routes[0]
+	if route.External || len(routes) > 1 {
 		return s.dispatch(ctx, m.ID)
 	}
-	res, done, err := s.send(ctx, m, route)
-	if done {
+	out, err := s.outbound(ctx, m, route)
+	if f := transport.AsFailure(err); f != nil {
+		return s.fail(ctx, m, f)
+	}
+	if err != nil {
 		return err
+	}
+	res, err := route.Transport.Send(ctx, out)
+	if f := transport.AsFailure(err); f != nil {
+		return s.fail(ctx, m, f)
 	}
 	if err != nil {
 		return fmt.Errorf("send message %s: %w", m.ID, err)

@@ -1,6 +1,7 @@
-// Package registry picks the transport of each message (message.Transports): the sandbox for
+// Package registry picks the transports of each message (message.Transports): the sandbox for
 // every test key; for live keys, the sandbox when the sender simulates (spec.transport sandbox),
-// else the transport of the Provider the sender's channel uses (docs/transports.md).
+// else the transports of the Providers the sender's route for the channel and destination names,
+// in the order they are tried (docs/transports.md, docs/providers.md#routes).
 //
 // A new transport plugs in here: one case in transportOf (how to build it from its Provider and
 // credentials) and, when it has callbacks, a handler in internal/callback.
@@ -59,55 +60,64 @@ type Registry struct {
 	// a client under the webhook deliveries' address rules (delivery.ClientOptions.HTTPClient).
 	AttachmentHTTP *http.Client
 
+	// Circuits are the Providers' circuit breakers; nil orders routes without them.
+	Circuits Circuits
+	// Prices finds the PriceList whose providerCosts least-cost routes compare; nil keeps the
+	// routes' order.
+	Prices PriceLists
+
 	twilio versioned[*twilio.Transport]        // by Provider UID, generation and Secret version
 	relays versioned[*smtp.Transport]          // the same
 	metas  versioned[*metatransport.Transport] // the same
 	keys   versioned[crypto.Signer]            // DKIM keys, by Secret UID and version
 }
 
-// Route implements message.Transports.
-func (r *Registry) Route(ctx context.Context, m db.Message) (message.Route, error) {
+// Routes implements message.Transports: the routes of m in the order they are tried.
+func (r *Registry) Routes(ctx context.Context, m db.Message) ([]message.Route, error) {
 	if m.TestMode {
-		return message.Route{Transport: r.Sandbox}, nil
+		return []message.Route{{Transport: r.Sandbox}}, nil
 	}
 	var snd v1alpha1.Sender
 	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: m.Project, Name: m.Sender}, &snd)
 	if apierrors.IsNotFound(err) {
-		return message.Route{}, &transport.Failure{Code: ErrSenderGone,
+		return nil, &transport.Failure{Code: ErrSenderGone,
 			Message: fmt.Sprintf("Sender %s was deleted before the message was sent.", m.Sender)}
 	}
 	if err != nil {
-		return message.Route{}, fmt.Errorf("read sender %s: %w", m.Sender, err)
+		return nil, fmt.Errorf("read sender %s: %w", m.Sender, err)
 	}
 	if snd.Spec.Transport == v1alpha1.TransportSandbox {
-		return message.Route{Transport: r.Sandbox}, nil
+		return []message.Route{{Transport: r.Sandbox}}, nil
 	}
 	ch := v1alpha1.Channel(m.Channel)
 	if err := r.numberFailure(ctx, &snd, ch); err != nil {
-		return message.Route{}, err
+		return nil, err
 	}
-	p, reason, err := r.provider(ctx, &snd, ch)
+	own, installation, err := r.providers(ctx, snd.Namespace)
 	if err != nil {
-		return message.Route{}, err
+		return nil, err
 	}
-	if p == nil && ch != v1alpha1.ChannelTelegram {
-		return message.Route{}, &transport.Failure{Code: ErrNoProvider, Message: reason}
+	plan, reason := snd.RouteFor(ch, m.Recipient, own, installation)
+	if len(plan.Providers) == 0 {
+		if ch == v1alpha1.ChannelTelegram {
+			route, err := r.transportOf(ctx, nil, &snd, ch, m.ID)
+			return []message.Route{route}, err
+		}
+		return nil, &transport.Failure{Code: ErrNoProvider, Message: reason}
 	}
-	if p != nil {
-		if f := unusable(p); f != nil {
-			return message.Route{}, f
+	ps, err := r.order(ctx, snd.Namespace, m.Channel, m.Recipient, plan)
+	if err != nil {
+		return nil, err
+	}
+	routes, err := r.routesThrough(ctx, ps, &snd, ch, m.ID)
+	for i := range routes {
+		if routes[i].StatusCallback != "" {
+			// The callback names the message, so a report that overtakes the commit of the
+			// provider's id still finds it (the provider signs the whole URL).
+			routes[i].StatusCallback += "?" + url.Values{transport.CallbackMessageParam: {m.ID}}.Encode()
 		}
 	}
-	route, err := r.transportOf(ctx, p, &snd, ch, m.ID)
-	if err == nil && p != nil {
-		route.Provider = p.Namespace + "/" + p.Name
-	}
-	if err == nil && route.StatusCallback != "" {
-		// The callback names the message, so a report that overtakes the commit of the
-		// provider's id still finds it (the provider signs the whole URL).
-		route.StatusCallback += "?" + url.Values{transport.CallbackMessageParam: {m.ID}}.Encode()
-	}
-	return route, err
+	return routes, err
 }
 
 // transportOf builds the route of message messageID through p (nil only for telegram: the
@@ -157,17 +167,50 @@ func (r *Registry) provider(ctx context.Context, snd *v1alpha1.Sender, ch v1alph
 // providerIn is the Provider of channel ch for project: the one named, else the project's
 // default, else the installation's.
 func (r *Registry) providerIn(ctx context.Context, project string, ch v1alpha1.Channel, name string) (*v1alpha1.Provider, string, error) {
-	var own, installation v1alpha1.ProviderList
-	if err := r.Reader.List(ctx, &own, client.InNamespace(project)); err != nil {
-		return nil, "", fmt.Errorf("list providers of %s: %w", project, err)
+	own, installation, err := r.providers(ctx, project)
+	if err != nil {
+		return nil, "", err
+	}
+	p, reason := v1alpha1.ResolveProvider(ch, name, own, installation)
+	return p, reason, nil
+}
+
+// providers are the Providers of project's namespace and of the installation's.
+func (r *Registry) providers(ctx context.Context, project string) (own, installation []v1alpha1.Provider, err error) {
+	var o, i v1alpha1.ProviderList
+	if err := r.Reader.List(ctx, &o, client.InNamespace(project)); err != nil {
+		return nil, nil, fmt.Errorf("list providers of %s: %w", project, err)
 	}
 	if r.InstallationNamespace != "" && r.InstallationNamespace != project {
-		if err := r.Reader.List(ctx, &installation, client.InNamespace(r.InstallationNamespace)); err != nil {
-			return nil, "", fmt.Errorf("list installation providers: %w", err)
+		if err := r.Reader.List(ctx, &i, client.InNamespace(r.InstallationNamespace)); err != nil {
+			return nil, nil, fmt.Errorf("list installation providers: %w", err)
 		}
 	}
-	p, reason := v1alpha1.ResolveProvider(ch, name, own.Items, installation.Items)
-	return p, reason, nil
+	return o.Items, i.Items, nil
+}
+
+// firstProvider is the Provider a sender's channel uses first when the destination is not known
+// (what a send may be refused for at accept, what paces a broadcast): its route for every
+// destination, else its channel's Provider or the default, else the first Provider of any of
+// its routes of the channel.
+func (r *Registry) firstProvider(ctx context.Context, snd *v1alpha1.Sender, ch v1alpha1.Channel) (*v1alpha1.Provider, string, error) {
+	own, installation, err := r.providers(ctx, snd.Namespace)
+	if err != nil {
+		return nil, "", err
+	}
+	plan, reason := snd.RouteFor(ch, "", own, installation)
+	if len(plan.Providers) > 0 {
+		return plan.Providers[0], "", nil
+	}
+	for _, route := range snd.Spec.Routes {
+		if route.Channel != ch || len(route.Prefixes) == 0 {
+			continue
+		}
+		if plan, _ := snd.RouteFor(ch, route.Prefixes[0], own, installation); len(plan.Providers) > 0 {
+			return plan.Providers[0], "", nil
+		}
+	}
+	return nil, reason, nil
 }
 
 // unusable fails a message whose Provider cannot work until someone fixes it: its Secret is
@@ -180,7 +223,7 @@ func unusable(p *v1alpha1.Provider) *transport.Failure {
 	}
 	switch c.Reason {
 	case v1alpha1.ReasonSecretNotFound, v1alpha1.ReasonSecretIncomplete, v1alpha1.ReasonCredentialsRejected, v1alpha1.ReasonEndpointNotAllowed:
-		return &transport.Failure{Code: ErrProviderNotReady, Message: fmt.Sprintf("Provider %s is not ready: %s", p.Name, c.Message)}
+		return &transport.Failure{Code: ErrProviderNotReady, ProviderFault: true, Message: fmt.Sprintf("Provider %s is not ready: %s", p.Name, c.Message)}
 	}
 	return nil
 }
@@ -201,19 +244,19 @@ func (r *Registry) twilioOf(ctx context.Context, p *v1alpha1.Provider) (*twilio.
 // credentials reads a Provider's Secret; a missing one fails the message.
 func (r *Registry) credentials(ctx context.Context, p *v1alpha1.Provider) (*corev1.Secret, error) {
 	if p.Spec.SecretRef == nil {
-		return nil, &transport.Failure{Code: ErrProviderNotReady, Message: fmt.Sprintf("Provider %s has no secretRef.", p.Name)}
+		return nil, &transport.Failure{Code: ErrProviderNotReady, ProviderFault: true, Message: fmt.Sprintf("Provider %s has no secretRef.", p.Name)}
 	}
 	var s corev1.Secret
 	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: p.Namespace, Name: p.Spec.SecretRef.Name}, &s)
 	if apierrors.IsNotFound(err) {
-		return nil, &transport.Failure{Code: ErrProviderNotReady, Message: fmt.Sprintf(
+		return nil, &transport.Failure{Code: ErrProviderNotReady, ProviderFault: true, Message: fmt.Sprintf(
 			"Provider %s: Secret %s not found (it needs the label %s=true).", p.Name, p.Spec.SecretRef.Name, v1alpha1.SecretLabel)}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read the credentials of provider %s: %w", p.Name, err)
 	}
 	if missing := p.Spec.Type.MissingCredentialKeys(s.Data); len(missing) > 0 {
-		return nil, &transport.Failure{Code: ErrProviderNotReady, Message: fmt.Sprintf(
+		return nil, &transport.Failure{Code: ErrProviderNotReady, ProviderFault: true, Message: fmt.Sprintf(
 			"Provider %s: Secret %s lacks %s.", p.Name, s.Name, strings.Join(missing, ", "))}
 	}
 	return &s, nil
@@ -247,7 +290,7 @@ func (r *Registry) Available(ctx context.Context, testMode bool, snd *v1alpha1.S
 	if err := r.numberRefused(ctx, snd, ch, strict); err != nil {
 		return err
 	}
-	p, reason, err := r.provider(ctx, snd, ch)
+	p, reason, err := r.firstProvider(ctx, snd, ch)
 	if err != nil {
 		return err
 	}
@@ -365,7 +408,7 @@ func (r *Registry) Pace(ctx context.Context, testMode bool, snd *v1alpha1.Sender
 	if testMode || snd.Spec.Transport == v1alpha1.TransportSandbox {
 		return "", 0, nil
 	}
-	p, _, err := r.provider(ctx, snd, v1alpha1.Channel(channel))
+	p, _, err := r.firstProvider(ctx, snd, v1alpha1.Channel(channel))
 	if err != nil || p == nil || p.Spec.MessagesPerSecond == nil {
 		return "", 0, err
 	}

@@ -113,11 +113,12 @@ type Server struct {
 	// URL is the base URL to configure the transport with.
 	URL string
 
-	srv    *httptest.Server
-	hc     *http.Client
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	srv      *httptest.Server
+	listener *switchable // Down and Up close and open its port
+	hc       *http.Client
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
 
 	// compliance is the Regulatory Compliance state (bundles.go), made on first use.
 	compliance *compliance
@@ -156,7 +157,14 @@ func NewServer(t testing.TB) *Server {
 		answeredBy: map[string]string{}, scripts: map[string]CallScript{}, live: map[string]*liveCall{},
 		shop: defaultShop(),
 	}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	l, err := newSwitchable()
+	if err != nil {
+		t.Fatalf("twiliotest: listen: %v", err)
+	}
+	s.listener = l
+	s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.srv.Listener = l
+	s.srv.Start()
 	s.URL = s.srv.URL
 	t.Cleanup(s.close)
 	return s
