@@ -151,3 +151,43 @@ func TestRoutesAcrossProviders(t *testing.T) {
 		t.Errorf("the second Provider took %q, want %q", got, want)
 	}
 }
+
+// A Provider whose messagesPerSecond holds for every send (pace: all) paces single sends from
+// one address, across workers: six messages sent at once reach the provider at least 1/rate
+// apart; the pace they keep is the one broadcasts from the address share.
+func TestPacedSingleSends(t *testing.T) {
+	peer := twiliotest.NewServer(t)
+	rcv := newHookReceiver(t)
+	in := start(t, publicAtListener, rcv.trusted())
+	ctx := context.Background()
+	acme, key := twilioProject(t, in, peer, rcv)
+	var p v1alpha1.Provider
+	if err := in.k8s.Get(ctx, client.ObjectKey{Namespace: acme, Name: "twilio"}, &p); err != nil {
+		t.Fatal(err)
+	}
+	rate := int32(2)
+	p.Spec.MessagesPerSecond, p.Spec.Pace = &rate, v1alpha1.PaceAll
+	if err := in.k8s.Update(ctx, &p); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		return in.k8s.Get(ctx, client.ObjectKeyFromObject(&p), &p) == nil && p.Status.ObservedGeneration == p.Generation
+	})
+	const n = 6
+	for i := range n {
+		if r := in.post("/v1/messages", key, fmt.Sprintf(`{"to":"+1500555060%d","text":"paced %d"}`, i, i)); r.status != 200 {
+			t.Fatalf("send = %d %v", r.status, r.body)
+		}
+	}
+	waitFor(t, func() bool { return len(peer.Messages()) == n })
+	got := peer.Messages()
+	slices.SortFunc(got, func(a, b twiliotest.Message) int { return a.Received.Compare(b.Received) })
+	// Slots are 1/rate apart from the first: the last is at least (n-1)/rate after it (less a
+	// little for the moments between taking a slot and calling).
+	if span, least := got[n-1].Received.Sub(got[0].Received), time.Duration(n-1)*time.Second/time.Duration(rate)-200*time.Millisecond; span < least {
+		t.Errorf("%d messages at %d a second reached the provider within %v, want at least %v", n, rate, span, least)
+	}
+	if pace := in.count(`SELECT count(*) FROM broadcast_paces WHERE key = $1`, acme+"/twilio/+15005550006"); pace != 1 {
+		t.Errorf("the address's pace rows = %d, want 1 (shared with its broadcasts)", pace)
+	}
+}

@@ -106,6 +106,49 @@ var _ = Describe("config/samples", func() {
 	})
 })
 
+var _ = Describe("config/samples for routes", func() {
+	ctx := context.Background()
+
+	It("the sender with two SMS Providers applies as it is and shows its routes", func() {
+		b, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_sender_routes.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		docs := strings.Split(string(b), "\n---\n")
+		Expect(docs).To(HaveLen(3))
+		var secret corev1.Secret
+		var backup v1alpha1.Provider
+		var sender v1alpha1.Sender
+		Expect(yaml.UnmarshalStrict([]byte(docs[0]), &secret)).To(Succeed())
+		Expect(yaml.UnmarshalStrict([]byte(docs[1]), &backup)).To(Succeed())
+		Expect(yaml.UnmarshalStrict([]byte(docs[2]), &sender)).To(Succeed())
+		_, primary := providerSample("messaging_v1alpha1_provider_twilio.yaml")
+		primary.Spec.BaseURL = "" // the spec does not call it
+		err = k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sender.Namespace}})
+		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
+		err = k8s.Create(ctx, project(sender.Namespace, sender.Namespace))
+		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
+		// Another spec may have applied the twilio Provider already: it is the same one.
+		if err := k8s.Create(ctx, &primary); !apierrors.IsAlreadyExists(err) {
+			Expect(err).NotTo(HaveOccurred())
+		}
+		for _, o := range []client.Object{&secret, &backup, &sender} {
+			Expect(k8s.Create(ctx, o)).To(Succeed())
+		}
+		Eventually(func() []string {
+			var got []string
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(&sender), &sender); err != nil {
+				return nil
+			}
+			for _, r := range sender.Status.Routes {
+				got = append(got, fmt.Sprintf("%s %v %s %s %s", r.Channel, r.Prefixes, r.Strategy, strings.Join(r.Providers, ","), r.Error))
+			}
+			return got
+		}, "30s").Should(Equal([]string{
+			"sms [] failover acme/twilio,acme/twilio-backup ",
+			"sms [+44] leastCost acme/twilio,acme/twilio-backup ",
+		}))
+	})
+})
+
 var _ = Describe("config/samples for email", func() {
 	ctx := context.Background()
 

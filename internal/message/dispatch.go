@@ -49,6 +49,40 @@ type Route struct {
 	Provider string
 	// Circuit is the Provider's circuit breaker, told of each call's outcome; nil for none.
 	Circuit Circuit
+	// PaceKey and PerSecond pace single sends from the sender's address through the Provider,
+	// shared with its broadcasts (a Provider with pace: all); PerSecond 0: unpaced.
+	PaceKey   string
+	PerSecond float64
+}
+
+// maxPaceSleep is the longest a dispatch waits in place for its paced slot; a longer wait
+// snoozes the job without taking one.
+const maxPaceSleep = 2 * time.Second
+
+// paceWait waits for the route's next slot when it is near, and takes it; when it is further
+// off it returns how long the dispatch should wait without one.
+func (s *Service) paceWait(ctx context.Context, route Route) (time.Duration, error) {
+	q := db.Planned(s.pool)
+	now := s.now().UTC()
+	next, err := q.PaceAt(ctx, route.PaceKey)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("read the pace of %s: %w", route.PaceKey, err)
+	}
+	if wait := next.Sub(now); err == nil && wait > maxPaceSleep {
+		return wait, nil
+	}
+	slot, err := q.TakePaceSlot(ctx, db.TakePaceSlotParams{PaceKey: route.PaceKey, Now: now, StepSeconds: 1 / route.PerSecond})
+	if err != nil {
+		return 0, fmt.Errorf("take a slot of %s: %w", route.PaceKey, err)
+	}
+	if wait := slot.Sub(now); wait > 0 {
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+	}
+	return 0, nil
 }
 
 // Circuit is the circuit breaker of the Provider a route goes through.
@@ -148,6 +182,15 @@ func (s *Service) dispatchThrough(ctx context.Context, m *db.Message, route Rout
 		if int(m.DispatchAttempts) >= s.dispatchAttempts {
 			return true, s.fail(ctx, *m, &transport.Failure{Code: ErrProviderUnavailable,
 				Message: fmt.Sprintf("The provider did not take the message in %d attempts.", s.dispatchAttempts)})
+		}
+		if route.PerSecond > 0 {
+			wait, err := s.paceWait(ctx, route)
+			if err != nil {
+				return true, err
+			}
+			if wait > 0 {
+				return true, river.JobSnooze(wait)
+			}
 		}
 		start := db.StartDispatchParams{ID: m.ID, UpdatedAt: s.now().UTC()}
 		if route.Provider != "" {

@@ -1117,6 +1117,18 @@ func (q *Queries) LockPace(ctx context.Context, paceKey string) (time.Time, erro
 	return next_at, err
 }
 
+const paceAt = `-- name: PaceAt :one
+SELECT next_at FROM broadcast_paces WHERE key = $1
+`
+
+// When the next message from a paced address may go (no row: now).
+func (q *Queries) PaceAt(ctx context.Context, paceKey string) (time.Time, error) {
+	row := q.db.QueryRow(ctx, paceAt, paceKey)
+	var next_at time.Time
+	err := row.Scan(&next_at)
+	return next_at, err
+}
+
 const pauseBroadcast = `-- name: PauseBroadcast :one
 UPDATE broadcasts SET status = 'paused', paused_until = $1, pause_reason = $2, updated_at = $3
 WHERE id = $4 AND status IN ('approved', 'scheduled', 'sending', 'paused')
@@ -1579,6 +1591,29 @@ func (q *Queries) TakeBroadcastDeltas(ctx context.Context, broadcastID string) (
 		&i.Released,
 	)
 	return i, err
+}
+
+const takePaceSlot = `-- name: TakePaceSlot :one
+INSERT INTO broadcast_paces (key, next_at)
+VALUES ($1, $2::timestamptz + make_interval(secs => $3::float8))
+ON CONFLICT (key) DO UPDATE
+SET next_at = greatest(broadcast_paces.next_at, $2::timestamptz) + make_interval(secs => $3::float8)
+RETURNING (next_at - make_interval(secs => $3::float8))::timestamptz AS slot
+`
+
+type TakePaceSlotParams struct {
+	PaceKey     string
+	Now         time.Time
+	StepSeconds float64
+}
+
+// Takes the next slot of a paced address for one single send, shared with its broadcasts: the
+// send goes at the returned time, and the next one step_seconds after it.
+func (q *Queries) TakePaceSlot(ctx context.Context, arg TakePaceSlotParams) (time.Time, error) {
+	row := q.db.QueryRow(ctx, takePaceSlot, arg.PaceKey, arg.Now, arg.StepSeconds)
+	var slot time.Time
+	err := row.Scan(&slot)
+	return slot, err
 }
 
 const unsubscribeRecipient = `-- name: UnsubscribeRecipient :one

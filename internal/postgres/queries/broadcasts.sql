@@ -280,3 +280,16 @@ RETURNING sent;
 SELECT bc.id, bc.recipient, bc.broadcast_id, b.project, b.test_mode, COALESCE(bc.processed_at, bc.created_at)::timestamptz AS sent_at
 FROM broadcast_contacts bc JOIN broadcasts b ON b.id = bc.broadcast_id
 WHERE bc.id = @id AND bc.broadcast_at = switchboard_id_at(@id) AND bc.recipient_type = 'email' AND b.channel = 'email';
+
+-- name: PaceAt :one
+-- When the next message from a paced address may go (no row: now).
+SELECT next_at FROM broadcast_paces WHERE key = @pace_key;
+
+-- name: TakePaceSlot :one
+-- Takes the next slot of a paced address for one single send, shared with its broadcasts: the
+-- send goes at the returned time, and the next one step_seconds after it.
+INSERT INTO broadcast_paces (key, next_at)
+VALUES (sqlc.arg(pace_key), sqlc.arg(now)::timestamptz + make_interval(secs => sqlc.arg(step_seconds)::float8))
+ON CONFLICT (key) DO UPDATE
+SET next_at = greatest(broadcast_paces.next_at, sqlc.arg(now)::timestamptz) + make_interval(secs => sqlc.arg(step_seconds)::float8)
+RETURNING (next_at - make_interval(secs => sqlc.arg(step_seconds)::float8))::timestamptz AS slot;

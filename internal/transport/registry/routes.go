@@ -186,6 +186,10 @@ func (r *Registry) routesThrough(ctx context.Context, ps []*v1alpha1.Provider, s
 			return nil, err
 		}
 		route.Provider = key(p)
+		if p.Spec.Pace == v1alpha1.PaceAll && p.Spec.MessagesPerSecond != nil {
+			// The key broadcasts pace the address with (Pace): both share its rate.
+			route.PaceKey, route.PerSecond = key(p)+"/"+snd.Address(ch), float64(*p.Spec.MessagesPerSecond)
+		}
 		if r.Circuits != nil {
 			route.Circuit = providerCircuit{circuits: r.Circuits, provider: key(p), settings: settingsOf(p)}
 		}
