@@ -118,6 +118,11 @@ type Config struct {
 	LeaderElection          bool
 	LeaderElectionNamespace string
 	WorkerConcurrency       int
+	// ReconcileSentAfter is how long a live message may stay sent without its provider's
+	// callback before the provider is asked (message.DefaultReconcileAfter when zero);
+	// ReconcileEvery how often such messages are looked for (message.ReconcileEvery when zero).
+	ReconcileSentAfter time.Duration
+	ReconcileEvery     time.Duration
 	// KnowledgeMemory bounds the knowledge vectors held in the process (bytes; 0: 256 MiB).
 	KnowledgeMemory int64
 	// Voices are what GET /v1/agents/voices lists; nil: the shipped catalogue.
@@ -395,6 +400,7 @@ func Run(ctx context.Context, cfg Config) error {
 			Circuits:       circuits,
 			Prices:         &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}}
 		dispatch := &message.DispatchWorker{}
+		reconcile := &message.ReconcileWorker{Reader: transports, After: cfg.ReconcileSentAfter}
 		dispatchMany := &message.DispatchManyWorker{}
 		catchUp := &sandbox.CatchUpWorker{Pool: cfg.Pool, Sandbox: sbx}
 		broadcastReview := &broadcast.ReviewWorker{}
@@ -402,8 +408,9 @@ func Run(ctx context.Context, cfg Config) error {
 		knowledgeWorker := &knowledge.Worker{}
 		erasures := &erasure.Service{Pool: cfg.Pool, Log: log.WithName("erasure")}
 		queue, err := worker.NewClient(cfg.Pool, worker.Deps{Keys: keys, Dispatch: dispatch, DispatchMany: dispatchMany, CatchUp: catchUp,
-			BroadcastReview: broadcastReview, Agents: agents, Knowledge: knowledgeWorker, Erasures: &erasure.Worker{Service: erasures}},
-			worker.Options{Concurrency: cfg.WorkerConcurrency}, cfg.Role.runs(RoleWorker), log)
+			BroadcastReview: broadcastReview, Agents: agents, Knowledge: knowledgeWorker, Erasures: &erasure.Worker{Service: erasures},
+			Reconcile: reconcile},
+			worker.Options{Concurrency: cfg.WorkerConcurrency, ReconcileEvery: cfg.ReconcileEvery}, cfg.Role.runs(RoleWorker), log)
 		if err != nil {
 			return err
 		}
@@ -488,7 +495,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.DispatchAttempts > 0 {
 			messages.SetDispatchAttempts(cfg.DispatchAttempts)
 		}
-		dispatch.Service, dispatchMany.Service = messages, messages
+		dispatch.Service, dispatchMany.Service, reconcile.Service = messages, messages, messages
 		invoker, err := functionInvoker(mgr, cfg)
 		if err != nil {
 			return err

@@ -29,6 +29,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/emailcheck"
 	"github.com/switchboard-io/switchboard/internal/emaildomain"
 	"github.com/switchboard-io/switchboard/internal/mailin"
+	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/postgres"
 	"github.com/switchboard-io/switchboard/internal/regulatory"
 	"github.com/switchboard-io/switchboard/internal/retention"
@@ -57,6 +58,8 @@ type roleFlags struct {
 	installationNS    string
 	projectEndpoints  bool
 	dispatchAttempts  int
+	reconcileAfter    time.Duration
+	reconcileEvery    time.Duration
 	dnsServer         string
 	inboundHost       string
 	spfInclude        string
@@ -198,6 +201,10 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 			"recipients of a broadcast handed to the send path in one transaction: larger chunks accept a broadcast faster, smaller ones hold its rows for less time")
 		fl.IntVar(&f.dispatchAttempts, "dispatch-attempts", 8,
 			"calls to a provider for one message, backing off from 1 s to 1 min while it answers 429 or 5xx or cannot be reached; then the message fails with PROVIDER_UNAVAILABLE")
+		fl.DurationVar(&f.reconcileAfter, "reconcile-sent-after", message.DefaultReconcileAfter,
+			"how long a live message may stay sent without its provider's status callback before the provider is asked for its status (Twilio's Message resource), then again an hour and a day later")
+		fl.DurationVar(&f.reconcileEvery, "reconcile-every", message.ReconcileEvery,
+			fmt.Sprintf("how often messages left sent are looked for; each run asks the providers about at most %d of them", message.ReconcileBatch))
 		fl.StringSliceVar(&f.webhookAllow, "webhook-allow-cidr", nil,
 			"address ranges webhook deliveries may reach although private, loopback or link-local (refused by default), e.g. 10.20.0.0/16")
 	}
@@ -210,6 +217,9 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 	}
 	if f.dispatchAttempts < 0 {
 		return &UsageError{Err: errors.New("--dispatch-attempts must be positive")}
+	}
+	if f.reconcileAfter < 0 || f.reconcileEvery < 0 {
+		return &UsageError{Err: errors.New("--reconcile-sent-after and --reconcile-every must be positive")}
 	}
 	if f.smtpMaxBytes < 0 {
 		return &UsageError{Err: errors.New("--smtp-max-message-bytes must be positive")}
@@ -354,6 +364,8 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		DocumentStore:           documents,
 		Functions:               f.functions,
 		DispatchAttempts:        f.dispatchAttempts,
+		ReconcileSentAfter:      f.reconcileAfter,
+		ReconcileEvery:          f.reconcileEvery,
 		InstallationNamespace:   f.installationNS,
 		AllowProjectEndpoints:   f.projectEndpoints,
 		DNSServer:               f.dnsServer,

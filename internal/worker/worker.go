@@ -40,6 +40,9 @@ type Deps struct {
 	Knowledge *knowledge.Worker
 	// Erasures erase deleted contacts' persons.
 	Erasures *erasure.Worker
+	// Reconcile asks Providers about live messages whose status callback was lost; it runs
+	// every message.ReconcileEvery.
+	Reconcile *message.ReconcileWorker
 }
 
 // Options tune the queues.
@@ -47,6 +50,9 @@ type Options struct {
 	// Concurrency is how many jobs of the default queue one process works at once. Webhook
 	// deliveries are a queue of their own (delivery.Worker).
 	Concurrency int
+	// ReconcileEvery is how often live messages left sent are asked about (message.ReconcileEvery
+	// when zero).
+	ReconcileEvery time.Duration
 }
 
 // Jobs of a process that died (kill -9, a lost node) stay "running" until the queue rescues them:
@@ -80,6 +86,9 @@ func workers(d Deps) *river.Workers {
 	if d.Erasures != nil {
 		river.AddWorker(w, d.Erasures)
 	}
+	if d.Reconcile != nil {
+		river.AddWorker(w, d.Reconcile)
+	}
 	return w
 }
 
@@ -99,11 +108,19 @@ func NewClient(pool *pgxpool.Pool, d Deps, o Options, work bool, log logr.Logger
 		if o.Concurrency <= 0 {
 			o.Concurrency = 50
 		}
+		// One run at a time across replicas: River runs periodic jobs on its elected leader.
 		if d.CatchUp != nil {
-			// One run at a time across replicas: River runs periodic jobs on its elected leader.
-			cfg.PeriodicJobs = []*river.PeriodicJob{river.NewPeriodicJob(river.PeriodicInterval(sandbox.CatchUpEvery),
+			cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(sandbox.CatchUpEvery),
 				func() (river.JobArgs, *river.InsertOpts) { return sandbox.CatchUpArgs{}, nil },
-				&river.PeriodicJobOpts{RunOnStart: true})}
+				&river.PeriodicJobOpts{RunOnStart: true}))
+		}
+		if d.Reconcile != nil {
+			every := message.ReconcileEvery
+			if o.ReconcileEvery > 0 {
+				every = o.ReconcileEvery
+			}
+			cfg.PeriodicJobs = append(cfg.PeriodicJobs, river.NewPeriodicJob(river.PeriodicInterval(every),
+				func() (river.JobArgs, *river.InsertOpts) { return message.ReconcileArgs{}, nil }, nil))
 		}
 		cfg.Queues = map[string]river.QueueConfig{
 			river.QueueDefault: {MaxWorkers: o.Concurrency},

@@ -48,6 +48,8 @@ type plan struct {
 	receiverDown  time.Duration // the receiver refuses connections from receiverAt for this long
 	receiverAt    time.Duration
 	postgresAt    time.Duration // Postgres restarts once, here
+	outageAt      time.Duration // the first Twilio account refuses connections from here
+	outageFor     time.Duration // for this long: its messages go through the second
 	drainDeadline time.Duration // after the load, everything must be final and delivered within this
 }
 
@@ -55,22 +57,26 @@ type plan struct {
 // delivery's lease (1 min) after a kill plus the first retry (+1 min) after the receiver's outage.
 var (
 	full = plan{load: 100 * time.Second, rate: 60, killEvery: 3 * time.Second, minKills: 20,
-		receiverAt: 15 * time.Second, receiverDown: time.Minute, postgresAt: 50 * time.Second, drainDeadline: 8 * time.Minute}
+		receiverAt: 15 * time.Second, receiverDown: time.Minute, postgresAt: 50 * time.Second,
+		outageAt: 30 * time.Second, outageFor: time.Minute, drainDeadline: 8 * time.Minute}
 	short = plan{load: 30 * time.Second, rate: 30, killEvery: 3 * time.Second, minKills: 8,
-		receiverAt: 5 * time.Second, receiverDown: 15 * time.Second, postgresAt: 20 * time.Second, drainDeadline: 5 * time.Minute}
+		receiverAt: 5 * time.Second, receiverDown: 15 * time.Second, postgresAt: 20 * time.Second,
+		outageAt: 8 * time.Second, outageFor: 15 * time.Second, drainDeadline: 5 * time.Minute}
 )
 
 const project = "chaos"
 
 // TestChaos: nothing accepted is lost, nothing is sent to the provider twice outside the
-// documented window, every event arrives at least once under one id, no delivery is stuck.
+// documented window, every event arrives at least once under one id, no delivery is stuck; the
+// sender's two SMS Providers carry its messages through an outage of the first, and no message
+// reaches both.
 func TestChaos(t *testing.T) {
 	p := short
 	if os.Getenv("SWITCHBOARD_CHAOS") == "full" {
 		p = full
 	}
 	rcv := newReceiver(t)
-	twilio := twiliotest.NewServer(t)
+	twilio, backup := twiliotest.NewServer(t), twiliotest.NewServer(t)
 	c := cluster.Start(t, cluster.Options{OwnPostgres: true, Redis: true, TrustPEM: rcv.pem})
 	lb := cluster.NewBalancer(t)
 
@@ -83,10 +89,12 @@ func TestChaos(t *testing.T) {
 		lb.Add(api)
 		victims = append(victims, api)
 	}
+	// Messages whose status callback a kill cut are asked of Twilio 20 s after sent.
+	workerArgs := append(slices.Clone(public), "--reconcile-sent-after", "20s", "--reconcile-every", "2s")
 	for range 2 {
-		victims = append(victims, c.Run("worker", public...))
+		victims = append(victims, c.Run("worker", workerArgs...))
 	}
-	testKey, liveKey := setUp(t, c, twilio.URL, rcv.url)
+	testKey, liveKey := setUp(t, c, twilio.URL, backup.URL, rcv.url)
 
 	// The chaos, on a clock shared with the load.
 	var kills atomic.Int64
@@ -94,7 +102,8 @@ func TestChaos(t *testing.T) {
 	var killedAt []time.Time // kills of workers and the Postgres restart: what can explain a provider duplicate
 	stop := make(chan struct{})
 	var chaos sync.WaitGroup
-	chaos.Add(3)
+	var outageFrom, outageTo time.Time
+	chaos.Add(4)
 	go func() { // kill -9 of a random api or worker, restarted at once as Kubernetes would
 		defer chaos.Done()
 		tick := time.NewTicker(p.killEvery)
@@ -133,6 +142,15 @@ func TestChaos(t *testing.T) {
 		time.Sleep(p.receiverDown)
 		rcv.up(t)
 	}()
+	go func() { // the first Twilio account's outage: connections refused
+		defer chaos.Done()
+		time.Sleep(p.outageAt)
+		outageFrom = time.Now()
+		twilio.Down()
+		time.Sleep(p.outageFor)
+		twilio.Up()
+		outageTo = time.Now()
+	}()
 	go func() { // one Postgres restart
 		defer chaos.Done()
 		time.Sleep(p.postgresAt)
@@ -156,8 +174,8 @@ func TestChaos(t *testing.T) {
 	// delivery pending.
 	var st state
 	for {
-		st = readState(t, c, twilio)
-		if st.open == 0 && st.pendingDeliveries == 0 {
+		st = readState(t, c, twilio, backup)
+		if st.open == 0 && st.pendingDeliveries == 0 && st.callbackLost == 0 {
 			break
 		}
 		if time.Since(loadEnded) > p.drainDeadline {
@@ -176,8 +194,20 @@ func TestChaos(t *testing.T) {
 		}
 	}
 	killLog.Lock()
-	dups, unexplained := providerDuplicates(twilio.Messages(), killedAt)
+	dups, unexplained := providerDuplicates(append(twilio.Messages(), backup.Messages()...), killedAt)
 	killLog.Unlock()
+	both := reachedBoth(twilio.Messages(), backup.Messages())
+	duringOutage, firstDuringOutage := 0, 0
+	for _, m := range backup.Messages() {
+		if !m.Received.Before(outageFrom) && !m.Received.After(outageTo) {
+			duringOutage++
+		}
+	}
+	for _, m := range twilio.Messages() {
+		if !m.Received.Before(outageFrom) && !m.Received.After(outageTo) {
+			firstDuringOutage++
+		}
+	}
 	events, maxRedeliveries, missing, doubled := rcv.check(st)
 	t.Logf(`chaos (%s load at %.0f sends/s, kill -9 every %v, receiver down %v, one Postgres restart):
   processes killed:                 %d
@@ -186,15 +216,20 @@ func TestChaos(t *testing.T) {
   accepted but lost:                %d
   final after the load:             %d of %d within %v
   not final (stuck):                %d
-  live left sent, callback lost:    %d  (the provider's status callback was cut by a kill or refused during the Postgres restart; Twilio does not retry it)
+  live left sent, callback lost:    %d  (the provider's status callback was cut by a kill or refused during the Postgres restart, and Twilio's Message resource was not asked yet)
   provider duplicates:              %d  (unexplained by a crash: %d)
+  first account down:               %v  (messages it took then: %d; the second took %d)
+  failed over in one dispatch:      %d  (went through the second after the first refused)
+  through the first / the second:   %d / %d
+  reached both accounts:            %d
   events delivered:                 %d  (deliveries stored %d; pending %d, failed %d)
   events missing / with two ids:    %d / %d
   most arrivals of one event id:    %d`,
 		p.load, p.rate, p.killEvery, p.receiverDown,
 		kills.Load(), len(accepted), l.unanswered.Load(), len(st.messages), st.test, st.live, len(lost),
 		len(st.messages)-st.open-st.callbackLost, len(st.messages), drained.Round(time.Second), st.open, st.callbackLost,
-		dups, unexplained, events, st.deliveries, st.pendingDeliveries, st.failedDeliveries, len(missing), len(doubled), maxRedeliveries)
+		dups, unexplained, outageTo.Sub(outageFrom).Round(time.Second), firstDuringOutage, duringOutage, st.failedOver,
+		len(twilio.Messages()), len(backup.Messages()), len(both), events, st.deliveries, st.pendingDeliveries, st.failedDeliveries, len(missing), len(doubled), maxRedeliveries)
 
 	if int(kills.Load()) < p.minKills {
 		t.Errorf("only %d kills, want at least %d", kills.Load(), p.minKills)
@@ -205,8 +240,18 @@ func TestChaos(t *testing.T) {
 	if st.open > 0 {
 		t.Errorf("%d messages not final %v after the load: %v", st.open, p.drainDeadline, first(st.stuck))
 	}
+	if st.callbackLost > 0 {
+		t.Errorf("%d live messages left sent %v after the load: their lost callbacks were not reconciled", st.callbackLost, p.drainDeadline)
+	}
 	if unexplained > 0 {
 		t.Errorf("%d messages reached the provider twice without a crash between", unexplained)
+	}
+	if len(both) > 0 {
+		t.Errorf("%d messages reached both Twilio accounts: %v", len(both), first(both))
+	}
+	if firstDuringOutage > 0 || duringOutage == 0 || st.failedOver == 0 {
+		t.Errorf("during the first account's outage it took %d messages and the second %d; %d failed over, want 0, some, some",
+			firstDuringOutage, duringOutage, st.failedOver)
 	}
 	if st.pendingDeliveries > 0 || st.failedDeliveries > 0 {
 		t.Errorf("deliveries not delivered: %d pending, %d failed", st.pendingDeliveries, st.failedDeliveries)
@@ -234,13 +279,15 @@ func first(s []string) []string {
 
 // setUp makes the project: a Twilio account (the loopback peer) as its Provider, a sender on it
 // whose webhook receives every event, and a test and a live key.
-func setUp(t *testing.T, c *cluster.Cluster, twilioURL, rcvURL string) (testKey, liveKey string) {
+func setUp(t *testing.T, c *cluster.Cluster, twilioURL, backupURL, rcvURL string) (testKey, liveKey string) {
 	ctx := context.Background()
 	// The sends must not meet the request-rate limit nor the SMS ceiling (an agreed one).
 	limit, sms := int32(1_000_000), int64(1_000_000_000)
 	snd := &v1alpha1.Sender{ObjectMeta: metav1.ObjectMeta{Namespace: project, Name: "main"}, Spec: v1alpha1.SenderSpec{
 		DisplayName: "Main", Default: true, Transport: v1alpha1.TransportProviders, PhoneNumber: "+15005550007",
-		SMS: &v1alpha1.Activation{Active: true}, Webhook: &v1alpha1.SenderWebhook{URL: rcvURL + "/hook"}}}
+		SMS: &v1alpha1.Activation{Active: true}, Webhook: &v1alpha1.SenderWebhook{URL: rcvURL + "/hook"},
+		Routes: []v1alpha1.ChannelRoute{{Channel: v1alpha1.ChannelSMS, Strategy: v1alpha1.StrategyFailover,
+			Providers: []v1alpha1.RouteProvider{{Name: "twilio"}, {Name: "twilio-backup"}}}}}}
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: project}},
 		&v1alpha1.Project{ObjectMeta: metav1.ObjectMeta{Namespace: project, Name: "project"},
@@ -250,6 +297,8 @@ func setUp(t *testing.T, c *cluster.Cluster, twilioURL, rcvURL string) (testKey,
 			StringData: map[string]string{"accountSid": twiliotest.AccountSID, "authToken": twiliotest.AuthToken}},
 		&v1alpha1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: project, Name: "twilio"}, Spec: v1alpha1.ProviderSpec{
 			Type: v1alpha1.ProviderTwilio, BaseURL: twilioURL, Default: true, SecretRef: &v1alpha1.ProviderSecretRef{Name: "twilio"}}},
+		&v1alpha1.Provider{ObjectMeta: metav1.ObjectMeta{Namespace: project, Name: "twilio-backup"}, Spec: v1alpha1.ProviderSpec{
+			Type: v1alpha1.ProviderTwilio, BaseURL: backupURL, SecretRef: &v1alpha1.ProviderSecretRef{Name: "twilio"}}},
 		snd,
 	} {
 		if err := c.K8s.Create(ctx, o); err != nil {
@@ -336,6 +385,7 @@ type state struct {
 	open              int      // not final
 	stuck             []string // a few of them, for the failure message
 	callbackLost      int      // live messages left sent because their provider's callback never got through
+	failedOver        int      // live messages that went through the second account after the first refused
 	deliveries        int
 	pendingDeliveries int
 	failedDeliveries  int
@@ -347,12 +397,16 @@ type message struct {
 	testMode bool
 }
 
-func readState(t *testing.T, c *cluster.Cluster, twilio *twiliotest.Server) state {
+func readState(t *testing.T, c *cluster.Cluster, peers ...*twiliotest.Server) state {
 	ctx := context.Background()
-	// The provider ids whose status callback the peer could not hand over (a kill cut it, or the
+	// The provider ids whose status callback a peer could not hand over (a kill cut it, or the
 	// api answered 5xx while Postgres restarted): Twilio does not retry those.
 	lostCallback := map[string]bool{}
-	for _, cb := range twilio.Callbacks() {
+	var callbacks []twiliotest.Callback
+	for _, p := range peers {
+		callbacks = append(callbacks, p.Callbacks()...)
+	}
+	for _, cb := range callbacks {
 		if cb.Err != nil || cb.Status < 200 || cb.Status > 299 {
 			for _, sid := range cb.Params["MessageSid"] {
 				lostCallback[sid] = true
@@ -360,15 +414,19 @@ func readState(t *testing.T, c *cluster.Cluster, twilio *twiliotest.Server) stat
 		}
 	}
 	st := state{messages: map[string]message{}, deliveryIDs: map[string]bool{}}
-	rows, err := c.Pool.Query(ctx, `SELECT id, status, test_mode, coalesce(provider_message_id, '') FROM messages WHERE project = $1`, project)
+	rows, err := c.Pool.Query(ctx, `SELECT id, status, test_mode, coalesce(provider_message_id, ''), cardinality(attempted_providers) > 1
+		FROM messages WHERE project = $1`, project)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for rows.Next() {
 		var id, status, sid string
-		var testMode bool
-		if err := rows.Scan(&id, &status, &testMode, &sid); err != nil {
+		var testMode, failedOver bool
+		if err := rows.Scan(&id, &status, &testMode, &sid, &failedOver); err != nil {
 			t.Fatal(err)
+		}
+		if failedOver {
+			st.failedOver++
 		}
 		st.messages[id] = message{status: status, testMode: testMode}
 		if testMode {
@@ -412,6 +470,21 @@ func readState(t *testing.T, c *cluster.Cluster, twilio *twiliotest.Server) stat
 		t.Fatal(err)
 	}
 	return st
+}
+
+// reachedBoth are the messages (by their text) that both accounts received.
+func reachedBoth(a, b []twiliotest.Message) []string {
+	inA := map[string]bool{}
+	for _, m := range a {
+		inA[m.Body] = true
+	}
+	var both []string
+	for _, m := range b {
+		if inA[m.Body] && !slices.Contains(both, m.Body) {
+			both = append(both, m.Body)
+		}
+	}
+	return both
 }
 
 // providerDuplicates counts the messages the provider received more than once, and those of them

@@ -157,7 +157,7 @@ func (q *Queries) InsertInboundContactChannel(ctx context.Context, arg InsertInb
 }
 
 const listConversationMessages = `-- name: ListConversationMessages :many
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused, status_checks FROM messages
 WHERE conversation_id = $1 AND project = $2 AND test_mode = $3
   AND ((created_at >= ($4::timestamptz[])[1] AND created_at < ($5::timestamptz[])[1])
     OR (created_at >= ($4::timestamptz[])[2] AND created_at < ($5::timestamptz[])[2])
@@ -240,6 +240,7 @@ func (q *Queries) ListConversationMessages(ctx context.Context, arg ListConversa
 			&i.Provider,
 			&i.AttemptedProviders,
 			&i.ProviderRefused,
+			&i.StatusChecks,
 		); err != nil {
 			return nil, err
 		}

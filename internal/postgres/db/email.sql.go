@@ -113,7 +113,7 @@ func (q *Queries) ForgetDomainAnnouncement(ctx context.Context, arg ForgetDomain
 }
 
 const getOutboundEmail = `-- name: GetOutboundEmail :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused, status_checks FROM messages
 WHERE project = $1 AND provider_message_id = $2 AND direction = 'outbound' AND channel = 'email'
   AND NOT test_mode AND created_at >= $3::timestamptz
 LIMIT 1
@@ -165,6 +165,7 @@ func (q *Queries) GetOutboundEmail(ctx context.Context, arg GetOutboundEmailPara
 		&i.Provider,
 		&i.AttemptedProviders,
 		&i.ProviderRefused,
+		&i.StatusChecks,
 	)
 	return i, err
 }

@@ -103,12 +103,23 @@ func (q *Queries) ClaimIdempotencyKey(ctx context.Context, arg ClaimIdempotencyK
 	return message_id, err
 }
 
+const countStatusCheck = `-- name: CountStatusCheck :exec
+UPDATE messages SET status_checks = status_checks + 1
+WHERE id = $1 AND status = 'sent'
+  AND created_at >= switchboard_id_from($1) AND created_at < switchboard_id_to($1)
+`
+
+func (q *Queries) CountStatusCheck(ctx context.Context, id string) error {
+	_, err := q.db.Exec(ctx, countStatusCheck, id)
+	return err
+}
+
 const fallBackToSMS = `-- name: FallBackToSMS :one
 UPDATE messages
 SET channel = 'sms', status = 'queued', originator = $1, attempted_channels = attempted_channels || channel, updated_at = $2
 WHERE id = $3 AND status IN ('queued', 'sending') AND channel = 'whatsapp'
   AND created_at >= switchboard_id_from($3) AND created_at < switchboard_id_to($3)
-RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused
+RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused, status_checks
 `
 
 type FallBackToSMSParams struct {
@@ -156,12 +167,13 @@ func (q *Queries) FallBackToSMS(ctx context.Context, arg FallBackToSMSParams) (M
 		&i.Provider,
 		&i.AttemptedProviders,
 		&i.ProviderRefused,
+		&i.StatusChecks,
 	)
 	return i, err
 }
 
 const getLiveMessageThrough = `-- name: GetLiveMessageThrough :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused, status_checks FROM messages
 WHERE provider_message_id = $1 AND NOT test_mode
   AND (provider = $2 OR (provider IS NULL AND ($3::text = '' OR project = $3::text)))
   AND created_at >= $4::timestamptz AND created_at < $5::timestamptz
@@ -225,12 +237,13 @@ func (q *Queries) GetLiveMessageThrough(ctx context.Context, arg GetLiveMessageT
 		&i.Provider,
 		&i.AttemptedProviders,
 		&i.ProviderRefused,
+		&i.StatusChecks,
 	)
 	return i, err
 }
 
 const getMessage = `-- name: GetMessage :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused FROM messages WHERE id = $1 AND project = $2 AND test_mode = $3
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused, status_checks FROM messages WHERE id = $1 AND project = $2 AND test_mode = $3
   AND created_at >= switchboard_id_from($1) AND created_at < switchboard_id_to($1)
 `
 
@@ -278,12 +291,13 @@ func (q *Queries) GetMessage(ctx context.Context, arg GetMessageParams) (Message
 		&i.Provider,
 		&i.AttemptedProviders,
 		&i.ProviderRefused,
+		&i.StatusChecks,
 	)
 	return i, err
 }
 
 const getMessageByID = `-- name: GetMessageByID :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused FROM messages WHERE id = $1 AND created_at >= switchboard_id_from($1) AND created_at < switchboard_id_to($1)
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused, status_checks FROM messages WHERE id = $1 AND created_at >= switchboard_id_from($1) AND created_at < switchboard_id_to($1)
 `
 
 func (q *Queries) GetMessageByID(ctx context.Context, id string) (Message, error) {
@@ -324,12 +338,13 @@ func (q *Queries) GetMessageByID(ctx context.Context, id string) (Message, error
 		&i.Provider,
 		&i.AttemptedProviders,
 		&i.ProviderRefused,
+		&i.StatusChecks,
 	)
 	return i, err
 }
 
 const getMessageByProviderID = `-- name: GetMessageByProviderID :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused, status_checks FROM messages
 WHERE project = $1 AND test_mode = $2 AND sender = $3 AND provider_message_id = $4
   AND created_at >= $5::timestamptz AND created_at < $6::timestamptz
 ORDER BY created_at DESC
@@ -392,12 +407,13 @@ func (q *Queries) GetMessageByProviderID(ctx context.Context, arg GetMessageByPr
 		&i.Provider,
 		&i.AttemptedProviders,
 		&i.ProviderRefused,
+		&i.StatusChecks,
 	)
 	return i, err
 }
 
 const getMessagesByIDs = `-- name: GetMessagesByIDs :many
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused FROM messages WHERE id = ANY($1::text[]) AND status IN ('queued', 'sending')
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused, status_checks FROM messages WHERE id = ANY($1::text[]) AND status IN ('queued', 'sending')
   AND created_at >= $2::timestamptz AND created_at < $3::timestamptz
 ORDER BY id
 `
@@ -453,6 +469,7 @@ func (q *Queries) GetMessagesByIDs(ctx context.Context, arg GetMessagesByIDsPara
 			&i.Provider,
 			&i.AttemptedProviders,
 			&i.ProviderRefused,
+			&i.StatusChecks,
 		); err != nil {
 			return nil, err
 		}
@@ -491,7 +508,7 @@ func (q *Queries) IsOptedOut(ctx context.Context, arg IsOptedOutParams) (bool, e
 }
 
 const listMessages = `-- name: ListMessages :many
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused, status_checks FROM messages
 WHERE project = $1 AND test_mode = $2
   AND created_at >= $3::timestamptz AND created_at < $4::timestamptz
   AND ($5::text IS NULL OR channel = $5)
@@ -572,6 +589,7 @@ func (q *Queries) ListMessages(ctx context.Context, arg ListMessagesParams) ([]M
 			&i.Provider,
 			&i.AttemptedProviders,
 			&i.ProviderRefused,
+			&i.StatusChecks,
 		); err != nil {
 			return nil, err
 		}
@@ -584,7 +602,7 @@ func (q *Queries) ListMessages(ctx context.Context, arg ListMessagesParams) ([]M
 }
 
 const listRecipientMessages = `-- name: ListRecipientMessages :many
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused FROM messages
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused, status_checks FROM messages
 WHERE project = $1 AND test_mode = $2 AND recipient = $3
   AND ($4::text[] IS NULL OR conversation_id = ANY($4::text[]))
   AND ((created_at >= ($5::timestamptz[])[1] AND created_at < ($6::timestamptz[])[1])
@@ -677,6 +695,7 @@ func (q *Queries) ListRecipientMessages(ctx context.Context, arg ListRecipientMe
 			&i.Provider,
 			&i.AttemptedProviders,
 			&i.ProviderRefused,
+			&i.StatusChecks,
 		); err != nil {
 			return nil, err
 		}
@@ -692,7 +711,7 @@ const markInboundRead = `-- name: MarkInboundRead :one
 UPDATE messages SET status = 'read', updated_at = $1
 WHERE id = $2 AND direction = 'inbound' AND status = 'received'
   AND created_at >= switchboard_id_from($2) AND created_at < switchboard_id_to($2)
-RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused
+RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused, status_checks
 `
 
 type MarkInboundReadParams struct {
@@ -738,6 +757,7 @@ func (q *Queries) MarkInboundRead(ctx context.Context, arg MarkInboundReadParams
 		&i.Provider,
 		&i.AttemptedProviders,
 		&i.ProviderRefused,
+		&i.StatusChecks,
 	)
 	return i, err
 }
@@ -1002,7 +1022,7 @@ WITH moved AS (
         error_provider_code = $5, updated_at = $6
     WHERE msg.id = $7 AND msg.status = ANY($8::text[])
       AND msg.created_at >= switchboard_id_from($7) AND msg.created_at < switchboard_id_to($7)
-    RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.provider_timestamp, msg.error_provider_code, msg.dispatch_attempts, msg.cost_micros, msg.cost_provider_micros, msg.charged_micros, msg.risk_hold, msg.risk_reviewed, msg.broadcast_contact_id, msg.provider, msg.attempted_providers, msg.provider_refused
+    RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.provider_timestamp, msg.error_provider_code, msg.dispatch_attempts, msg.cost_micros, msg.cost_provider_micros, msg.charged_micros, msg.risk_hold, msg.risk_reviewed, msg.broadcast_contact_id, msg.provider, msg.attempted_providers, msg.provider_refused, msg.status_checks
 ), outcome AS (
     UPDATE contact_channels cc
     SET total_attempts = cc.total_attempts
@@ -1021,7 +1041,7 @@ WITH moved AS (
       AND cc.identifier = CASE WHEN strpos(m.recipient, '@') > 0 THEN lower(m.recipient) ELSE m.recipient END
     RETURNING cc.id
 )
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused FROM moved
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused, status_checks FROM moved
 `
 
 type SetMessageStatusParams struct {
@@ -1070,6 +1090,7 @@ type SetMessageStatusRow struct {
 	Provider           *string
 	AttemptedProviders []string
 	ProviderRefused    bool
+	StatusChecks       int16
 }
 
 // Moves a message forward; a late or repeated step is ignored (returns no row). In the same
@@ -1124,6 +1145,7 @@ func (q *Queries) SetMessageStatus(ctx context.Context, arg SetMessageStatusPara
 		&i.Provider,
 		&i.AttemptedProviders,
 		&i.ProviderRefused,
+		&i.StatusChecks,
 	)
 	return i, err
 }
@@ -1138,7 +1160,7 @@ WITH step AS (
     FROM step
     WHERE msg.id = step.id AND msg.status = ANY($5::text[])
       AND msg.created_at >= $6::timestamptz AND msg.created_at < $7::timestamptz
-    RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.provider_timestamp, msg.error_provider_code, msg.dispatch_attempts, msg.cost_micros, msg.cost_provider_micros, msg.charged_micros, msg.risk_hold, msg.risk_reviewed, msg.broadcast_contact_id, msg.provider, msg.attempted_providers, msg.provider_refused
+    RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.provider_timestamp, msg.error_provider_code, msg.dispatch_attempts, msg.cost_micros, msg.cost_provider_micros, msg.charged_micros, msg.risk_hold, msg.risk_reviewed, msg.broadcast_contact_id, msg.provider, msg.attempted_providers, msg.provider_refused, msg.status_checks
 ), outcome AS (
     SELECT m.project, m.test_mode,
         CASE WHEN m.channel = 'sms_oneway' THEN 'sms' ELSE m.channel END AS channel,
@@ -1162,7 +1184,7 @@ WITH step AS (
     WHERE cc.project = o.project AND cc.test_mode = o.test_mode AND cc.channel = o.channel AND cc.identifier = o.identifier
     RETURNING cc.id
 )
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused FROM moved
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused, status_checks FROM moved
 `
 
 type SetMessagesStatusParams struct {
@@ -1210,6 +1232,7 @@ type SetMessagesStatusRow struct {
 	Provider           *string
 	AttemptedProviders []string
 	ProviderRefused    bool
+	StatusChecks       int16
 }
 
 // SetMessageStatus for many messages moving to one status without an error (a batch
@@ -1268,6 +1291,92 @@ func (q *Queries) SetMessagesStatus(ctx context.Context, arg SetMessagesStatusPa
 			&i.Provider,
 			&i.AttemptedProviders,
 			&i.ProviderRefused,
+			&i.StatusChecks,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const staleSentMessages = `-- name: StaleSentMessages :many
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused, status_checks FROM messages
+WHERE status = 'sent' AND NOT test_mode AND provider IS NOT NULL
+  AND updated_at < $1::timestamptz
+  AND updated_at < CASE status_checks WHEN 0 THEN $1::timestamptz WHEN 1 THEN $2::timestamptz
+                                      ELSE $3::timestamptz END
+  AND status_checks < 3
+  AND created_at >= $4::timestamptz
+ORDER BY updated_at
+LIMIT $5
+`
+
+type StaleSentMessagesParams struct {
+	FirstBefore  time.Time
+	SecondBefore time.Time
+	ThirdBefore  time.Time
+	Since        time.Time
+	Max          int32
+}
+
+// Live messages sent through a Provider whose report has not come: first @first_before (the
+// newest), then, asked once, @second_before, then @third_before; at most @max, oldest first.
+// messages_live_sent holds exactly the rows of the first three conditions.
+func (q *Queries) StaleSentMessages(ctx context.Context, arg StaleSentMessagesParams) ([]Message, error) {
+	rows, err := q.db.Query(ctx, staleSentMessages,
+		arg.FirstBefore,
+		arg.SecondBefore,
+		arg.ThirdBefore,
+		arg.Since,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Message
+	for rows.Next() {
+		var i Message
+		if err := rows.Scan(
+			&i.ID,
+			&i.Project,
+			&i.TestMode,
+			&i.Sender,
+			&i.Direction,
+			&i.Channel,
+			&i.MessageType,
+			&i.Status,
+			&i.Recipient,
+			&i.Originator,
+			&i.Body,
+			&i.Content,
+			&i.Subject,
+			&i.Metadata,
+			&i.ProviderMessageID,
+			&i.ErrorCode,
+			&i.ErrorMessage,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.Options,
+			&i.ConversationID,
+			&i.AttemptedChannels,
+			&i.ProviderTimestamp,
+			&i.ErrorProviderCode,
+			&i.DispatchAttempts,
+			&i.CostMicros,
+			&i.CostProviderMicros,
+			&i.ChargedMicros,
+			&i.RiskHold,
+			&i.RiskReviewed,
+			&i.BroadcastContactID,
+			&i.Provider,
+			&i.AttemptedProviders,
+			&i.ProviderRefused,
+			&i.StatusChecks,
 		); err != nil {
 			return nil, err
 		}
@@ -1287,7 +1396,7 @@ UPDATE messages SET status = 'sending', dispatch_attempts = dispatch_attempts + 
     provider_refused = false
 WHERE id = $3 AND status IN ('queued', 'sending')
   AND created_at >= switchboard_id_from($3) AND created_at < switchboard_id_to($3)
-RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused
+RETURNING id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused, status_checks
 `
 
 type StartDispatchParams struct {
@@ -1339,6 +1448,7 @@ func (q *Queries) StartDispatch(ctx context.Context, arg StartDispatchParams) (M
 		&i.Provider,
 		&i.AttemptedProviders,
 		&i.ProviderRefused,
+		&i.StatusChecks,
 	)
 	return i, err
 }

@@ -565,6 +565,7 @@ type Message struct {
 	Provider           *string
 	AttemptedProviders []string
 	ProviderRefused    bool
+	StatusChecks       int16
 }
 
 type MessageAttachment struct {

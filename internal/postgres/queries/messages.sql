@@ -267,3 +267,22 @@ WHERE project = @project AND sender = @sender AND test_mode = false AND directio
   AND status = ANY(@statuses::text[]) AND created_at <= @up_to AND created_at >= @since::timestamptz
 ORDER BY created_at
 LIMIT 1000;
+
+-- name: StaleSentMessages :many
+-- Live messages sent through a Provider whose report has not come: first @first_before (the
+-- newest), then, asked once, @second_before, then @third_before; at most @max, oldest first.
+-- messages_live_sent holds exactly the rows of the first three conditions.
+SELECT * FROM messages
+WHERE status = 'sent' AND NOT test_mode AND provider IS NOT NULL
+  AND updated_at < @first_before::timestamptz
+  AND updated_at < CASE status_checks WHEN 0 THEN @first_before::timestamptz WHEN 1 THEN @second_before::timestamptz
+                                      ELSE @third_before::timestamptz END
+  AND status_checks < 3
+  AND created_at >= @since::timestamptz
+ORDER BY updated_at
+LIMIT @max;
+
+-- name: CountStatusCheck :exec
+UPDATE messages SET status_checks = status_checks + 1
+WHERE id = @id AND status = 'sent'
+  AND created_at >= switchboard_id_from(@id) AND created_at < switchboard_id_to(@id);

@@ -114,10 +114,15 @@ func (s *Server) messageCallbacks(m Message) {
 		if m.MessagingServiceSID != "" {
 			p.Set("MessagingServiceSid", m.MessagingServiceSID)
 		}
+		code := 0
 		if status == "undelivered" {
+			code = failCode
 			p.Set("ErrorCode", strconv.Itoa(failCode))
 		}
-		s.post(m.StatusCallback, p)
+		s.setMessageStatus(m.SID, status, code)
+		if m.StatusCallback != "" {
+			s.post(m.StatusCallback, p)
+		}
 	}
 }
 

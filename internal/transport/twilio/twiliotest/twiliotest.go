@@ -29,6 +29,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,6 +68,11 @@ type Message struct {
 	StatusCallback      string
 	// Received is when the server accepted it.
 	Received time.Time
+	// Status is the message's status at Twilio now (queued, sent, delivered, undelivered), as
+	// the Message resource shows it, whether or not its callback got through; ErrorCode is set
+	// once undelivered.
+	Status    string
+	ErrorCode int
 }
 
 // Call is a call the server accepted (or, Direction inbound, placed with PlaceInboundCall).
@@ -143,6 +149,7 @@ type Server struct {
 	callbacks     []Callback
 	lineTypes     map[string]LineType
 	lookups       int
+	fetches       int
 	reg           registry // A2P 10DLC registration resources (registration.go)
 	shop          shop     // numbers for sale (buy.go)
 }
@@ -324,6 +331,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.createMessage(w, r)
+	case strings.HasPrefix(resource, "Messages/") && strings.HasSuffix(resource, ".json") && strings.Count(resource, "/") == 1:
+		if r.Method != http.MethodGet {
+			methodNotAllowed(w)
+			return
+		}
+		s.fetchMessage(w, strings.TrimSuffix(strings.TrimPrefix(resource, "Messages/"), ".json"))
 	case resource == "Calls.json":
 		if r.Method != http.MethodPost {
 			methodNotAllowed(w)
@@ -404,29 +417,75 @@ func (s *Server) acceptMessage(w http.ResponseWriter, m Message) {
 		m.SID = "MM" + m.SID[2:]
 	}
 	m.Received = time.Now()
+	m.Status = "queued"
+	if m.MessagingServiceSID != "" && m.From == "" {
+		m.Status = "accepted"
+	}
 	s.mu.Lock()
 	s.messages = append(s.messages, m)
 	s.mu.Unlock()
+	writeJSON(w, http.StatusCreated, messageResource(m))
+	// The message moves on at Twilio whether or not anyone hears of it.
+	s.spawn(func() { s.messageCallbacks(m) })
+}
 
+// messageResource is Twilio's Message resource of m as it stands.
+func messageResource(m Message) map[string]any {
 	now := time.Now().UTC().Format(time.RFC1123Z)
 	uri := fmt.Sprintf("/%s/Accounts/%s/Messages/%s", apiVersion, AccountSID, m.SID)
-	status, from, service := "queued", any(m.From), any(nil)
+	from, service, errorCode := any(m.From), any(nil), any(nil)
 	if m.MessagingServiceSID != "" {
 		service = m.MessagingServiceSID
 		if m.From == "" {
-			status, from = "accepted", nil
+			from = nil
 		}
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{
+	if m.ErrorCode != 0 {
+		errorCode = m.ErrorCode
+	}
+	return map[string]any{
 		"account_sid": AccountSID, "api_version": apiVersion, "body": m.Body,
-		"date_created": now, "date_updated": now, "date_sent": nil, "direction": "outbound-api",
-		"error_code": nil, "error_message": nil, "from": from, "messaging_service_sid": service,
+		"date_created": m.Received.UTC().Format(time.RFC1123Z), "date_updated": now, "date_sent": nil, "direction": "outbound-api",
+		"error_code": errorCode, "error_message": nil, "from": from, "messaging_service_sid": service,
 		"num_media": strconv.Itoa(len(m.MediaURLs)), "num_segments": segments(m.Body),
-		"price": nil, "price_unit": "USD", "sid": m.SID, "status": status, "to": m.To,
+		"price": nil, "price_unit": "USD", "sid": m.SID, "status": m.Status, "to": m.To,
 		"uri": uri + ".json", "subresource_uris": map[string]string{"media": uri + "/Media.json"},
-	})
-	if m.StatusCallback != "" {
-		s.spawn(func() { s.messageCallbacks(m) })
+	}
+}
+
+// fetchMessage serves GET Messages/{Sid}.json: the message as it stands, or Twilio's 404
+// (code 20404).
+func (s *Server) fetchMessage(w http.ResponseWriter, sid string) {
+	s.mu.Lock()
+	s.fetches++
+	i := slices.IndexFunc(s.messages, func(m Message) bool { return m.SID == sid })
+	var m Message
+	if i >= 0 {
+		m = s.messages[i]
+	}
+	s.mu.Unlock()
+	if i < 0 {
+		writeError(w, http.StatusNotFound, 20404, fmt.Sprintf("The requested resource /%s/Accounts/%s/Messages/%s.json was not found", apiVersion, AccountSID, sid))
+		return
+	}
+	writeJSON(w, http.StatusOK, messageResource(m))
+}
+
+// Fetches is how many times the Message resource was read.
+func (s *Server) Fetches() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fetches
+}
+
+// setMessageStatus moves the message sid to status at Twilio.
+func (s *Server) setMessageStatus(sid, status string, errorCode int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.messages {
+		if s.messages[i].SID == sid {
+			s.messages[i].Status, s.messages[i].ErrorCode = status, errorCode
+		}
 	}
 }
 
