@@ -16,6 +16,10 @@ limitations under the License.
 
 package v1alpha1
 
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // RouteStrategy is how a route chooses among its Providers.
 // +kubebuilder:validation:Enum=failover;leastCost;weighted
 type RouteStrategy string
@@ -90,12 +94,48 @@ type ResolvedRoute struct {
 	// +listType=atomic
 	// +optional
 	Providers []string `json:"providers,omitempty"`
-	// Source is where the route comes from: the sender's routes, its channel's provider, or the
-	// project's or installation's default Provider.
-	// +kubebuilder:validation:Enum=route;channel;projectDefault;installationDefault
+	// Source is where the route comes from: the sender's routes, its channel's provider, its
+	// project's RoutingPolicy or default Provider, or the installation's.
+	// +kubebuilder:validation:Enum=route;channel;projectPolicy;projectDefault;installationPolicy;installationDefault
 	Source string `json:"source"`
 	// Error says why a Provider of the route cannot be used (not found, does not serve the
 	// channel); the route's other Providers still are.
 	// +optional
 	Error string `json:"error,omitempty"`
+}
+
+// RoutingPolicySpec is the routes of every sender of a namespace without a route of its own for
+// a message: in a project's namespace, that project's; in the installation's namespace, every
+// project's (docs/providers.md#routing-policies).
+type RoutingPolicySpec struct {
+	// Routes, as a Sender's: per channel and destination prefix, the Providers in order and how
+	// the first is chosen. The Providers of an installation's policy are the installation's.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=atomic
+	Routes []ChannelRoute `json:"routes"`
+}
+
+// RoutingPolicy routes the messages of a namespace's senders (a project's), or of every
+// project's (in the installation's namespace), across several Providers.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=routing
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type RoutingPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec RoutingPolicySpec `json:"spec"`
+}
+
+// RoutingPolicyList is a list of RoutingPolicies.
+// +kubebuilder:object:root=true
+type RoutingPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []RoutingPolicy `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&RoutingPolicy{}, &RoutingPolicyList{})
 }

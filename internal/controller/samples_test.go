@@ -146,6 +146,16 @@ var _ = Describe("config/samples for routes", func() {
 			"sms [] failover acme/twilio,acme/twilio-backup ",
 			"sms [+44] leastCost acme/twilio,acme/twilio-backup ",
 		}))
+
+		// The installation's RoutingPolicy applies as it is.
+		b, err = os.ReadFile(filepath.Join("..", "..", "config", "samples", "messaging_v1alpha1_routingpolicy.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var policy v1alpha1.RoutingPolicy
+		Expect(yaml.UnmarshalStrict(b, &policy)).To(Succeed())
+		err = k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: policy.Namespace}})
+		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
+		Expect(k8s.Create(ctx, &policy)).To(Succeed())
+		Expect(policy.Spec.Routes).To(HaveLen(2))
 	})
 })
 

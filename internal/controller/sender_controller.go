@@ -19,6 +19,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/index"
+	"github.com/switchboard-io/switchboard/internal/routing"
 )
 
 // SenderReconciler keeps the Ready condition, the active channels and the activity of Senders.
@@ -210,27 +211,23 @@ func (r *SenderReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// project's own twilio Provider can prove its numbers.
 		Watches(&v1alpha1.PhoneNumber{}, handler.EnqueueRequestsFromMapFunc(r.sendersOfNumber)).
 		Watches(&v1alpha1.Provider{}, handler.EnqueueRequestsFromMapFunc(r.sendersOfProvider)).
+		Watches(&v1alpha1.RoutingPolicy{}, handler.EnqueueRequestsFromMapFunc(r.sendersOfProvider)).
 		Named("sender").
 		Complete(r)
 }
 
-// routes are the sender's routes as resolved from the Providers of its namespace and the
-// installation's.
+// routes are the sender's routes as resolved from the Providers and RoutingPolicies of its
+// namespace and the installation's.
 func (r *SenderReconciler) routes(ctx context.Context, sender *v1alpha1.Sender) ([]v1alpha1.ResolvedRoute, error) {
-	var own, installation v1alpha1.ProviderList
-	if err := r.List(ctx, &own, client.InNamespace(sender.Namespace)); err != nil {
-		return nil, fmt.Errorf("list providers in %s: %w", sender.Namespace, err)
+	scope, err := routing.Scope(ctx, r.Client, sender.Namespace, r.InstallationNamespace)
+	if err != nil {
+		return nil, err
 	}
-	if r.InstallationNamespace != "" && r.InstallationNamespace != sender.Namespace {
-		if err := r.List(ctx, &installation, client.InNamespace(r.InstallationNamespace)); err != nil {
-			return nil, fmt.Errorf("list installation providers: %w", err)
-		}
-	}
-	return sender.ResolvedRoutes(own.Items, installation.Items), nil
+	return sender.ResolvedRoutes(scope), nil
 }
 
-// sendersOfProvider maps a Provider to the Senders that may route through it: those of its
-// namespace, or every Sender for one of the installation's.
+// sendersOfProvider maps a Provider (or a RoutingPolicy) to the Senders that may route through
+// it: those of its namespace, or every Sender for one of the installation's.
 func (r *SenderReconciler) sendersOfProvider(ctx context.Context, o client.Object) []reconcile.Request {
 	if r.InstallationNamespace == "" || o.GetNamespace() != r.InstallationNamespace {
 		return r.sendersOfProject(ctx, o)

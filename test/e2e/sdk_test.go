@@ -152,3 +152,11 @@ func runDevScript(t *testing.T, script string) {
 		t.Fatalf("the script ended without ok:\n%s", out)
 	}
 }
+
+// TestConformanceThroughThePublishedClient checks, through @zavudev/sdk against the built binary,
+// what a new user found answered against the spec (issue 32): introspect.phone of a number
+// libphonenumber calls invalid names its region, and senders.update asking for email receiving
+// on a sender with no email address is ignored (shows false) rather than refused.
+func TestConformanceThroughThePublishedClient(t *testing.T) {
+	runDevScript(t, "conformance.cjs")
+}

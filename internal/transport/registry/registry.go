@@ -24,6 +24,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/routing"
 	"github.com/switchboard-io/switchboard/internal/transport"
 	metatransport "github.com/switchboard-io/switchboard/internal/transport/meta"
 	"github.com/switchboard-io/switchboard/internal/transport/sandbox"
@@ -93,11 +94,11 @@ func (r *Registry) Routes(ctx context.Context, m db.Message) ([]message.Route, e
 	if err := r.numberFailure(ctx, &snd, ch); err != nil {
 		return nil, err
 	}
-	own, installation, err := r.providers(ctx, snd.Namespace)
+	scope, err := r.scope(ctx, snd.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	plan, reason := snd.RouteFor(ch, m.Recipient, own, installation)
+	plan, reason := snd.RouteFor(ch, m.Recipient, scope)
 	if len(plan.Providers) == 0 {
 		if ch == v1alpha1.ChannelTelegram {
 			route, err := r.transportOf(ctx, nil, &snd, ch, m.ID)
@@ -194,23 +195,30 @@ func (r *Registry) providers(ctx context.Context, project string) (own, installa
 // destination, else its channel's Provider or the default, else the first Provider of any of
 // its routes of the channel.
 func (r *Registry) firstProvider(ctx context.Context, snd *v1alpha1.Sender, ch v1alpha1.Channel) (*v1alpha1.Provider, string, error) {
-	own, installation, err := r.providers(ctx, snd.Namespace)
+	scope, err := r.scope(ctx, snd.Namespace)
 	if err != nil {
 		return nil, "", err
 	}
-	plan, reason := snd.RouteFor(ch, "", own, installation)
+	plan, reason := snd.RouteFor(ch, "", scope)
 	if len(plan.Providers) > 0 {
 		return plan.Providers[0], "", nil
 	}
-	for _, route := range snd.Spec.Routes {
-		if route.Channel != ch || len(route.Prefixes) == 0 {
-			continue
-		}
-		if plan, _ := snd.RouteFor(ch, route.Prefixes[0], own, installation); len(plan.Providers) > 0 {
-			return plan.Providers[0], "", nil
+	for _, routes := range [][]v1alpha1.ChannelRoute{snd.Spec.Routes, scope.ProjectRoutes, scope.InstallationRoutes} {
+		for _, route := range routes {
+			if route.Channel != ch || len(route.Prefixes) == 0 {
+				continue
+			}
+			if plan, _ := snd.RouteFor(ch, route.Prefixes[0], scope); len(plan.Providers) > 0 {
+				return plan.Providers[0], "", nil
+			}
 		}
 	}
 	return nil, reason, nil
+}
+
+// scope is what the senders of project may route through (routing.Scope).
+func (r *Registry) scope(ctx context.Context, project string) (v1alpha1.RoutingScope, error) {
+	return routing.Scope(ctx, r.Reader, project, r.InstallationNamespace)
 }
 
 // unusable fails a message whose Provider cannot work until someone fixes it: its Secret is
