@@ -122,15 +122,14 @@ var _ = Describe("config/samples for routes", func() {
 		Expect(yaml.UnmarshalStrict([]byte(docs[2]), &sender)).To(Succeed())
 		_, primary := providerSample("messaging_v1alpha1_provider_twilio.yaml")
 		primary.Spec.BaseURL = "" // the spec does not call it
-		err = k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sender.Namespace}})
-		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
-		err = k8s.Create(ctx, project(sender.Namespace, sender.Namespace))
-		Expect(err == nil || apierrors.IsAlreadyExists(err)).To(BeTrue(), "got %v", err)
-		// Another spec may have applied the twilio Provider already: it is the same one.
-		if err := k8s.Create(ctx, &primary); !apierrors.IsAlreadyExists(err) {
-			Expect(err).NotTo(HaveOccurred())
+		// A namespace of its own: another spec applies the twilio Provider's sample in acme.
+		const ns = "acme-routes"
+		for _, o := range []client.Object{&secret, &backup, &sender, &primary} {
+			o.SetNamespace(ns)
 		}
-		for _, o := range []client.Object{&secret, &backup, &sender} {
+		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		Expect(k8s.Create(ctx, project(ns, ns))).To(Succeed())
+		for _, o := range []client.Object{&primary, &secret, &backup, &sender} {
 			Expect(k8s.Create(ctx, o)).To(Succeed())
 		}
 		Eventually(func() []string {
@@ -143,8 +142,8 @@ var _ = Describe("config/samples for routes", func() {
 			}
 			return got
 		}, "30s").Should(Equal([]string{
-			"sms [] failover acme/twilio,acme/twilio-backup ",
-			"sms [+44] leastCost acme/twilio,acme/twilio-backup ",
+			"sms [] failover acme-routes/twilio,acme-routes/twilio-backup ",
+			"sms [+44] leastCost acme-routes/twilio,acme-routes/twilio-backup ",
 		}))
 
 		// The installation's RoutingPolicy applies as it is.

@@ -154,7 +154,7 @@ func runDevScript(t *testing.T, script string) {
 }
 
 // TestConformanceThroughThePublishedClient checks, through @zavudev/sdk against the built binary,
-// what a new user found answered against the spec (issue 32): introspect.phone of a number
+// what a new user found answered against the spec (issue 32): introspect.validatePhone of a number
 // libphonenumber calls invalid names its region, and senders.update asking for email receiving
 // on a sender with no email address is ignored (shows false) rather than refused.
 func TestConformanceThroughThePublishedClient(t *testing.T) {

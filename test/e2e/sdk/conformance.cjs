@@ -13,10 +13,10 @@ const client = new Zavudev({ apiKey: process.env.API_KEY, baseURL: process.env.A
 
 async function main() {
   // The UK's drama range parses, and libphonenumber calls it invalid: still the UK.
-  const drama = await client.introspect.phone({ phoneNumber: '+447700900123' });
+  const drama = await client.introspect.validatePhone({ phoneNumber: '+447700900123' });
   assert.equal(drama.validNumber, false);
   assert.equal(drama.countryCode, 'GB');
-  const valid = await client.introspect.phone({ phoneNumber: '+442071838750' });
+  const valid = await client.introspect.validatePhone({ phoneNumber: '+442071838750' });
   assert.equal(valid.validNumber, true);
   assert.equal(valid.countryCode, 'GB');
 
