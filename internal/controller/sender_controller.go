@@ -232,21 +232,18 @@ func (r *SenderReconciler) sendersOfProvider(ctx context.Context, o client.Objec
 	if r.InstallationNamespace == "" || o.GetNamespace() != r.InstallationNamespace {
 		return r.sendersOfProject(ctx, o)
 	}
-	var senders v1alpha1.SenderList
-	if err := r.List(ctx, &senders); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(senders.Items))
-	for _, s := range senders.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
-	}
-	return reqs
+	return r.senders(ctx)
 }
 
 // sendersOfProject maps an object (a Project, a Secret) to the Senders of its namespace.
 func (r *SenderReconciler) sendersOfProject(ctx context.Context, o client.Object) []reconcile.Request {
+	return r.senders(ctx, client.InNamespace(o.GetNamespace()))
+}
+
+// senders are the requests of the Senders opts list.
+func (r *SenderReconciler) senders(ctx context.Context, opts ...client.ListOption) []reconcile.Request {
 	var senders v1alpha1.SenderList
-	if err := r.List(ctx, &senders, client.InNamespace(o.GetNamespace())); err != nil {
+	if err := r.List(ctx, &senders, opts...); err != nil {
 		return nil
 	}
 	reqs := make([]reconcile.Request, 0, len(senders.Items))
@@ -258,13 +255,5 @@ func (r *SenderReconciler) sendersOfProject(ctx context.Context, o client.Object
 
 // sendersOfNumber maps a PhoneNumber to the Senders of its number, in every project.
 func (r *SenderReconciler) sendersOfNumber(ctx context.Context, o client.Object) []reconcile.Request {
-	var senders v1alpha1.SenderList
-	if err := r.List(ctx, &senders, client.MatchingFields{index.SenderPhoneNumber: o.(*v1alpha1.PhoneNumber).Spec.Number}); err != nil {
-		return nil
-	}
-	reqs := make([]reconcile.Request, 0, len(senders.Items))
-	for _, s := range senders.Items {
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: s.Namespace, Name: s.Name}})
-	}
-	return reqs
+	return r.senders(ctx, client.MatchingFields{index.SenderPhoneNumber: o.(*v1alpha1.PhoneNumber).Spec.Number})
 }

@@ -15,6 +15,9 @@ import (
 // false when the Provider has no such read.
 type StatusReader interface {
 	MessageStatus(ctx context.Context, m db.Message) (u transport.StatusUpdate, ok bool, err error)
+	// StatusChannels are the channels whose messages it can ask about: only those are read, so
+	// messages no Provider can be asked about never fill a run.
+	StatusChannels() []string
 }
 
 // Lost status callbacks (docs/transports.md#lost-status-callbacks): a provider that took a
@@ -63,7 +66,7 @@ func (s *Service) Reconcile(ctx context.Context, reader StatusReader, after time
 	q := db.Planned(s.pool)
 	stale, err := q.StaleSentMessages(ctx, db.StaleSentMessagesParams{FirstBefore: now.Add(-after),
 		SecondBefore: now.Add(-after - time.Hour), ThirdBefore: now.Add(-after - 24*time.Hour),
-		Since: now.Add(-reconcileLookback).Truncate(24 * time.Hour), Max: int32(limit)})
+		Since: now.Add(-reconcileLookback).Truncate(24 * time.Hour), Max: int32(limit), Channels: reader.StatusChannels()})
 	if err != nil {
 		return 0, fmt.Errorf("read messages left sent: %w", err)
 	}

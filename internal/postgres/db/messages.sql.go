@@ -1306,16 +1306,18 @@ func (q *Queries) SetMessagesStatus(ctx context.Context, arg SetMessagesStatusPa
 const staleSentMessages = `-- name: StaleSentMessages :many
 SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused, status_checks FROM messages
 WHERE status = 'sent' AND NOT test_mode AND provider IS NOT NULL
-  AND updated_at < $1::timestamptz
-  AND updated_at < CASE status_checks WHEN 0 THEN $1::timestamptz WHEN 1 THEN $2::timestamptz
-                                      ELSE $3::timestamptz END
+  AND channel = ANY($1::text[])
+  AND updated_at < $2::timestamptz
+  AND updated_at < CASE status_checks WHEN 0 THEN $2::timestamptz WHEN 1 THEN $3::timestamptz
+                                      ELSE $4::timestamptz END
   AND status_checks < 3
-  AND created_at >= $4::timestamptz
+  AND created_at >= $5::timestamptz
 ORDER BY updated_at
-LIMIT $5
+LIMIT $6
 `
 
 type StaleSentMessagesParams struct {
+	Channels     []string
 	FirstBefore  time.Time
 	SecondBefore time.Time
 	ThirdBefore  time.Time
@@ -1323,11 +1325,13 @@ type StaleSentMessagesParams struct {
 	Max          int32
 }
 
-// Live messages sent through a Provider whose report has not come: first @first_before (the
-// newest), then, asked once, @second_before, then @third_before; at most @max, oldest first.
+// Live messages on @channels (those whose Provider can be asked) sent through a Provider whose
+// report has not come: first @first_before (the newest), then, asked once, @second_before, then
+// @third_before; at most @max, oldest first.
 // messages_live_sent holds exactly the rows of the first three conditions.
 func (q *Queries) StaleSentMessages(ctx context.Context, arg StaleSentMessagesParams) ([]Message, error) {
 	rows, err := q.db.Query(ctx, staleSentMessages,
+		arg.Channels,
 		arg.FirstBefore,
 		arg.SecondBefore,
 		arg.ThirdBefore,

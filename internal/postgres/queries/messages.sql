@@ -269,11 +269,13 @@ ORDER BY created_at
 LIMIT 1000;
 
 -- name: StaleSentMessages :many
--- Live messages sent through a Provider whose report has not come: first @first_before (the
--- newest), then, asked once, @second_before, then @third_before; at most @max, oldest first.
+-- Live messages on @channels (those whose Provider can be asked) sent through a Provider whose
+-- report has not come: first @first_before (the newest), then, asked once, @second_before, then
+-- @third_before; at most @max, oldest first.
 -- messages_live_sent holds exactly the rows of the first three conditions.
 SELECT * FROM messages
 WHERE status = 'sent' AND NOT test_mode AND provider IS NOT NULL
+  AND channel = ANY(@channels::text[])
   AND updated_at < @first_before::timestamptz
   AND updated_at < CASE status_checks WHEN 0 THEN @first_before::timestamptz WHEN 1 THEN @second_before::timestamptz
                                       ELSE @third_before::timestamptz END

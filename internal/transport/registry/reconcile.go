@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,13 +16,17 @@ import (
 	"github.com/switchboard-io/switchboard/internal/transport/twilio"
 )
 
+// StatusChannels implements message.StatusReader: SMS, which Twilio keeps a Message resource of.
+func (r *Registry) StatusChannels() []string {
+	return []string{string(v1alpha1.ChannelSMS), string(v1alpha1.ChannelSMSOneway)}
+}
+
 // MessageStatus implements message.StatusReader: it asks the Provider a live message went
 // through for its status now. ok is false when the Provider has no such read (Meta's Cloud API,
 // Telegram and SMTP keep no resource of a sent message to ask), is gone, or does not know the
 // message.
 func (r *Registry) MessageStatus(ctx context.Context, m db.Message) (transport.StatusUpdate, bool, error) {
-	if m.Provider == nil || m.ProviderMessageID == nil ||
-		(m.Channel != string(v1alpha1.ChannelSMS) && m.Channel != string(v1alpha1.ChannelSMSOneway)) {
+	if m.Provider == nil || m.ProviderMessageID == nil || !slices.Contains(r.StatusChannels(), m.Channel) {
 		return transport.StatusUpdate{}, false, nil
 	}
 	namespace, name, ok := strings.Cut(*m.Provider, "/")
