@@ -23,6 +23,22 @@ const ConditionReady = "Ready"
 // (docs/providers.md#circuit-breaker).
 const ConditionCircuitClosed = "CircuitClosed"
 
+// ConditionWebhookEnabled is a webhook's delivery switch (a Webhook's, or a Sender's webhook):
+// False once every attempt has failed for too long (docs/webhooks.md#disabled-endpoints), and
+// then nothing is sent to it until it is enabled again: by the API, the CLI, or any change of
+// the resource's spec. Absent means enabled.
+const ConditionWebhookEnabled = "WebhookEnabled"
+
+// Reasons of the WebhookEnabled condition.
+const (
+	// ReasonFailingTooLong: every attempt failed for longer than the installation allows.
+	ReasonFailingTooLong = "FailingTooLong"
+	// ReasonReEnabled: enabled again through the API or the CLI.
+	ReasonReEnabled = "ReEnabled"
+	// ReasonSpecChanged: enabled again by a change of the resource's spec (a new URL, say).
+	ReasonSpecChanged = "SpecChanged"
+)
+
 // Reasons of the Ready condition.
 const (
 	// ReasonReady: every check passed.

@@ -149,6 +149,11 @@ type Config struct {
 	PublicURL string
 	// InstallationNamespace holds the Providers every project may use.
 	InstallationNamespace string
+	// WebhookDisableAfter is how long a webhook endpoint may fail every attempt before it is
+	// disabled (delivery.DefaultDisableAfter when zero; negative: never); WebhookDisableEvery how
+	// often endpoints are looked at (a minute when zero).
+	WebhookDisableAfter time.Duration
+	WebhookDisableEvery time.Duration
 	// CircuitStatusEvery is how often Providers' circuit breakers are read into their status (10 s
 	// when zero).
 	CircuitStatusEvery time.Duration
@@ -370,6 +375,10 @@ func Run(ctx context.Context, cfg Config) error {
 		if err := mgr.Add(syncer); err != nil {
 			return fmt.Errorf("add template sync: %w", err)
 		}
+		if err := mgr.Add(&delivery.Disabler{Pool: cfg.Pool, Client: mgr.GetClient(), Events: mgr.GetEventRecorderFor("switchboard-webhooks"),
+			Log: log.WithName("webhook-disabler"), After: cfg.WebhookDisableAfter, Every: cfg.WebhookDisableEvery}); err != nil {
+			return fmt.Errorf("add webhook disabler: %w", err)
+		}
 		every = cfg.TenDLCSyncEvery
 		if every == 0 {
 			every = 15 * time.Second
@@ -505,10 +514,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if err := mgr.Add(&partition.Keeper{Pool: cfg.Pool, Log: log.WithName("partitions")}); err != nil {
 			return fmt.Errorf("add partition keeper: %w", err)
 		}
-		policy := cfg.Retention
-		if policy == (retention.Policy{}) {
-			policy = retention.Default
-		}
+		policy := retentionPolicy(cfg)
 		messages.SetRetention(policy)
 		if cfg.Role.runs(RoleWorker) {
 			if err := mgr.Add(&retention.Pruner{Pool: cfg.Pool, Policy: policy, Every: cfg.RetentionEvery, Log: log.WithName("retention")}); err != nil {
@@ -599,11 +605,14 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	phoneNumbers.Senders = senders
 	agentsAPI := agent.NewService(mgr.GetClient(), mgr.GetAPIReader(), cfg.Pool, agentRuntime)
 	agentsAPI.Knowledge = know
+	deliveryLog := delivery.NewLog(cfg.Pool, mgr.GetClient())
+	deliveryLog.Retain = time.Duration(retentionPolicy(cfg).WebhookDeliveries) * partition.Day
 	server, err := httpapi.New(httpapi.Options{
 		Auth:            auth,
 		Accounts:        account.NewService(mgr.GetClient(), mgr.GetAPIReader(), keys, balances, postgres.Locks{Pool: cfg.Pool}, cfg.MaxSubAccounts),
 		Senders:         senders,
 		ProjectWebhooks: projectwebhook.NewService(mgr.GetClient(), mgr.GetAPIReader()).WithURLPolicy(cfg.Delivery.Client.URLPolicy()),
+		Deliveries:      deliveryLog,
 		Messages:        messages,
 		Contacts:        contacts,
 		Phones:          &phonecheck.Service{Reader: mgr.GetClient(), Lookup: transports, TenDLC: registrations},
@@ -719,3 +728,11 @@ type SandboxOptions struct {
 var DefaultSandbox = SandboxOptions{DeliverAfter: 500 * time.Millisecond, ReadAfter: time.Second}
 
 func ptr[T any](v T) *T { return &v }
+
+// retentionPolicy is the configured retention, retention.Default when none is.
+func retentionPolicy(cfg Config) retention.Policy {
+	if cfg.Retention == (retention.Policy{}) {
+		return retention.Default
+	}
+	return cfg.Retention
+}

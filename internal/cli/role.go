@@ -37,6 +37,7 @@ import (
 
 type roleFlags struct {
 	databaseURL       string
+	disableAfter      time.Duration
 	redisURL          string
 	kubeconfig        string
 	listen            string
@@ -180,6 +181,8 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 			"how often pending 10DLC brands and campaigns are looked at for their registrar's verdict (a live one is asked at most every 5 minutes; POST /v1/10dlc/.../sync asks at once)")
 		fl.DurationVar(&f.abandonAfter, "invitation-abandon-after", time.Hour,
 			"how long a client may take to connect once started before the invitation fails with signup_abandoned (the page reports a closed dialog at once)")
+		fl.DurationVar(&f.disableAfter, "webhook-disable-after", delivery.DefaultDisableAfter,
+			"how long a webhook endpoint may fail every attempt (no 2xx answer) before it is disabled: its WebhookEnabled condition turns False, its deliveries fail without an attempt until it is enabled again (API, CLI, or a change of its spec), and they can be replayed; 0 never disables")
 		fl.DurationVar(&f.whatsAppStatus, "whatsapp-status-interval", time.Hour,
 			"how often each WhatsApp sender's number, quality rating and payment status are read from the Graph API into its status (Sender.whatsapp.paymentStatus)")
 	}
@@ -217,6 +220,12 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 	}
 	if f.dispatchAttempts < 0 {
 		return &UsageError{Err: errors.New("--dispatch-attempts must be positive")}
+	}
+	if f.disableAfter < 0 {
+		return &UsageError{Err: errors.New("--webhook-disable-after must be positive, or 0 to never disable")}
+	}
+	if f.disableAfter == 0 {
+		f.disableAfter = -1 // never
 	}
 	if f.reconcileAfter < 0 || f.reconcileEvery < 0 {
 		return &UsageError{Err: errors.New("--reconcile-sent-after and --reconcile-every must be positive")}
@@ -384,6 +393,7 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		MaxSubAccounts:          f.maxSubAccounts,
 		DashboardURL:            f.dashboardURL,
 		InvitationAbandonAfter:  f.abandonAfter,
+		WebhookDisableAfter:     f.disableAfter,
 		Log:                     log,
 	})
 }

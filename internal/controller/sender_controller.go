@@ -82,6 +82,8 @@ func (r *SenderReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	sender.Status.WebhookSecret = secret
 	sender.Status.ObservedGeneration = sender.Generation
+	// A webhook disabled for failing is enabled again by a change of the spec (a fixed URL).
+	v1alpha1.EnableWebhookOnSpecChange(&sender.Status.Conditions, sender.Generation)
 	// A number the project does not own sends nothing live: its channels are not listed.
 	numberOwned, err := r.reconcileNumber(ctx, &sender)
 	if err != nil {

@@ -51,6 +51,8 @@ func (r *WebhookReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	wh.Status.WebhookSecret = secret
 	wh.Status.ObservedGeneration = wh.Generation
+	// Disabled for failing, it is enabled again by a change of the spec (a fixed URL).
+	v1alpha1.EnableWebhookOnSpecChange(&wh.Status.Conditions, wh.Generation)
 	setReady(&wh.Status.Conditions, result, wh.Generation)
 	if err := patchStatus(ctx, r.Client, before, &wh, func(w *v1alpha1.Webhook) any { return w.Status }); err != nil {
 		return ctrl.Result{}, fmt.Errorf("patch status of webhook %s: %w", req, err)

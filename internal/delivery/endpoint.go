@@ -50,10 +50,15 @@ type subscription struct {
 	secretRef v1alpha1.SecretKeyRef
 	// generated: the secret is Switchboard's to make, not the user's.
 	generated bool
+	// disabled: the webhook failed for too long and is off until enabled again.
+	disabled bool
 }
 
 // errNoSecret: the user's signing Secret an endpoint names (or its key) does not exist.
 var errNoSecret = errors.New("the webhook's signing secret does not exist")
+
+// ErrDisabled: the endpoint is disabled for failing too long (its WebhookEnabled condition).
+var ErrDisabled = errors.New("the endpoint is disabled: every attempt failed for too long; enable it again to deliver")
 
 // errSecretNotYet: the signing Secret Switchboard generates for an endpoint does not exist yet
 // (a webhook applied with kubectl a moment ago, before the controller made it).
@@ -82,7 +87,8 @@ func (r resolver) senderEndpoint(ctx context.Context, project, sender string) (*
 		return nil, nil
 	}
 	return &declared{subscription: subscription{url: wh.URL, version: wh.SignatureVersion,
-		secretRef: secretRef(wh.SecretRef, signingsecret.ForSender(&s)), generated: wh.SecretRef == nil}, events: wh.Events}, nil
+		secretRef: secretRef(wh.SecretRef, signingsecret.ForSender(&s)), generated: wh.SecretRef == nil,
+		disabled: v1alpha1.WebhookDisabled(s.Status.Conditions) != nil}, events: wh.Events}, nil
 }
 
 // senders names the project's senders, in name order.
@@ -115,7 +121,8 @@ func (r resolver) projectEndpoint(ctx context.Context, project, name string) (*d
 		return nil, nil
 	}
 	return &declared{subscription: subscription{url: wh.Spec.URL, version: wh.Spec.SignatureVersion,
-		secretRef: secretRef(wh.Spec.SecretRef, signingsecret.ForProjectWebhook(&wh)), generated: wh.Spec.SecretRef == nil},
+		secretRef: secretRef(wh.Spec.SecretRef, signingsecret.ForProjectWebhook(&wh)), generated: wh.Spec.SecretRef == nil,
+		disabled: v1alpha1.WebhookDisabled(wh.Status.Conditions) != nil},
 		events: wh.Spec.Events}, nil
 }
 
@@ -182,12 +189,15 @@ func (r resolver) secret(ctx context.Context, project string, ref v1alpha1.Secre
 }
 
 // resolve returns the current endpoint of a delivery: nil when no webhook is subscribed any
-// more; with errNoSecret (the user's Secret is missing) or errSecretNotYet (the generated one
+// more, and with ErrDisabled when it is disabled; with errNoSecret (the user's Secret is missing) or errSecretNotYet (the generated one
 // is not made yet), the endpoint without its secret.
 func (r resolver) resolve(ctx context.Context, kind Kind, project, name, event string) (*endpoint, error) {
 	wh, err := r.webhookOf(ctx, kind, project, name, event)
 	if wh == nil || err != nil {
 		return nil, err
+	}
+	if wh.disabled {
+		return nil, ErrDisabled
 	}
 	version := wh.version
 	if version == "" {

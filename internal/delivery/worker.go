@@ -254,6 +254,12 @@ func (w *Worker) attempt(ctx context.Context, d db.WebhookDelivery) outcome {
 	// A webhook without its signing secret (a user's Secret not created yet) fails this
 	// attempt, to be retried on the schedule: nothing unsigned is sent.
 	noSecret := errors.Is(err, errNoSecret)
+	if errors.Is(err, ErrDisabled) {
+		// Nothing goes to a disabled endpoint: the delivery fails without an attempt, to be
+		// replayed once the endpoint works again (enabling it replays nothing by itself).
+		r.status, r.err = "failed", err.Error()
+		return r
+	}
 	if errors.Is(err, errSecretNotYet) {
 		// The controller makes it within seconds: not an attempt.
 		r.next, r.err = now.Add(2*time.Second), err.Error()
@@ -296,7 +302,8 @@ func (w *Worker) attempt(ctx context.Context, d db.WebhookDelivery) outcome {
 	ok := sendErr == nil && statusCode >= 200 && statusCode < 300
 	// A URL this installation never delivers to fails the delivery now: retrying cannot help.
 	var badURL *URLError
-	last := int(d.Attempts) >= MaxAttempts || errors.As(sendErr, &badURL)
+	// A replay is one attempt more than the delivery had: its limit.
+	last := d.Attempts >= d.AttemptLimit || errors.As(sendErr, &badURL)
 	if !ok {
 		r.err = fmt.Sprintf("receiver answered %d", statusCode)
 		if sendErr != nil {

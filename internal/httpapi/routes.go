@@ -8,6 +8,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
+	"github.com/switchboard-io/switchboard/internal/delivery"
 )
 
 // access says who may call a route.
@@ -100,6 +101,13 @@ func (s *Server) routes() []route {
 		{method: "PATCH", path: "/v1/senders/{senderId}", access: permission, permission: apikey.PermissionAll, handle: s.updateSender},
 		{method: "DELETE", path: "/v1/senders/{senderId}", access: permission, permission: apikey.PermissionAll, handle: s.deleteSender},
 		{method: "POST", path: "/v1/senders/{senderId}/webhook/secret", access: permission, permission: apikey.PermissionAll, handle: s.rotateSenderSecret},
+		// The delivery log of a sender's webhook (Switchboard's own routes; docs/webhooks.md).
+		{method: "GET", path: "/v1/senders/{senderId}/webhook/deliveries", access: permission, permission: apikey.PermissionAll, handle: s.listDeliveries(true)},
+		{method: "POST", path: "/v1/senders/{senderId}/webhook/deliveries/replay", access: permission, permission: apikey.PermissionAll, handle: s.replayFailedDeliveries(true)},
+		{method: "GET", path: "/v1/senders/{senderId}/webhook/deliveries/{deliveryId}", access: permission, permission: apikey.PermissionAll, handle: s.getDelivery(true)},
+		{method: "POST", path: "/v1/senders/{senderId}/webhook/deliveries/{deliveryId}/replay", access: permission, permission: apikey.PermissionAll, handle: s.replayDelivery(true)},
+		{method: "POST", path: "/v1/senders/{senderId}/webhook/enable", access: permission, permission: apikey.PermissionAll,
+			handle: s.enableEndpoint(func(r *http.Request) delivery.Endpoint { return delivery.SenderEndpoint(r.PathValue("senderId")) })},
 		{method: "POST", path: "/v1/senders/{senderId}/telegram", access: permission, permission: apikey.PermissionAll, handle: s.attachTelegram},
 		{method: "DELETE", path: "/v1/senders/{senderId}/telegram", access: permission, permission: apikey.PermissionAll, handle: s.detachTelegram},
 		{method: "GET", path: "/v1/senders/{senderId}/profile", access: anyKey, handle: s.getSenderProfile},
@@ -114,6 +122,8 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/v1/invitations/{invitationId}", access: permission, permission: apikey.PermissionAll, handle: s.getInvitation},
 		{method: "POST", path: "/v1/invitations/{invitationId}/cancel", access: permission, permission: apikey.PermissionAll, handle: s.cancelInvitation},
 		{method: "POST", path: "/v1/invitations/webhook", access: permission, permission: apikey.PermissionAll, handle: s.putProjectWebhook(v1alpha1.WebhookKindInvitations)},
+		{method: "POST", path: "/v1/invitations/webhook/enable", access: permission, permission: apikey.PermissionAll,
+			handle: s.enableEndpoint(func(*http.Request) delivery.Endpoint { return delivery.InvitationsEndpoint })},
 		{method: "GET", path: "/v2/channels", access: anyKey, handle: s.listChannels},
 		{method: "POST", path: "/v2/channels", access: permission, permission: apikey.PermissionAll, handle: s.createChannel},
 		{method: "GET", path: "/v2/channels/{address}", access: anyKey, handle: s.getChannel},
@@ -203,6 +213,14 @@ func (s *Server) routes() []route {
 		{method: "PUT", path: "/v2/webhook", access: permission, permission: apikey.PermissionAll, handle: s.putProjectWebhook(v1alpha1.WebhookKindV2)},
 		{method: "DELETE", path: "/v2/webhook", access: permission, permission: apikey.PermissionAll, handle: s.deleteWebhookV2},
 		{method: "POST", path: "/v2/webhook/secret", access: permission, permission: apikey.PermissionAll, handle: s.rotateWebhookV2Secret},
+		// The delivery log and the endpoints' health (Switchboard's own routes; docs/webhooks.md).
+		{method: "GET", path: "/v2/webhook/deliveries", access: permission, permission: apikey.PermissionAll, handle: s.listDeliveries(false)},
+		{method: "POST", path: "/v2/webhook/deliveries/replay", access: permission, permission: apikey.PermissionAll, handle: s.replayFailedDeliveries(false)},
+		{method: "GET", path: "/v2/webhook/deliveries/{deliveryId}", access: permission, permission: apikey.PermissionAll, handle: s.getDelivery(false)},
+		{method: "POST", path: "/v2/webhook/deliveries/{deliveryId}/replay", access: permission, permission: apikey.PermissionAll, handle: s.replayDelivery(false)},
+		{method: "GET", path: "/v2/webhook/endpoints", access: permission, permission: apikey.PermissionAll, handle: s.listEndpoints},
+		{method: "POST", path: "/v2/webhook/enable", access: permission, permission: apikey.PermissionAll,
+			handle: s.enableEndpoint(func(*http.Request) delivery.Endpoint { return delivery.V2Endpoint })},
 
 		{method: "POST", path: "/v1/sub-accounts", access: parentOnly, handle: s.createSubAccount},
 		{method: "GET", path: "/v1/sub-accounts", access: parentOnly, handle: s.listSubAccounts},

@@ -22,6 +22,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/broadcast"
 	"github.com/switchboard-io/switchboard/internal/call"
 	"github.com/switchboard-io/switchboard/internal/contact"
+	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/emailcheck"
 	"github.com/switchboard-io/switchboard/internal/emaildomain"
 	"github.com/switchboard-io/switchboard/internal/functions"
@@ -89,6 +90,8 @@ type Server struct {
 	disposable  emailcheck.Disposable
 	// projectHooks manages the v2 project webhook.
 	projectHooks *projectwebhook.Service
+	// deliveries is the webhook delivery log.
+	deliveries *delivery.Log
 	// invitations keeps the projects' invitations.
 	invitations *invitation.Service
 	limiter     ratelimit.Limiter
@@ -158,6 +161,8 @@ type Options struct {
 	Disposable emailcheck.Disposable
 	// ProjectWebhooks manages the v2 project webhook.
 	ProjectWebhooks *projectwebhook.Service
+	// Deliveries is the webhook delivery log.
+	Deliveries *delivery.Log
 	// Invitations keeps the projects' invitations.
 	Invitations *invitation.Service
 	// Limiter counts requests per project; nil means in memory.
@@ -199,7 +204,7 @@ func New(o Options) (*Server, error) {
 		return nil, err
 	}
 	return &Server{
-		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
+		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, deliveries: o.Deliveries, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
 		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, knowledge: o.Knowledge, calls: o.Calls, numbers: o.Numbers, regulatory: o.Regulatory, urls: o.URLs, whatsAppSync: o.WhatsAppSync, functions: o.Functions, functionHTTP: o.FunctionHTTP, functionPush: o.FunctionPushes, publicURL: o.PublicURL, voices: o.Voices, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks, pages: o.Pages,

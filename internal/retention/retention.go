@@ -13,6 +13,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/periodic"
+	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
 // Policy is the installation's retention, in days.
@@ -173,6 +174,12 @@ func (p *Pruner) Prune(ctx context.Context) error {
 		// The days inbound messages came to an address: a row a day, past the messages' own.
 		if _, err := p.Pool.Exec(ctx, "DELETE FROM inbound_days WHERE day < ($1::timestamptz AT TIME ZONE 'UTC')::date", p.Policy.Since("messages", now)); err != nil {
 			return fmt.Errorf("delete expired inbound days: %w", err)
+		}
+	}
+	if p.Policy.days("webhook_deliveries") > 0 {
+		// The endpoints' health sums their attempts: it goes with the deliveries.
+		if err := db.Planned(p.Pool).PruneWebhookEndpointHealth(ctx, p.Policy.Since("webhook_deliveries", now)); err != nil {
+			return fmt.Errorf("delete expired webhook endpoint health: %w", err)
 		}
 	}
 	return nil

@@ -321,7 +321,7 @@ func (q *Queries) EraseOptOuts(ctx context.Context, arg EraseOptOutsParams) (int
 const eraseWebhookDeliveries = `-- name: EraseWebhookDeliveries :one
 WITH deliveries AS (
     UPDATE webhook_deliveries d
-    SET data = '{}'::jsonb, address_from = '', address_to = '',
+    SET data = '{}'::jsonb, address_from = '', address_to = '', erased = true,
         status = CASE WHEN d.status = 'pending' THEN 'cancelled' ELSE d.status END,
         next_attempt_at = CASE WHEN d.status = 'pending' THEN NULL ELSE d.next_attempt_at END,
         last_error = NULL

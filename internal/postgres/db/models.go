@@ -850,6 +850,9 @@ type WebhookDelivery struct {
 	LastError     *string
 	Mode          string
 	NextAttemptAt *time.Time
+	AttemptLimit  int32
+	Replays       int32
+	Erased        bool
 }
 
 type WebhookDeliveryAttempt struct {
@@ -861,6 +864,27 @@ type WebhookDeliveryAttempt struct {
 	LatencyMs    int32
 	Error        *string
 	ResponseBody *string
+	Replay       bool
+}
+
+type WebhookEndpoint struct {
+	Project             string
+	EndpointKind        string
+	EndpointName        string
+	LastAttemptAt       time.Time
+	LastSuccessAt       *time.Time
+	LastFailureAt       *time.Time
+	FailingSince        *time.Time
+	ConsecutiveFailures int32
+}
+
+type WebhookEndpointHour struct {
+	Project      string
+	EndpointKind string
+	EndpointName string
+	Hour         time.Time
+	Attempts     int32
+	Succeeded    int32
 }
 
 type WhatsappSync struct {

@@ -22,7 +22,7 @@ UPDATE webhook_deliveries d
 SET attempts = d.attempts + 1, next_attempt_at = $1::timestamptz
 FROM due
 WHERE d.id = due.id AND d.created_at = due.created_at AND d.created_at >= $2::timestamptz
-RETURNING d.id, d.project, d.event, d.endpoint_kind, d.endpoint_name, d.data, d.address_from, d.address_to, d.transport, d.status, d.attempts, d.created_at, d.finished_at, d.last_error, d.mode, d.next_attempt_at
+RETURNING d.id, d.project, d.event, d.endpoint_kind, d.endpoint_name, d.data, d.address_from, d.address_to, d.transport, d.status, d.attempts, d.created_at, d.finished_at, d.last_error, d.mode, d.next_attempt_at, d.attempt_limit, d.replays, d.erased
 `
 
 type ClaimWebhookDeliveriesParams struct {
@@ -69,6 +69,9 @@ func (q *Queries) ClaimWebhookDeliveries(ctx context.Context, arg ClaimWebhookDe
 			&i.LastError,
 			&i.Mode,
 			&i.NextAttemptAt,
+			&i.AttemptLimit,
+			&i.Replays,
+			&i.Erased,
 		); err != nil {
 			return nil, err
 		}
@@ -90,15 +93,49 @@ WITH r AS (
            unnest($14::timestamptz[]) AS finished_at
 ),
 current AS (
-    SELECT r.id, r.attempt, r.made, r.status, r.next_attempt_at, r.started_at, r.url, r.status_code, r.latency_ms, r.error, r.response_body, r.finished_at FROM r JOIN webhook_deliveries d ON d.id = r.id AND d.attempts = r.attempt AND d.status = 'pending'
+    SELECT r.id, r.attempt, r.made, r.status, r.next_attempt_at, r.started_at, r.url, r.status_code, r.latency_ms, r.error, r.response_body, r.finished_at, d.project, d.endpoint_kind, d.endpoint_name, (d.replays > 0 AND d.attempt_limit = r.attempt) AS replay
+    FROM r JOIN webhook_deliveries d ON d.id = r.id AND d.attempts = r.attempt AND d.status = 'pending'
     WHERE d.created_at >= $1::timestamptz AND d.created_at < $2::timestamptz
 ),
 logged AS (
-    INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, url, status_code, latency_ms, error, response_body)
+    INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, url, status_code, latency_ms, error, response_body, replay)
     SELECT id, attempt, started_at, url, nullif(status_code, 0), latency_ms, nullif(error, ''),
-           CASE WHEN status_code <> 0 THEN response_body END
+           CASE WHEN status_code <> 0 THEN response_body END, replay
     FROM current WHERE made
     ON CONFLICT DO NOTHING
+),
+made AS (
+    SELECT project, endpoint_kind, endpoint_name, started_at, status = 'delivered' AS ok,
+           max(started_at) FILTER (WHERE status = 'delivered') OVER (PARTITION BY project, endpoint_kind, endpoint_name) AS last_ok
+    FROM current WHERE made
+),
+hours AS (
+    INSERT INTO webhook_endpoint_hours (project, endpoint_kind, endpoint_name, hour, attempts, succeeded)
+    SELECT project, endpoint_kind, endpoint_name, date_trunc('hour', started_at, 'UTC'), count(*), count(*) FILTER (WHERE ok)
+    FROM made GROUP BY 1, 2, 3, 4
+    ORDER BY 1, 2, 3, 4 -- every batch locks rows in one order: no deadlock between workers
+    ON CONFLICT (project, endpoint_kind, endpoint_name, hour) DO UPDATE
+    SET attempts = webhook_endpoint_hours.attempts + excluded.attempts,
+        succeeded = webhook_endpoint_hours.succeeded + excluded.succeeded
+),
+health AS (
+    INSERT INTO webhook_endpoints (project, endpoint_kind, endpoint_name, last_attempt_at, last_success_at, last_failure_at,
+                                   failing_since, consecutive_failures)
+    SELECT project, endpoint_kind, endpoint_name, max(started_at), max(last_ok), max(started_at) FILTER (WHERE NOT ok),
+           min(started_at) FILTER (WHERE NOT ok AND (last_ok IS NULL OR started_at > last_ok)),
+           count(*) FILTER (WHERE NOT ok AND (last_ok IS NULL OR started_at > last_ok))
+    FROM made GROUP BY 1, 2, 3
+    ORDER BY 1, 2, 3
+    ON CONFLICT (project, endpoint_kind, endpoint_name) DO UPDATE
+    SET last_attempt_at = greatest(webhook_endpoints.last_attempt_at, excluded.last_attempt_at),
+        last_success_at = greatest(webhook_endpoints.last_success_at, excluded.last_success_at),
+        last_failure_at = greatest(webhook_endpoints.last_failure_at, excluded.last_failure_at),
+        consecutive_failures = CASE
+            WHEN excluded.last_success_at >= coalesce(webhook_endpoints.last_failure_at, '-infinity') THEN excluded.consecutive_failures
+            ELSE webhook_endpoints.consecutive_failures + excluded.consecutive_failures END,
+        failing_since = CASE
+            WHEN excluded.last_success_at >= coalesce(webhook_endpoints.last_failure_at, '-infinity') THEN excluded.failing_since
+            ELSE coalesce(webhook_endpoints.failing_since, excluded.failing_since) END
 )
 UPDATE webhook_deliveries d
 SET status = c.status,
@@ -132,6 +169,10 @@ type FinishWebhookAttemptsParams struct {
 // result whose lease another worker has taken over since (attempts moved on) changes nothing.
 // An attempt not made (its receiver was busy) gives its count back. Arrays carry no NULLs: a
 // status code of 0 is no answer (and then no response body), an empty error is none.
+// The endpoints' health, from the attempts made: each endpoint's last success in the batch, and
+// the failures after it (they are the endpoint's consecutive failures now).
+// A success newer than every failure recorded starts the count again from the batch's failures
+// after it; otherwise the batch's failures add to the count.
 func (q *Queries) FinishWebhookAttempts(ctx context.Context, arg FinishWebhookAttemptsParams) error {
 	_, err := q.db.Exec(ctx, finishWebhookAttempts,
 		arg.CreatedFrom,
@@ -153,7 +194,7 @@ func (q *Queries) FinishWebhookAttempts(ctx context.Context, arg FinishWebhookAt
 }
 
 const getWebhookDelivery = `-- name: GetWebhookDelivery :one
-SELECT id, project, event, endpoint_kind, endpoint_name, data, address_from, address_to, transport, status, attempts, created_at, finished_at, last_error, mode, next_attempt_at FROM webhook_deliveries WHERE id = $1 AND created_at >= switchboard_id_from($1) AND created_at < switchboard_id_to($1)
+SELECT id, project, event, endpoint_kind, endpoint_name, data, address_from, address_to, transport, status, attempts, created_at, finished_at, last_error, mode, next_attempt_at, attempt_limit, replays, erased FROM webhook_deliveries WHERE id = $1 AND created_at >= switchboard_id_from($1) AND created_at < switchboard_id_to($1)
 `
 
 func (q *Queries) GetWebhookDelivery(ctx context.Context, id string) (WebhookDelivery, error) {
@@ -176,6 +217,9 @@ func (q *Queries) GetWebhookDelivery(ctx context.Context, id string) (WebhookDel
 		&i.LastError,
 		&i.Mode,
 		&i.NextAttemptAt,
+		&i.AttemptLimit,
+		&i.Replays,
+		&i.Erased,
 	)
 	return i, err
 }
@@ -220,8 +264,42 @@ func (q *Queries) InsertWebhookDeliveries(ctx context.Context, arg InsertWebhook
 	return err
 }
 
+const listFailingWebhookEndpoints = `-- name: ListFailingWebhookEndpoints :many
+SELECT project, endpoint_kind, endpoint_name, last_attempt_at, last_success_at, last_failure_at, failing_since, consecutive_failures FROM webhook_endpoints WHERE failing_since <= $1::timestamptz ORDER BY failing_since LIMIT 1000
+`
+
+// Endpoints that have failed every attempt since before @failing_before.
+func (q *Queries) ListFailingWebhookEndpoints(ctx context.Context, failingBefore time.Time) ([]WebhookEndpoint, error) {
+	rows, err := q.db.Query(ctx, listFailingWebhookEndpoints, failingBefore)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WebhookEndpoint
+	for rows.Next() {
+		var i WebhookEndpoint
+		if err := rows.Scan(
+			&i.Project,
+			&i.EndpointKind,
+			&i.EndpointName,
+			&i.LastAttemptAt,
+			&i.LastSuccessAt,
+			&i.LastFailureAt,
+			&i.FailingSince,
+			&i.ConsecutiveFailures,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listWebhookAttempts = `-- name: ListWebhookAttempts :many
-SELECT delivery_id, attempt, started_at, url, status_code, latency_ms, error, response_body FROM webhook_delivery_attempts WHERE delivery_id = $1 AND started_at >= switchboard_id_from($1)
+SELECT delivery_id, attempt, started_at, url, status_code, latency_ms, error, response_body, replay FROM webhook_delivery_attempts WHERE delivery_id = $1 AND started_at >= switchboard_id_from($1)
 ORDER BY attempt
 `
 
@@ -244,6 +322,7 @@ func (q *Queries) ListWebhookAttempts(ctx context.Context, deliveryID string) ([
 			&i.LatencyMs,
 			&i.Error,
 			&i.ResponseBody,
+			&i.Replay,
 		); err != nil {
 			return nil, err
 		}
@@ -253,4 +332,275 @@ func (q *Queries) ListWebhookAttempts(ctx context.Context, deliveryID string) ([
 		return nil, err
 	}
 	return items, nil
+}
+
+const listWebhookDeliveries = `-- name: ListWebhookDeliveries :many
+SELECT id, project, event, endpoint_kind, endpoint_name, data, address_from, address_to, transport, status, attempts, created_at, finished_at, last_error, mode, next_attempt_at, attempt_limit, replays, erased FROM webhook_deliveries
+WHERE project = $1
+  AND created_at >= $2::timestamptz AND created_at < $3::timestamptz
+  AND (created_at, id) < ($4::timestamptz, $5::text)
+  AND mode IN ($6::text, '')
+  AND ($7::text = '' OR endpoint_kind = $7::text)
+  AND ($8::text = '' OR endpoint_name = $8::text)
+  AND ($9::text = '' OR status = $9::text)
+  AND ($10::text = '' OR event = $10::text)
+  AND ($11::text = '' OR data ->> 'messageId' = $11::text)
+ORDER BY created_at DESC, id DESC
+LIMIT $12
+`
+
+type ListWebhookDeliveriesParams struct {
+	Project      string
+	Since        time.Time
+	Until        time.Time
+	BeforeTime   time.Time
+	BeforeID     string
+	Mode         string
+	EndpointKind string
+	EndpointName string
+	Status       string
+	Event        string
+	MessageID    string
+	Max          int32
+}
+
+// A page of the project's delivery log, newest first, before a position (created_at, id). Only
+// the partitions of [since, until) are read. The deliveries of a mode are the key's: an event of
+// neither mode (a domain's, a template's) is in both.
+func (q *Queries) ListWebhookDeliveries(ctx context.Context, arg ListWebhookDeliveriesParams) ([]WebhookDelivery, error) {
+	rows, err := q.db.Query(ctx, listWebhookDeliveries,
+		arg.Project,
+		arg.Since,
+		arg.Until,
+		arg.BeforeTime,
+		arg.BeforeID,
+		arg.Mode,
+		arg.EndpointKind,
+		arg.EndpointName,
+		arg.Status,
+		arg.Event,
+		arg.MessageID,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WebhookDelivery
+	for rows.Next() {
+		var i WebhookDelivery
+		if err := rows.Scan(
+			&i.ID,
+			&i.Project,
+			&i.Event,
+			&i.EndpointKind,
+			&i.EndpointName,
+			&i.Data,
+			&i.AddressFrom,
+			&i.AddressTo,
+			&i.Transport,
+			&i.Status,
+			&i.Attempts,
+			&i.CreatedAt,
+			&i.FinishedAt,
+			&i.LastError,
+			&i.Mode,
+			&i.NextAttemptAt,
+			&i.AttemptLimit,
+			&i.Replays,
+			&i.Erased,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const listWebhookEndpointHealth = `-- name: ListWebhookEndpointHealth :many
+SELECT e.project, e.endpoint_kind, e.endpoint_name, e.last_attempt_at, e.last_success_at, e.last_failure_at, e.failing_since, e.consecutive_failures, coalesce(h.attempts, 0)::bigint AS recent_attempts, coalesce(h.succeeded, 0)::bigint AS recent_succeeded
+FROM webhook_endpoints e
+LEFT JOIN LATERAL (
+    SELECT sum(attempts) AS attempts, sum(succeeded) AS succeeded FROM webhook_endpoint_hours h
+    WHERE h.project = e.project AND h.endpoint_kind = e.endpoint_kind AND h.endpoint_name = e.endpoint_name AND h.hour >= $1::timestamptz
+) h ON true
+WHERE e.project = $2
+ORDER BY e.endpoint_kind, e.endpoint_name
+`
+
+type ListWebhookEndpointHealthParams struct {
+	Since   time.Time
+	Project string
+}
+
+type ListWebhookEndpointHealthRow struct {
+	Project             string
+	EndpointKind        string
+	EndpointName        string
+	LastAttemptAt       time.Time
+	LastSuccessAt       *time.Time
+	LastFailureAt       *time.Time
+	FailingSince        *time.Time
+	ConsecutiveFailures int32
+	RecentAttempts      int64
+	RecentSucceeded     int64
+}
+
+// The project's endpoints as their attempts left them, with their attempts and successes since
+// @since (the last day's hours).
+func (q *Queries) ListWebhookEndpointHealth(ctx context.Context, arg ListWebhookEndpointHealthParams) ([]ListWebhookEndpointHealthRow, error) {
+	rows, err := q.db.Query(ctx, listWebhookEndpointHealth, arg.Since, arg.Project)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []ListWebhookEndpointHealthRow
+	for rows.Next() {
+		var i ListWebhookEndpointHealthRow
+		if err := rows.Scan(
+			&i.Project,
+			&i.EndpointKind,
+			&i.EndpointName,
+			&i.LastAttemptAt,
+			&i.LastSuccessAt,
+			&i.LastFailureAt,
+			&i.FailingSince,
+			&i.ConsecutiveFailures,
+			&i.RecentAttempts,
+			&i.RecentSucceeded,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const pruneWebhookEndpointHealth = `-- name: PruneWebhookEndpointHealth :exec
+WITH hours AS (DELETE FROM webhook_endpoint_hours WHERE hour < $1::timestamptz)
+DELETE FROM webhook_endpoints WHERE last_attempt_at < $1::timestamptz
+`
+
+// Health older than the deliveries it summed: hours past the deliveries' retention, and the
+// endpoints no attempt has reached since (their webhooks are gone).
+func (q *Queries) PruneWebhookEndpointHealth(ctx context.Context, before time.Time) error {
+	_, err := q.db.Exec(ctx, pruneWebhookEndpointHealth, before)
+	return err
+}
+
+const replayFailedWebhookDeliveries = `-- name: ReplayFailedWebhookDeliveries :many
+WITH picked AS (
+    SELECT id, created_at FROM webhook_deliveries
+    WHERE project = $4::text AND endpoint_kind = $5::text
+      AND endpoint_name = $6::text AND status = 'failed'
+      AND created_at >= $2::timestamptz AND created_at < $3::timestamptz
+      AND mode IN ($7::text, '') AND NOT erased AND finished_at < $1::timestamptz
+    ORDER BY created_at
+    LIMIT $8
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE webhook_deliveries d
+SET status = 'pending', next_attempt_at = $1::timestamptz, attempt_limit = d.attempts + 1, replays = d.replays + 1,
+    finished_at = NULL
+FROM picked
+WHERE d.id = picked.id AND d.created_at = picked.created_at
+  AND d.created_at >= $2::timestamptz AND d.created_at < $3::timestamptz
+RETURNING d.id
+`
+
+type ReplayFailedWebhookDeliveriesParams struct {
+	FailedBefore time.Time
+	Since        time.Time
+	Until        time.Time
+	Project      string
+	EndpointKind string
+	EndpointName string
+	Mode         string
+	Max          int32
+}
+
+// Replays up to @max of an endpoint's failed deliveries made in [since, until) that failed
+// before @failed_before (the replay's start: one that failed again since is not taken twice).
+func (q *Queries) ReplayFailedWebhookDeliveries(ctx context.Context, arg ReplayFailedWebhookDeliveriesParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, replayFailedWebhookDeliveries,
+		arg.FailedBefore,
+		arg.Since,
+		arg.Until,
+		arg.Project,
+		arg.EndpointKind,
+		arg.EndpointName,
+		arg.Mode,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const replayWebhookDelivery = `-- name: ReplayWebhookDelivery :one
+UPDATE webhook_deliveries
+SET status = 'pending', next_attempt_at = $1::timestamptz, attempt_limit = attempts + 1, replays = replays + 1,
+    finished_at = NULL
+WHERE id = $2 AND project = $3 AND created_at >= switchboard_id_from($2) AND created_at < switchboard_id_to($2)
+  AND created_at >= $4::timestamptz AND status <> 'pending' AND NOT erased
+RETURNING id, project, event, endpoint_kind, endpoint_name, data, address_from, address_to, transport, status, attempts, created_at, finished_at, last_error, mode, next_attempt_at, attempt_limit, replays, erased
+`
+
+type ReplayWebhookDeliveryParams struct {
+	Now       time.Time
+	ID        string
+	Project   string
+	MadeSince time.Time
+}
+
+// Makes a finished delivery due again at once for one more attempt, with its event id.
+func (q *Queries) ReplayWebhookDelivery(ctx context.Context, arg ReplayWebhookDeliveryParams) (WebhookDelivery, error) {
+	row := q.db.QueryRow(ctx, replayWebhookDelivery,
+		arg.Now,
+		arg.ID,
+		arg.Project,
+		arg.MadeSince,
+	)
+	var i WebhookDelivery
+	err := row.Scan(
+		&i.ID,
+		&i.Project,
+		&i.Event,
+		&i.EndpointKind,
+		&i.EndpointName,
+		&i.Data,
+		&i.AddressFrom,
+		&i.AddressTo,
+		&i.Transport,
+		&i.Status,
+		&i.Attempts,
+		&i.CreatedAt,
+		&i.FinishedAt,
+		&i.LastError,
+		&i.Mode,
+		&i.NextAttemptAt,
+		&i.AttemptLimit,
+		&i.Replays,
+		&i.Erased,
+	)
+	return i, err
 }

@@ -111,7 +111,7 @@ SELECT ((SELECT count(*) FROM calls_of) + (SELECT count(*) FROM turns))::bigint;
 -- the data goes and a pending one is cancelled; its attempts' answers go too.
 WITH deliveries AS (
     UPDATE webhook_deliveries d
-    SET data = '{}'::jsonb, address_from = '', address_to = '',
+    SET data = '{}'::jsonb, address_from = '', address_to = '', erased = true,
         status = CASE WHEN d.status = 'pending' THEN 'cancelled' ELSE d.status END,
         next_attempt_at = CASE WHEN d.status = 'pending' THEN NULL ELSE d.next_attempt_at END,
         last_error = NULL

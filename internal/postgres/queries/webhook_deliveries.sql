@@ -41,15 +41,53 @@ WITH r AS (
            unnest(@finished_at::timestamptz[]) AS finished_at
 ),
 current AS (
-    SELECT r.* FROM r JOIN webhook_deliveries d ON d.id = r.id AND d.attempts = r.attempt AND d.status = 'pending'
+    SELECT r.*, d.project, d.endpoint_kind, d.endpoint_name, (d.replays > 0 AND d.attempt_limit = r.attempt) AS replay
+    FROM r JOIN webhook_deliveries d ON d.id = r.id AND d.attempts = r.attempt AND d.status = 'pending'
     WHERE d.created_at >= @created_from::timestamptz AND d.created_at < @created_to::timestamptz
 ),
 logged AS (
-    INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, url, status_code, latency_ms, error, response_body)
+    INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, url, status_code, latency_ms, error, response_body, replay)
     SELECT id, attempt, started_at, url, nullif(status_code, 0), latency_ms, nullif(error, ''),
-           CASE WHEN status_code <> 0 THEN response_body END
+           CASE WHEN status_code <> 0 THEN response_body END, replay
     FROM current WHERE made
     ON CONFLICT DO NOTHING
+),
+-- The endpoints' health, from the attempts made: each endpoint's last success in the batch, and
+-- the failures after it (they are the endpoint's consecutive failures now).
+made AS (
+    SELECT project, endpoint_kind, endpoint_name, started_at, status = 'delivered' AS ok,
+           max(started_at) FILTER (WHERE status = 'delivered') OVER (PARTITION BY project, endpoint_kind, endpoint_name) AS last_ok
+    FROM current WHERE made
+),
+hours AS (
+    INSERT INTO webhook_endpoint_hours (project, endpoint_kind, endpoint_name, hour, attempts, succeeded)
+    SELECT project, endpoint_kind, endpoint_name, date_trunc('hour', started_at, 'UTC'), count(*), count(*) FILTER (WHERE ok)
+    FROM made GROUP BY 1, 2, 3, 4
+    ORDER BY 1, 2, 3, 4 -- every batch locks rows in one order: no deadlock between workers
+    ON CONFLICT (project, endpoint_kind, endpoint_name, hour) DO UPDATE
+    SET attempts = webhook_endpoint_hours.attempts + excluded.attempts,
+        succeeded = webhook_endpoint_hours.succeeded + excluded.succeeded
+),
+-- A success newer than every failure recorded starts the count again from the batch's failures
+-- after it; otherwise the batch's failures add to the count.
+health AS (
+    INSERT INTO webhook_endpoints (project, endpoint_kind, endpoint_name, last_attempt_at, last_success_at, last_failure_at,
+                                   failing_since, consecutive_failures)
+    SELECT project, endpoint_kind, endpoint_name, max(started_at), max(last_ok), max(started_at) FILTER (WHERE NOT ok),
+           min(started_at) FILTER (WHERE NOT ok AND (last_ok IS NULL OR started_at > last_ok)),
+           count(*) FILTER (WHERE NOT ok AND (last_ok IS NULL OR started_at > last_ok))
+    FROM made GROUP BY 1, 2, 3
+    ORDER BY 1, 2, 3
+    ON CONFLICT (project, endpoint_kind, endpoint_name) DO UPDATE
+    SET last_attempt_at = greatest(webhook_endpoints.last_attempt_at, excluded.last_attempt_at),
+        last_success_at = greatest(webhook_endpoints.last_success_at, excluded.last_success_at),
+        last_failure_at = greatest(webhook_endpoints.last_failure_at, excluded.last_failure_at),
+        consecutive_failures = CASE
+            WHEN excluded.last_success_at >= coalesce(webhook_endpoints.last_failure_at, '-infinity') THEN excluded.consecutive_failures
+            ELSE webhook_endpoints.consecutive_failures + excluded.consecutive_failures END,
+        failing_since = CASE
+            WHEN excluded.last_success_at >= coalesce(webhook_endpoints.last_failure_at, '-infinity') THEN excluded.failing_since
+            ELSE coalesce(webhook_endpoints.failing_since, excluded.failing_since) END
 )
 UPDATE webhook_deliveries d
 SET status = c.status,
@@ -67,3 +105,72 @@ SELECT * FROM webhook_deliveries WHERE id = @id AND created_at >= switchboard_id
 -- The attempts come after their delivery was made: the partitions before it are not read.
 SELECT * FROM webhook_delivery_attempts WHERE delivery_id = @delivery_id AND started_at >= switchboard_id_from(@delivery_id)
 ORDER BY attempt;
+
+-- name: ListWebhookDeliveries :many
+-- A page of the project's delivery log, newest first, before a position (created_at, id). Only
+-- the partitions of [since, until) are read. The deliveries of a mode are the key's: an event of
+-- neither mode (a domain's, a template's) is in both.
+SELECT * FROM webhook_deliveries
+WHERE project = @project
+  AND created_at >= @since::timestamptz AND created_at < @until::timestamptz
+  AND (created_at, id) < (@before_time::timestamptz, @before_id::text)
+  AND mode IN (@mode::text, '')
+  AND (sqlc.arg(endpoint_kind)::text = '' OR endpoint_kind = sqlc.arg(endpoint_kind)::text)
+  AND (sqlc.arg(endpoint_name)::text = '' OR endpoint_name = sqlc.arg(endpoint_name)::text)
+  AND (sqlc.arg(status)::text = '' OR status = sqlc.arg(status)::text)
+  AND (sqlc.arg(event)::text = '' OR event = sqlc.arg(event)::text)
+  AND (sqlc.arg(message_id)::text = '' OR data ->> 'messageId' = sqlc.arg(message_id)::text)
+ORDER BY created_at DESC, id DESC
+LIMIT @max;
+
+-- name: ReplayWebhookDelivery :one
+-- Makes a finished delivery due again at once for one more attempt, with its event id.
+UPDATE webhook_deliveries
+SET status = 'pending', next_attempt_at = @now::timestamptz, attempt_limit = attempts + 1, replays = replays + 1,
+    finished_at = NULL
+WHERE id = @id AND project = @project AND created_at >= switchboard_id_from(@id) AND created_at < switchboard_id_to(@id)
+  AND created_at >= @made_since::timestamptz AND status <> 'pending' AND NOT erased
+RETURNING *;
+
+-- name: ReplayFailedWebhookDeliveries :many
+-- Replays up to @max of an endpoint's failed deliveries made in [since, until) that failed
+-- before @failed_before (the replay's start: one that failed again since is not taken twice).
+WITH picked AS (
+    SELECT id, created_at FROM webhook_deliveries
+    WHERE project = sqlc.arg(project)::text AND endpoint_kind = sqlc.arg(endpoint_kind)::text
+      AND endpoint_name = sqlc.arg(endpoint_name)::text AND status = 'failed'
+      AND created_at >= @since::timestamptz AND created_at < @until::timestamptz
+      AND mode IN (@mode::text, '') AND NOT erased AND finished_at < @failed_before::timestamptz
+    ORDER BY created_at
+    LIMIT @max
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE webhook_deliveries d
+SET status = 'pending', next_attempt_at = @failed_before::timestamptz, attempt_limit = d.attempts + 1, replays = d.replays + 1,
+    finished_at = NULL
+FROM picked
+WHERE d.id = picked.id AND d.created_at = picked.created_at
+  AND d.created_at >= @since::timestamptz AND d.created_at < @until::timestamptz
+RETURNING d.id;
+
+-- name: ListWebhookEndpointHealth :many
+-- The project's endpoints as their attempts left them, with their attempts and successes since
+-- @since (the last day's hours).
+SELECT e.*, coalesce(h.attempts, 0)::bigint AS recent_attempts, coalesce(h.succeeded, 0)::bigint AS recent_succeeded
+FROM webhook_endpoints e
+LEFT JOIN LATERAL (
+    SELECT sum(attempts) AS attempts, sum(succeeded) AS succeeded FROM webhook_endpoint_hours h
+    WHERE h.project = e.project AND h.endpoint_kind = e.endpoint_kind AND h.endpoint_name = e.endpoint_name AND h.hour >= @since::timestamptz
+) h ON true
+WHERE e.project = @project
+ORDER BY e.endpoint_kind, e.endpoint_name;
+
+-- name: ListFailingWebhookEndpoints :many
+-- Endpoints that have failed every attempt since before @failing_before.
+SELECT * FROM webhook_endpoints WHERE failing_since <= @failing_before::timestamptz ORDER BY failing_since LIMIT 1000;
+
+-- name: PruneWebhookEndpointHealth :exec
+-- Health older than the deliveries it summed: hours past the deliveries' retention, and the
+-- endpoints no attempt has reached since (their webhooks are gone).
+WITH hours AS (DELETE FROM webhook_endpoint_hours WHERE hour < @before::timestamptz)
+DELETE FROM webhook_endpoints WHERE last_attempt_at < @before::timestamptz;
