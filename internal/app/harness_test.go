@@ -303,15 +303,20 @@ func (d *openAPIDoc) operation(method, path string) (string, map[string]any) {
 		op, _ := item[strings.ToLower(method)].(map[string]any)
 		return path, op
 	}
+	// Of the templates that match, the one with the most literal segments wins
+	// (/v1/senders/{senderId}/webhook/deliveries/replay over …/deliveries/{deliveryId}).
+	best, bestOp, bestParams := "", map[string]any(nil), -1
 	for template, item := range paths {
 		re := "^" + regexp.MustCompile(`\{[^}]+\}`).ReplaceAllString(regexp.QuoteMeta(template), `[^/]+`) + "$"
 		re = strings.ReplaceAll(re, `\[^/]+`, `[^/]+`)
 		if regexp.MustCompile(re).MatchString(path) {
-			op, _ := item.(map[string]any)[strings.ToLower(method)].(map[string]any)
-			return template, op
+			if params := strings.Count(template, "{"); bestParams < 0 || params < bestParams {
+				op, _ := item.(map[string]any)[strings.ToLower(method)].(map[string]any)
+				best, bestOp, bestParams = template, op, params
+			}
 		}
 	}
-	return "", nil
+	return best, bestOp
 }
 
 func (d *openAPIDoc) lookup(pointer string) map[string]any {

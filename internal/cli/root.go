@@ -102,6 +102,7 @@ election on (the default): one leads, the others wait.`),
 		newBroadcastCommand(g, stdout, stderr),
 		newProjectCommand(g, stdout, stderr),
 		newContactCommand(g, stdout, stderr),
+		newWebhookCommand(g, stdout, stderr),
 		newVersionCommand(stdout),
 	)
 	return root

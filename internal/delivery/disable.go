@@ -141,8 +141,8 @@ func (d *Disabler) after() time.Duration {
 	return d.After
 }
 
-// Round disables every endpoint failing for longer than After, unless it was enabled again
-// less than After ago (the time it was enabled starts the count again).
+// Round disables every endpoint failing for longer than After. One enabled again is disabled
+// only once After has passed since, with failed attempts after it and no success.
 func (d *Disabler) Round(ctx context.Context) error {
 	now := time.Now
 	if d.Now != nil {
@@ -164,8 +164,10 @@ func (d *Disabler) Round(ctx context.Context) error {
 				Reason: v1alpha1.ReasonFailingTooLong, Message: message, ObservedGeneration: generation}
 		}, func(conditions []metav1.Condition, _ int64) bool {
 			c := meta.FindStatusCondition(conditions, v1alpha1.ConditionWebhookEnabled)
-			// Already disabled, or enabled again less than After ago: left alone.
-			disabled = c == nil || (c.Status == metav1.ConditionTrue && c.LastTransitionTime.Time.Before(cutoff))
+			// Left alone: already disabled; enabled again less than After ago; or enabled again
+			// and not attempted since (its failures are all from before).
+			disabled = c == nil || (c.Status == metav1.ConditionTrue && c.LastTransitionTime.Time.Before(cutoff) &&
+				e.LastFailureAt != nil && e.LastFailureAt.After(c.LastTransitionTime.Add(time.Second))) // kept to the second
 			return disabled
 		})
 		if err != nil {

@@ -326,14 +326,25 @@ func TestAnEndpointFailingTooLongIsDisabledUntilEnabled(t *testing.T) {
 		t.Errorf("disabled again at once: %+v", c)
 	}
 
-	// Disabled again, then a change of the spec (a new URL) enables it.
+	// Hours later, with no attempt since it was enabled, it is left alone; with failures since,
+	// it is disabled again.
 	disabler.Now = func() time.Time { return time.Now().Add(3 * time.Hour) }
 	if err := disabler.Round(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if c := enabledCondition(t, f); c.Status != metav1.ConditionFalse {
-		t.Fatalf("not disabled hours after it was enabled: %+v", c)
+	if c := enabledCondition(t, f); c.Status != metav1.ConditionTrue {
+		t.Fatalf("disabled for failures from before it was enabled: %+v", c)
 	}
+	if _, err := f.pool.Exec(ctx, `UPDATE webhook_endpoints SET last_failure_at = now() + interval '1 minute' WHERE project = $1`, f.project); err != nil {
+		t.Fatal(err)
+	}
+	if err := disabler.Round(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c := enabledCondition(t, f); c.Status != metav1.ConditionFalse {
+		t.Fatalf("not disabled hours after it was enabled and failed again: %+v", c)
+	}
+	// Then a change of the spec (a new URL) enables it.
 	var s v1alpha1.Sender
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(f.sender), &s); err != nil {
 		t.Fatal(err)

@@ -153,6 +153,13 @@ func runDevScript(t *testing.T, script string) {
 	}
 }
 
+// TestWebhookDeliveryLogThroughThePublishedClient reads the webhook delivery log, replays a
+// delivery, and reads and enables its endpoint through @zavudev/sdk's generic get and post against
+// the built binary (the routes are Switchboard's own).
+func TestWebhookDeliveryLogThroughThePublishedClient(t *testing.T) {
+	runDevScript(t, "webhook-deliveries.cjs")
+}
+
 // TestConformanceThroughThePublishedClient checks, through @zavudev/sdk against the built binary,
 // what a new user found answered against the spec (issue 32): introspect.validatePhone of a number
 // libphonenumber calls invalid names its region, and senders.update asking for email receiving
