@@ -40,6 +40,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/callback"
 	"github.com/switchboard-io/switchboard/internal/circuit"
 	"github.com/switchboard-io/switchboard/internal/connectpage"
+	"github.com/switchboard-io/switchboard/internal/console"
 	"github.com/switchboard-io/switchboard/internal/contact"
 	"github.com/switchboard-io/switchboard/internal/controller"
 	"github.com/switchboard-io/switchboard/internal/delivery"
@@ -149,6 +150,9 @@ type Config struct {
 	PublicURL string
 	// InstallationNamespace holds the Providers every project may use.
 	InstallationNamespace string
+	// ConsoleIdleTimeout ends a console session unused for that long (console.DefaultIdleTimeout
+	// when zero).
+	ConsoleIdleTimeout time.Duration
 	// WebhookDisableAfter is how long a webhook endpoint may fail every attempt before it is
 	// disabled (delivery.DefaultDisableAfter when zero; negative: never); WebhookDisableEvery how
 	// often endpoints are looked at (a minute when zero).
@@ -607,12 +611,18 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	agentsAPI.Knowledge = know
 	deliveryLog := delivery.NewLog(cfg.Pool, mgr.GetClient())
 	deliveryLog.Retain = time.Duration(retentionPolicy(cfg).WebhookDeliveries) * partition.Day
+	consolePages, err := console.New(console.Options{Auth: auth, Pool: cfg.Pool, Reader: mgr.GetClient(), Messages: messages,
+		Deliveries: deliveryLog, Secure: console.SecureAt(cfg.dashboardURL()), IdleTimeout: cfg.ConsoleIdleTimeout, Log: log.WithName("console")})
+	if err != nil {
+		return err
+	}
 	server, err := httpapi.New(httpapi.Options{
 		Auth:            auth,
 		Accounts:        account.NewService(mgr.GetClient(), mgr.GetAPIReader(), keys, balances, postgres.Locks{Pool: cfg.Pool}, cfg.MaxSubAccounts),
 		Senders:         senders,
 		ProjectWebhooks: projectwebhook.NewService(mgr.GetClient(), mgr.GetAPIReader()).WithURLPolicy(cfg.Delivery.Client.URLPolicy()),
 		Deliveries:      deliveryLog,
+		Console:         consolePages,
 		Messages:        messages,
 		Contacts:        contacts,
 		Phones:          &phonecheck.Service{Reader: mgr.GetClient(), Lookup: transports, TenDLC: registrations},

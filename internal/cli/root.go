@@ -103,6 +103,7 @@ election on (the default): one leads, the others wait.`),
 		newProjectCommand(g, stdout, stderr),
 		newContactCommand(g, stdout, stderr),
 		newWebhookCommand(g, stdout, stderr),
+		newConsoleCommand(g, stdout, stderr),
 		newVersionCommand(stdout),
 	)
 	return root

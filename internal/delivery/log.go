@@ -134,6 +134,27 @@ func (l *Log) Get(ctx context.Context, project string, testMode bool, id string)
 	return d, attempts, nil
 }
 
+// AttemptsOf returns the attempts of deliveries List returned (made since since), by delivery,
+// in one read.
+func (l *Log) AttemptsOf(ctx context.Context, deliveries []db.WebhookDelivery, since time.Time) (map[string][]db.WebhookDeliveryAttempt, error) {
+	out := map[string][]db.WebhookDeliveryAttempt{}
+	if len(deliveries) == 0 {
+		return out, nil
+	}
+	ids := make([]string, len(deliveries))
+	for i, d := range deliveries {
+		ids[i] = d.ID
+	}
+	rows, err := db.Planned(l.pool).ListWebhookAttemptsOf(ctx, db.ListWebhookAttemptsOfParams{DeliveryIds: ids, Since: since})
+	if err != nil {
+		return nil, fmt.Errorf("read attempts: %w", err)
+	}
+	for _, a := range rows {
+		out[a.DeliveryID] = append(out[a.DeliveryID], a)
+	}
+	return out, nil
+}
+
 func (l *Log) get(ctx context.Context, project string, testMode bool, id string) (db.WebhookDelivery, error) {
 	d, err := db.Planned(l.pool).GetWebhookDelivery(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && !l.visible(d, project, testMode)) {

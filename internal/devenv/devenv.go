@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/app"
+	"github.com/switchboard-io/switchboard/internal/console"
 	"github.com/switchboard-io/switchboard/internal/controlplane"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/domainverify"
@@ -197,13 +198,19 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 
+	// The console signs in with the key, or once with this operator's link (a day to open it).
+	consoleLink, err := console.Login(ctx, pool, url, "dev", 24*time.Hour)
+	if err != nil {
+		return err
+	}
 	// DATABASE_URL lets the documented CLI (switchboard apikey create …) work against this system.
-	env := fmt.Sprintf("SWITCHBOARD_URL=%s\nSWITCHBOARD_API_KEY=%s\nKUBECONFIG=%s\nDATABASE_URL=%s\n", url, key, kubeconfig, dbURL)
+	env := fmt.Sprintf("SWITCHBOARD_URL=%s\nSWITCHBOARD_API_KEY=%s\nKUBECONFIG=%s\nDATABASE_URL=%s\nSWITCHBOARD_CONSOLE_URL=%s\n",
+		url, key, kubeconfig, dbURL, url+console.Path)
 	if err := writeFileAtomic(envFile, []byte(env), 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", envFile, err)
 	}
 	cleanups = append(cleanups, func() { _ = os.Remove(envFile) })
-	printBanner(cfg.Out, url, key, kubeconfig, cfg.AssetsDir, envFile)
+	printBanner(cfg.Out, url, key, consoleLink, kubeconfig, cfg.AssetsDir, envFile)
 
 	select {
 	case <-ctx.Done():
@@ -244,7 +251,7 @@ func waitReady(ctx context.Context, k8s client.Client, done chan error) error {
 	}
 }
 
-func printBanner(w io.Writer, url, key, kubeconfig, assets, envFile string) {
+func printBanner(w io.Writer, url, key, consoleLink, kubeconfig, assets, envFile string) {
 	kubectl := "kubectl"
 	if _, err := os.Stat(filepath.Join(assets, "kubectl")); err == nil {
 		kubectl = filepath.Join(assets, "kubectl")
@@ -254,6 +261,8 @@ Switchboard is running.
 
   Base URL   %s
   API key    %s   (test mode: sends go to the sandbox)
+  Console    %s%s   (sign in with the API key)
+             %s   (once, as the installation's operator)
 
   Try it:
     curl -H "Authorization: Bearer %s" %s/v1/me
@@ -265,7 +274,7 @@ Switchboard is running.
 
   These settings are in %s. Press Ctrl-C to stop everything.
 
-`, url, key, key, url, key, url, kubeconfig, kubectl, envFile)
+`, url, key, url, console.Path, consoleLink, key, url, key, url, kubeconfig, kubectl, envFile)
 }
 
 // displayAddr turns a wildcard listen address into one a client can dial.

@@ -108,6 +108,8 @@ type Server struct {
 	unsubscribe http.Handler
 	balances    *billing.Service
 	phones      *phonecheck.Service
+	// console is the operator console (nil: not served).
+	console http.Handler
 }
 
 // Options are what the server needs.
@@ -182,6 +184,8 @@ type Options struct {
 	// Pages serves the invitations' connection page under /invitations/ (no API key: the link's
 	// token is the credential); nil serves none.
 	Pages http.Handler
+	// Console serves the operator console under /console/ (its own sign-in: docs/console.md).
+	Console http.Handler
 	// Unsubscribe serves broadcast email's one-click unsubscribe page under /unsubscribe/ (no
 	// API key: the link's signed token is the credential); nil serves none.
 	Unsubscribe http.Handler
@@ -208,7 +212,7 @@ func New(o Options) (*Server, error) {
 		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, knowledge: o.Knowledge, calls: o.Calls, numbers: o.Numbers, regulatory: o.Regulatory, urls: o.URLs, whatsAppSync: o.WhatsAppSync, functions: o.Functions, functionHTTP: o.FunctionHTTP, functionPush: o.FunctionPushes, publicURL: o.PublicURL, voices: o.Voices, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks, pages: o.Pages,
-		unsubscribe: o.Unsubscribe,
+		unsubscribe: o.Unsubscribe, console: o.Console,
 	}, nil
 }
 
@@ -230,6 +234,10 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.unsubscribe != nil {
 		mux.Handle(unsubscribe.Path, s.unsubscribe)
+	}
+	if s.console != nil {
+		mux.Handle("/console", http.RedirectHandler("/console/", http.StatusMovedPermanently))
+		mux.Handle("/console/", s.console)
 	}
 	if s.callbacks != nil {
 		mux.Handle("/callbacks/", s.callbacks)

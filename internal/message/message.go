@@ -297,6 +297,10 @@ func (s *Service) Get(ctx context.Context, key apikey.Key, id string) (db.Messag
 // ListFilter narrows a message list.
 type ListFilter struct {
 	Channel, Status, To *string
+	// Sender keeps the messages of one sender (the console's search).
+	Sender *string
+	// Since keeps the messages made since then (the console's search); nil is the retention's start.
+	Since *time.Time
 	// BeforeTime and BeforeID continue after the last message of the previous page.
 	BeforeTime *time.Time
 	BeforeID   *string
@@ -309,13 +313,16 @@ func (s *Service) List(ctx context.Context, key apikey.Key, f ListFilter) ([]db.
 	if err != nil {
 		return nil, err
 	}
+	if f.Since != nil && f.Since.After(since) {
+		since = *f.Since
+	}
 	if f.To != nil {
 		return s.listTo(ctx, key, since, f)
 	}
 	q := db.Planned(s.pool)
 	rows, err := partition.NewestFirst(pageTop(s.now(), f), since, f.Limit, func(from, to time.Time, limit int) ([]db.Message, error) {
 		return q.ListMessages(ctx, db.ListMessagesParams{Project: key.Project, TestMode: key.TestMode(), Since: from, Until: to,
-			Channel: f.Channel, Status: f.Status, BeforeTime: f.BeforeTime, BeforeID: f.BeforeID, PageSize: int32(limit)})
+			Channel: f.Channel, Status: f.Status, Sender: f.Sender, BeforeTime: f.BeforeTime, BeforeID: f.BeforeID, PageSize: int32(limit)})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list messages: %w", err)
@@ -346,7 +353,7 @@ func (s *Service) listTo(ctx context.Context, key apikey.Key, since time.Time, f
 	read := func(spans []partition.Span, limit int) ([]db.Message, error) {
 		froms, tos := partition.SpanBounds(spans)
 		p := db.ListRecipientMessagesParams{Project: key.Project, TestMode: key.TestMode(), Recipient: *f.To, Froms: froms, Tos: tos,
-			Channel: f.Channel, Status: f.Status, BeforeTime: f.BeforeTime, BeforeID: f.BeforeID, PageSize: int32(limit)}
+			Channel: f.Channel, Status: f.Status, Sender: f.Sender, BeforeTime: f.BeforeTime, BeforeID: f.BeforeID, PageSize: int32(limit)}
 		// Before the days were kept, an inbound message to the recipient may lie in any span.
 		if spans[len(spans)-1].From.Compare(keptFrom) >= 0 {
 			p.ConversationIds = conversations

@@ -514,9 +514,10 @@ WHERE project = $1 AND test_mode = $2
   AND ($5::text IS NULL OR channel = $5)
   AND ($6::text IS NULL OR status = $6)
   AND ($7::text IS NULL OR recipient = $7)
-  AND ($8::timestamptz IS NULL OR (created_at, id) < ($8::timestamptz, $9::text))
+  AND ($8::text IS NULL OR sender = $8)
+  AND ($9::timestamptz IS NULL OR (created_at, id) < ($9::timestamptz, $10::text))
 ORDER BY created_at DESC, id DESC
-LIMIT $10
+LIMIT $11
 `
 
 type ListMessagesParams struct {
@@ -527,6 +528,7 @@ type ListMessagesParams struct {
 	Channel    *string
 	Status     *string
 	Recipient  *string
+	Sender     *string
 	BeforeTime *time.Time
 	BeforeID   *string
 	PageSize   int32
@@ -543,6 +545,7 @@ func (q *Queries) ListMessages(ctx context.Context, arg ListMessagesParams) ([]M
 		arg.Channel,
 		arg.Status,
 		arg.Recipient,
+		arg.Sender,
 		arg.BeforeTime,
 		arg.BeforeID,
 		arg.PageSize,
@@ -605,19 +608,20 @@ const listRecipientMessages = `-- name: ListRecipientMessages :many
 SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused, status_checks FROM messages
 WHERE project = $1 AND test_mode = $2 AND recipient = $3
   AND ($4::text[] IS NULL OR conversation_id = ANY($4::text[]))
-  AND ((created_at >= ($5::timestamptz[])[1] AND created_at < ($6::timestamptz[])[1])
-    OR (created_at >= ($5::timestamptz[])[2] AND created_at < ($6::timestamptz[])[2])
-    OR (created_at >= ($5::timestamptz[])[3] AND created_at < ($6::timestamptz[])[3])
-    OR (created_at >= ($5::timestamptz[])[4] AND created_at < ($6::timestamptz[])[4])
-    OR (created_at >= ($5::timestamptz[])[5] AND created_at < ($6::timestamptz[])[5])
-    OR (created_at >= ($5::timestamptz[])[6] AND created_at < ($6::timestamptz[])[6])
-    OR (created_at >= ($5::timestamptz[])[7] AND created_at < ($6::timestamptz[])[7])
-    OR (created_at >= ($5::timestamptz[])[8] AND created_at < ($6::timestamptz[])[8]))
-  AND ($7::text IS NULL OR channel = $7)
-  AND ($8::text IS NULL OR status = $8)
-  AND ($9::timestamptz IS NULL OR (created_at, id) < ($9::timestamptz, $10::text))
+  AND ($5::text IS NULL OR sender = $5)
+  AND ((created_at >= ($6::timestamptz[])[1] AND created_at < ($7::timestamptz[])[1])
+    OR (created_at >= ($6::timestamptz[])[2] AND created_at < ($7::timestamptz[])[2])
+    OR (created_at >= ($6::timestamptz[])[3] AND created_at < ($7::timestamptz[])[3])
+    OR (created_at >= ($6::timestamptz[])[4] AND created_at < ($7::timestamptz[])[4])
+    OR (created_at >= ($6::timestamptz[])[5] AND created_at < ($7::timestamptz[])[5])
+    OR (created_at >= ($6::timestamptz[])[6] AND created_at < ($7::timestamptz[])[6])
+    OR (created_at >= ($6::timestamptz[])[7] AND created_at < ($7::timestamptz[])[7])
+    OR (created_at >= ($6::timestamptz[])[8] AND created_at < ($7::timestamptz[])[8]))
+  AND ($8::text IS NULL OR channel = $8)
+  AND ($9::text IS NULL OR status = $9)
+  AND ($10::timestamptz IS NULL OR (created_at, id) < ($10::timestamptz, $11::text))
 ORDER BY created_at DESC, id DESC
-LIMIT $11
+LIMIT $12
 `
 
 type ListRecipientMessagesParams struct {
@@ -625,6 +629,7 @@ type ListRecipientMessagesParams struct {
 	TestMode        bool
 	Recipient       string
 	ConversationIds []string
+	Sender          *string
 	Froms           []time.Time
 	Tos             []time.Time
 	Channel         *string
@@ -645,6 +650,7 @@ func (q *Queries) ListRecipientMessages(ctx context.Context, arg ListRecipientMe
 		arg.TestMode,
 		arg.Recipient,
 		arg.ConversationIds,
+		arg.Sender,
 		arg.Froms,
 		arg.Tos,
 		arg.Channel,

@@ -224,6 +224,34 @@ type CallTurn struct {
 	ExecutionID *string
 }
 
+type ConsoleAudit struct {
+	ID      int64
+	At      time.Time
+	Actor   string
+	Project string
+	Action  string
+	Target  string
+}
+
+type ConsoleLogin struct {
+	TokenHash []byte
+	Operator  string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+}
+
+type ConsoleSession struct {
+	IDHash     []byte
+	CsrfToken  string
+	KeyID      *string
+	Operator   *string
+	Lang       string
+	CreatedAt  time.Time
+	LastSeenAt time.Time
+	ExpiresAt  time.Time
+}
+
 type Contact struct {
 	ID             string
 	Project        string

@@ -334,6 +334,47 @@ func (q *Queries) ListWebhookAttempts(ctx context.Context, deliveryID string) ([
 	return items, nil
 }
 
+const listWebhookAttemptsOf = `-- name: ListWebhookAttemptsOf :many
+SELECT delivery_id, attempt, started_at, url, status_code, latency_ms, error, response_body, replay FROM webhook_delivery_attempts WHERE delivery_id = ANY($1::text[]) AND started_at >= $2::timestamptz
+ORDER BY delivery_id, attempt
+`
+
+type ListWebhookAttemptsOfParams struct {
+	DeliveryIds []string
+	Since       time.Time
+}
+
+// The attempts of several deliveries made since @since, in one read (the console's message page).
+func (q *Queries) ListWebhookAttemptsOf(ctx context.Context, arg ListWebhookAttemptsOfParams) ([]WebhookDeliveryAttempt, error) {
+	rows, err := q.db.Query(ctx, listWebhookAttemptsOf, arg.DeliveryIds, arg.Since)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WebhookDeliveryAttempt
+	for rows.Next() {
+		var i WebhookDeliveryAttempt
+		if err := rows.Scan(
+			&i.DeliveryID,
+			&i.Attempt,
+			&i.StartedAt,
+			&i.Url,
+			&i.StatusCode,
+			&i.LatencyMs,
+			&i.Error,
+			&i.ResponseBody,
+			&i.Replay,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listWebhookDeliveries = `-- name: ListWebhookDeliveries :many
 SELECT id, project, event, endpoint_kind, endpoint_name, data, address_from, address_to, transport, status, attempts, created_at, finished_at, last_error, mode, next_attempt_at, attempt_limit, replays, erased FROM webhook_deliveries
 WHERE project = $1

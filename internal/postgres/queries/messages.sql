@@ -34,6 +34,7 @@ WHERE project = @project AND test_mode = @test_mode
   AND (sqlc.narg(channel)::text IS NULL OR channel = sqlc.narg(channel))
   AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
   AND (sqlc.narg(recipient)::text IS NULL OR recipient = sqlc.narg(recipient))
+  AND (sqlc.narg(sender)::text IS NULL OR sender = sqlc.narg(sender))
   AND (sqlc.narg(before_time)::timestamptz IS NULL OR (created_at, id) < (sqlc.narg(before_time)::timestamptz, sqlc.narg(before_id)::text))
 ORDER BY created_at DESC, id DESC
 LIMIT @page_size;
@@ -63,6 +64,7 @@ SELECT coalesce((SELECT k.kept_from FROM kept_days k WHERE k.name = 'recipients'
 SELECT * FROM messages
 WHERE project = @project AND test_mode = @test_mode AND recipient = @recipient
   AND (sqlc.narg(conversation_ids)::text[] IS NULL OR conversation_id = ANY(sqlc.narg(conversation_ids)::text[]))
+  AND (sqlc.narg(sender)::text IS NULL OR sender = sqlc.narg(sender))
   AND ((created_at >= (@froms::timestamptz[])[1] AND created_at < (@tos::timestamptz[])[1])
     OR (created_at >= (@froms::timestamptz[])[2] AND created_at < (@tos::timestamptz[])[2])
     OR (created_at >= (@froms::timestamptz[])[3] AND created_at < (@tos::timestamptz[])[3])

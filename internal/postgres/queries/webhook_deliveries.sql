@@ -174,3 +174,8 @@ SELECT * FROM webhook_endpoints WHERE failing_since <= @failing_before::timestam
 -- endpoints no attempt has reached since (their webhooks are gone).
 WITH hours AS (DELETE FROM webhook_endpoint_hours WHERE hour < @before::timestamptz)
 DELETE FROM webhook_endpoints WHERE last_attempt_at < @before::timestamptz;
+
+-- name: ListWebhookAttemptsOf :many
+-- The attempts of several deliveries made since @since, in one read (the console's message page).
+SELECT * FROM webhook_delivery_attempts WHERE delivery_id = ANY(@delivery_ids::text[]) AND started_at >= @since::timestamptz
+ORDER BY delivery_id, attempt;
