@@ -84,8 +84,32 @@ type Handler struct {
 	static   http.Handler
 }
 
-// pageNames are the templates of the pages, each with the layout.
+// pageNames are the templates of the pages, each with the layout; views add theirs (register).
 var pageNames = []string{"signin", "message", "messages", "deliveries", "review", "error"}
+
+// viewRoute is a signed-in route of a view.
+type viewRoute struct {
+	pattern string
+	handler func(h *Handler) handlerFunc
+}
+
+// viewRoutes are the routes the views add (register).
+var viewRoutes []viewRoute
+
+// register adds a view: its pages, its signed-in routes (pattern → handler) and its wording.
+// Each view's file calls it from init, so views live apart.
+func register(pages []string, routes []viewRoute, texts map[string]map[string]string) {
+	pageNames = append(pageNames, pages...)
+	viewRoutes = append(viewRoutes, routes...)
+	for lang, m := range texts {
+		for k, v := range m {
+			text[lang][k] = v
+		}
+	}
+}
+
+// navItems are the sections the layout links to, in order.
+var navItems = []string{"messages", "conversations", "deliveries", "review", "broadcasts", "usage", "senders"}
 
 // New returns the console's handler.
 func New(o Options) (*Handler, error) {
@@ -133,6 +157,9 @@ func (h *Handler) routes() {
 	h.mux.HandleFunc("POST "+Path+"endpoints/enable", h.signedIn(h.enable))
 	h.mux.HandleFunc("GET "+Path+"review", h.signedIn(h.review))
 	h.mux.HandleFunc("POST "+Path+"review/{id}", h.signedIn(h.decide))
+	for _, vr := range viewRoutes {
+		h.mux.HandleFunc(vr.pattern, h.signedIn(vr.handler(h)))
+	}
 }
 
 // ServeHTTP answers with the headers every page carries: no caching, no framing, scripts and
@@ -273,6 +300,12 @@ func langOf(r *http.Request, sessionLang string) string {
 	return pagelang.Of(r.Header.Get("Accept-Language"))
 }
 
+// navLink is a section in the layout's navigation.
+type navLink struct {
+	Name, Href string
+	Current    bool
+}
+
 // page is what the layout shows around a page's content.
 type page struct {
 	Lang     string
@@ -284,7 +317,7 @@ type page struct {
 	TestMode bool
 	Projects []string
 	CSRF     string
-	Links    map[string]string
+	Nav2     []navLink
 	Flash    string
 	Data     any
 }
@@ -293,9 +326,10 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, v *view, status
 	p := page{Lang: v.lang, Title: title, Nav: name, Data: data, Flash: r.URL.Query().Get("done")}
 	if v.s != nil {
 		p.Signed, p.Actor, p.Project, p.TestMode, p.Projects, p.CSRF = true, v.s.actor(), v.project, v.testMode, v.projects, v.s.csrf
-		p.Links = map[string]string{}
-		for _, l := range []string{"messages", "deliveries", "review"} {
-			p.Links[l] = v.link(l, nil)
+		for _, l := range navItems {
+			if _, ok := h.pages[l]; ok {
+				p.Nav2 = append(p.Nav2, navLink{Name: l, Href: v.link(l, nil), Current: l == name || l == name+"s"})
+			}
 		}
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
