@@ -99,7 +99,9 @@ func TestTheConsoleInChromium(t *testing.T) {
 	rcv := newDownReceiver(t)
 	in := start(t, fastSandbox, deliveringTo(rcv.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs))
 	ctx := context.Background()
-	acme, key := sendingProject(t, in, &hookReceiver{Server: rcv.Server}, apikey.Test)
+	// Verified, so that it may send broadcasts on sms.
+	acme, key := sendingProjectOf(t, in, v1alpha1.ProjectSpec{Verification: v1alpha1.VerificationIdentityApproved},
+		&hookReceiver{Server: rcv.Server}, apikey.Test)
 	_, rivalKey := sendingProject(t, in, nil, apikey.Test)
 	if err := in.k8s.Create(ctx, &v1alpha1.RiskPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: acme, Name: "rules"}, Spec: v1alpha1.RiskPolicySpec{
 		Rules: []v1alpha1.RiskRule{{Name: "shortened", Expression: `message.shortenedLinks > 0`, Outcome: "hold"}}}}); err != nil {
@@ -196,6 +198,55 @@ func TestTheConsoleInChromium(t *testing.T) {
 		t.Fatalf("endpoints:\n%s", eps)
 	}
 	screenshot(t, p.ctx, "deliveries")
+
+	// A broadcast: its counters and the chart of its send; another one cancelled from its page.
+	broadcastOf := func(name string, send bool) string {
+		t.Helper()
+		r := in.post("/v1/broadcasts", key, `{"channel":"sms","name":"`+name+`","text":"Our sale starts Friday"}`)
+		id := r.body["broadcast"].(map[string]any)["id"].(string)
+		if r := in.post("/v1/broadcasts/"+id+"/contacts", key, `{"contacts":[{"recipient":"+447700900001"},{"recipient":"+447700900002"},{"recipient":"+447700900003"}]}`); r.body["added"] != 3.0 {
+			t.Fatalf("add = %v", r.body)
+		}
+		if send {
+			if r := in.post("/v1/broadcasts/"+id+"/send", key, `{}`); r.status != 200 {
+				t.Fatalf("send = %d %v", r.status, r.body)
+			}
+		}
+		return id
+	}
+	sale := broadcastOf("Friday sale", true)
+	waitFor(t, func() bool {
+		return in.get("/v1/broadcasts/"+sale, key).body["broadcast"].(map[string]any)["status"] == "completed"
+	})
+	draft := broadcastOf("Draft to cancel", false)
+	p.open(in.url + "/console/broadcasts")
+	if list := p.text("main table"); !strings.Contains(list, "Friday sale") || !strings.Contains(list, "Draft to cancel") {
+		t.Fatalf("broadcasts:\n%s", list)
+	}
+	p.open(in.url + "/console/broadcasts/" + sale)
+	if got := p.text("#c-total") + "/" + p.text("#bstatus"); got != "3/completed" {
+		t.Errorf("the broadcast's counters: %s", got)
+	}
+	bars, err := chromedp.Run(p.ctx, chromedp.Evaluate[int]("document.querySelectorAll('svg.chart rect').length"))
+	if err != nil || bars == 0 {
+		t.Errorf("the chart of the send has %d bars (%v)", bars, err)
+	}
+	screenshot(t, p.ctx, "broadcast")
+	p.open(in.url + "/console/broadcasts/" + draft)
+	p.submit("#cancel")
+	if got := p.text(".flash"); !strings.Contains(got, draft) {
+		t.Fatalf("after cancelling: %q", got)
+	}
+	if st := in.get("/v1/broadcasts/"+draft, key).body["broadcast"].(map[string]any)["status"]; st != "cancelled" {
+		t.Errorf("the cancelled broadcast is %v", st)
+	}
+
+	// Usage and money: the balance, the day's use by channel, the ledger.
+	p.open(in.url + "/console/usage")
+	if u := p.text("main"); !strings.Contains(u, "Balance") || !strings.Contains(u, "sms") {
+		t.Errorf("usage:\n%s", u)
+	}
+	screenshot(t, p.ctx, "usage")
 
 	// The review queue: the held message and the rule's reason, no decision for a project.
 	p.open(in.url + "/console/review")

@@ -141,3 +141,22 @@ func (s *Service) Spent(ctx context.Context, projects ...string) (map[string]Mic
 	}
 	return out, nil
 }
+
+// Ledger returns the project's latest ledger entries, newest first: credits, charges, refunds.
+func (s *Service) Ledger(ctx context.Context, project string, limit int32) ([]db.LedgerEntry, error) {
+	rows, err := db.Planned(s.Pool).LatestLedgerEntries(ctx, db.LatestLedgerEntriesParams{Project: project, Max: limit})
+	if err != nil {
+		return nil, fmt.Errorf("read the ledger of %s: %w", project, err)
+	}
+	return rows, nil
+}
+
+// DailyUsage returns the project's daily usage counters (sms, voice, conversational, email)
+// since a day, oldest first.
+func (s *Service) DailyUsage(ctx context.Context, project string, testMode bool, since time.Time) ([]db.DailyUsageRow, error) {
+	rows, err := db.Planned(s.Pool).DailyUsage(ctx, db.DailyUsageParams{Project: project, TestMode: testMode, SinceDay: since.UTC().Truncate(24 * time.Hour)})
+	if err != nil {
+		return nil, fmt.Errorf("read the usage of %s: %w", project, err)
+	}
+	return rows, nil
+}

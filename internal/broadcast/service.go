@@ -135,6 +135,31 @@ func (s *Service) Get(ctx context.Context, k Key, id string) (Broadcast, error) 
 	return out, err
 }
 
+// CurvePoint is how many of a broadcast's recipients reached a status within one bucket of time.
+type CurvePoint struct {
+	At         time.Time
+	Status     string
+	Recipients int64
+}
+
+// SendCurve returns how the broadcast's recipients were processed over time, in buckets of
+// bucket (at least a second), for the console's chart; another project's broadcast is not found.
+func (s *Service) SendCurve(ctx context.Context, k Key, id string, bucket time.Duration) ([]CurvePoint, error) {
+	if _, err := s.Get(ctx, k, id); err != nil {
+		return nil, err
+	}
+	rows, err := db.Planned(s.pool).BroadcastSendCurve(ctx, db.BroadcastSendCurveParams{BroadcastID: id,
+		BucketSeconds: max(bucket, time.Second).Seconds()})
+	if err != nil {
+		return nil, fmt.Errorf("read the send of broadcast %s: %w", id, err)
+	}
+	out := make([]CurvePoint, len(rows))
+	for i, r := range rows {
+		out[i] = CurvePoint{At: r.At, Status: r.Status, Recipients: r.Recipients}
+	}
+	return out, nil
+}
+
 // snapshot runs read in one snapshot of the database. A broadcast's counters are its row plus
 // the changes not folded into it yet (unfolded): read at two moments, a fold between them would
 // move changes from the second read into the row after the first read saw it, and the counters

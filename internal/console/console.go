@@ -31,6 +31,8 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/billing"
+	"github.com/switchboard-io/switchboard/internal/broadcast"
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/pagelang"
@@ -57,6 +59,8 @@ type Options struct {
 	Reader     client.Reader
 	Messages   *message.Service
 	Deliveries *delivery.Log
+	Broadcasts *broadcast.Service
+	Balances   *billing.Service
 	// Secure marks the cookies Secure: everywhere but `switchboard dev` on plain http.
 	Secure bool
 	// IdleTimeout and MaxAge end sessions (DefaultIdleTimeout, DefaultMaxAge when zero).

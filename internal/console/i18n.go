@@ -5,6 +5,8 @@ import (
 	"html/template"
 	"strconv"
 	"time"
+
+	"github.com/switchboard-io/switchboard/internal/billing"
 )
 
 // text is the console's wording by language, then key. Every key exists in every language (a
@@ -261,5 +263,16 @@ var funcs = template.FuncMap{
 		return strconv.FormatFloat(float64(*micros)/1e6, 'f', 4, 64)
 	},
 	"pretty": prettyJSON,
-	"other":  func(lang string) string { return map[string]string{"en": "es", "es": "en"}[lang] },
+	// micros writes an amount of money kept in millionths, to the cent and beyond.
+	"micros": func(m any) string {
+		var v int64
+		switch x := m.(type) {
+		case int64:
+			v = x
+		case billing.Micros:
+			v = int64(x)
+		}
+		return strconv.FormatFloat(float64(v)/1e6, 'f', 4, 64)
+	},
+	"other": func(lang string) string { return map[string]string{"en": "es", "es": "en"}[lang] },
 }

@@ -499,6 +499,48 @@ func (q *Queries) BroadcastPriceGroups(ctx context.Context, arg BroadcastPriceGr
 	return items, nil
 }
 
+const broadcastSendCurve = `-- name: BroadcastSendCurve :many
+SELECT to_timestamp(floor(extract(epoch FROM processed_at) / $1::float8) * $1::float8)::timestamptz AS at,
+       status, count(*)::bigint AS recipients
+FROM broadcast_contacts
+WHERE broadcast_id = $2 AND broadcast_at = switchboard_id_at($2) AND processed_at IS NOT NULL
+GROUP BY 1, 2
+ORDER BY 1, 2
+`
+
+type BroadcastSendCurveParams struct {
+	BucketSeconds float64
+	BroadcastID   string
+}
+
+type BroadcastSendCurveRow struct {
+	At         time.Time
+	Status     string
+	Recipients int64
+}
+
+// How a broadcast's recipients were processed over time (the console's chart): per bucket of
+// @bucket_seconds and status, from its own partition.
+func (q *Queries) BroadcastSendCurve(ctx context.Context, arg BroadcastSendCurveParams) ([]BroadcastSendCurveRow, error) {
+	rows, err := q.db.Query(ctx, broadcastSendCurve, arg.BucketSeconds, arg.BroadcastID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []BroadcastSendCurveRow
+	for rows.Next() {
+		var i BroadcastSendCurveRow
+		if err := rows.Scan(&i.At, &i.Status, &i.Recipients); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const broadcastUnmeasuredTexts = `-- name: BroadcastUnmeasuredTexts :many
 SELECT recipient, template_variables FROM broadcast_contacts
 WHERE broadcast_id = $1 AND broadcast_at = switchboard_id_at($1) AND status = 'pending' AND template_variables IS NOT NULL AND variable_lengths IS NULL

@@ -196,6 +196,44 @@ func (q *Queries) GetBalance(ctx context.Context, project string) (Balance, erro
 	return i, err
 }
 
+const latestLedgerEntries = `-- name: LatestLedgerEntries :many
+SELECT id, project, kind, amount_micros, message_id, note, created_at FROM ledger_entries WHERE project = $1 ORDER BY created_at DESC, id DESC LIMIT $2
+`
+
+type LatestLedgerEntriesParams struct {
+	Project string
+	Max     int32
+}
+
+// A project's latest ledger entries, newest first (the console's ledger).
+func (q *Queries) LatestLedgerEntries(ctx context.Context, arg LatestLedgerEntriesParams) ([]LedgerEntry, error) {
+	rows, err := q.db.Query(ctx, latestLedgerEntries, arg.Project, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []LedgerEntry
+	for rows.Next() {
+		var i LedgerEntry
+		if err := rows.Scan(
+			&i.ID,
+			&i.Project,
+			&i.Kind,
+			&i.AmountMicros,
+			&i.MessageID,
+			&i.Note,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const ledgerSum = `-- name: LedgerSum :one
 SELECT coalesce(sum(CASE WHEN kind IN ('charge', 'reserve', 'draw_out', 'repay_out') THEN -amount_micros ELSE amount_micros END), 0)::bigint
 FROM ledger_entries WHERE project = $1

@@ -10,6 +10,45 @@ import (
 	"time"
 )
 
+const dailyUsage = `-- name: DailyUsage :many
+SELECT period_start, meter, used FROM usage_counters
+WHERE project = $1 AND test_mode = $2 AND period = 'day' AND period_start >= $3
+ORDER BY period_start, meter
+`
+
+type DailyUsageParams struct {
+	Project  string
+	TestMode bool
+	SinceDay time.Time
+}
+
+type DailyUsageRow struct {
+	PeriodStart time.Time
+	Meter       string
+	Used        int64
+}
+
+// A project's daily counters since a day (the console's usage chart), oldest first.
+func (q *Queries) DailyUsage(ctx context.Context, arg DailyUsageParams) ([]DailyUsageRow, error) {
+	rows, err := q.db.Query(ctx, dailyUsage, arg.Project, arg.TestMode, arg.SinceDay)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []DailyUsageRow
+	for rows.Next() {
+		var i DailyUsageRow
+		if err := rows.Scan(&i.PeriodStart, &i.Meter, &i.Used); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const giveBackUsage = `-- name: GiveBackUsage :exec
 UPDATE usage_counters
 SET used = greatest(used - $1::bigint, 0)

@@ -293,3 +293,13 @@ VALUES (sqlc.arg(pace_key), sqlc.arg(now)::timestamptz + make_interval(secs => s
 ON CONFLICT (key) DO UPDATE
 SET next_at = greatest(broadcast_paces.next_at, sqlc.arg(now)::timestamptz) + make_interval(secs => sqlc.arg(step_seconds)::float8)
 RETURNING (next_at - make_interval(secs => sqlc.arg(step_seconds)::float8))::timestamptz AS slot;
+
+-- name: BroadcastSendCurve :many
+-- How a broadcast's recipients were processed over time (the console's chart): per bucket of
+-- @bucket_seconds and status, from its own partition.
+SELECT to_timestamp(floor(extract(epoch FROM processed_at) / @bucket_seconds::float8) * @bucket_seconds::float8)::timestamptz AS at,
+       status, count(*)::bigint AS recipients
+FROM broadcast_contacts
+WHERE broadcast_id = @broadcast_id AND broadcast_at = switchboard_id_at(@broadcast_id) AND processed_at IS NOT NULL
+GROUP BY 1, 2
+ORDER BY 1, 2;

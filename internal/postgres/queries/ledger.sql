@@ -103,3 +103,7 @@ UPDATE balances
 SET balance_micros = balance_micros - @amount::bigint, updated_at = @now
 WHERE project = @project AND balance_micros + @credit_limit::bigint >= @amount::bigint
 RETURNING balance_micros;
+
+-- name: LatestLedgerEntries :many
+-- A project's latest ledger entries, newest first (the console's ledger).
+SELECT * FROM ledger_entries WHERE project = @project ORDER BY created_at DESC, id DESC LIMIT @max;

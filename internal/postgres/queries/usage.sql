@@ -19,3 +19,9 @@ WHERE project = @project AND test_mode = @test_mode AND meter = @meter AND perio
 SELECT meter, period, used FROM usage_counters
 WHERE project = @project AND test_mode = @test_mode
   AND ((period = 'day' AND period_start = @day) OR (period = 'month' AND period_start = @month));
+
+-- name: DailyUsage :many
+-- A project's daily counters since a day (the console's usage chart), oldest first.
+SELECT period_start, meter, used FROM usage_counters
+WHERE project = @project AND test_mode = @test_mode AND period = 'day' AND period_start >= @since_day
+ORDER BY period_start, meter;
