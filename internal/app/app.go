@@ -612,7 +612,7 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 	deliveryLog := delivery.NewLog(cfg.Pool, mgr.GetClient())
 	deliveryLog.Retain = time.Duration(retentionPolicy(cfg).WebhookDeliveries) * partition.Day
 	consolePages, err := console.New(console.Options{Auth: auth, Pool: cfg.Pool, Reader: mgr.GetClient(), Messages: messages,
-		Deliveries: deliveryLog, Broadcasts: broadcasts, Balances: balances, Secure: console.SecureAt(cfg.dashboardURL()), IdleTimeout: cfg.ConsoleIdleTimeout, Log: log.WithName("console")})
+		Deliveries: deliveryLog, Broadcasts: broadcasts, Balances: balances, URLs: urls, Secure: console.SecureAt(cfg.dashboardURL()), IdleTimeout: cfg.ConsoleIdleTimeout, Log: log.WithName("console")})
 	if err != nil {
 		return err
 	}

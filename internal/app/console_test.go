@@ -250,8 +250,11 @@ func TestTheConsoleInChromium(t *testing.T) {
 
 	// The review queue: the held message and the rule's reason, no decision for a project.
 	p.open(in.url + "/console/review")
-	if q := p.text("main"); !strings.Contains(q, held) || !strings.Contains(q, "shortened") || strings.Contains(q, "Approve") {
+	if q := p.text("main"); !strings.Contains(q, held) || !strings.Contains(q, "shortened") {
 		t.Fatalf("the project's review queue:\n%s", q)
+	}
+	if n, err := chromedp.Run(p.ctx, chromedp.Evaluate[int]("document.querySelectorAll('button[value=approve]').length")); err != nil || n != 0 {
+		t.Errorf("a project's review queue offers %d decisions (%v)", n, err)
 	}
 
 	// Another project's message is not found; forms without the session's CSRF token are refused.
@@ -280,6 +283,13 @@ func TestTheConsoleInChromium(t *testing.T) {
 		t.Fatalf("an idle session still shows %s", loc)
 	}
 
+	// A shortened URL the checks rejected, escalated by the project for an operator's review.
+	r := in.post("/v1/urls", key, `{"url":"https://bit.ly/console-test"}`)
+	urlID, _ := r.body["url"].(map[string]any)["id"].(string)
+	if r := in.post("/v1/urls/"+urlID+"/escalate", key, `{"reason":"our own shortener"}`); r.status != 200 {
+		t.Fatalf("escalate = %d %v", r.status, r.body)
+	}
+
 	// An operator's one-time link: every project, and the decisions.
 	var out bytes.Buffer
 	if code := cli.Execute([]string{"console", "login", "--url", in.url, "--operator", "ops", "--database-url", in.db.Config().ConnString()},
@@ -302,6 +312,14 @@ func TestTheConsoleInChromium(t *testing.T) {
 		m := in.get("/v2/messages/"+held, key).body["message"].(map[string]any)
 		return m["riskHold"] == false && m["status"] == "delivered"
 	})
+	// The escalated URL, approved.
+	if q := op.text("section[aria-labelledby=urls]"); !strings.Contains(q, "bit.ly/console-test") || !strings.Contains(q, "our own shortener") {
+		t.Fatalf("the escalated URLs:\n%s", q)
+	}
+	op.submit("tr[id='" + urlID + "'] button[value=approve]")
+	if st := in.get("/v1/urls/"+urlID, key).body["url"].(map[string]any)["status"]; st != "approved" {
+		t.Errorf("the approved URL is %v", st)
+	}
 	var actor, action string
 	if err := in.db.QueryRow(ctx, `SELECT actor, action FROM console_audit WHERE project = $1 AND target = $2`, acme, held).Scan(&actor, &action); err != nil ||
 		actor != "operator ops" || action != "approve held message" {

@@ -36,6 +36,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/pagelang"
+	"github.com/switchboard-io/switchboard/internal/urlcheck"
 )
 
 // Path is where the console is served.
@@ -61,6 +62,7 @@ type Options struct {
 	Deliveries *delivery.Log
 	Broadcasts *broadcast.Service
 	Balances   *billing.Service
+	URLs       *urlcheck.Service
 	// Secure marks the cookies Secure: everywhere but `switchboard dev` on plain http.
 	Secure bool
 	// IdleTimeout and MaxAge end sessions (DefaultIdleTimeout, DefaultMaxAge when zero).
@@ -161,6 +163,7 @@ func (h *Handler) routes() {
 	h.mux.HandleFunc("POST "+Path+"endpoints/enable", h.signedIn(h.enable))
 	h.mux.HandleFunc("GET "+Path+"review", h.signedIn(h.review))
 	h.mux.HandleFunc("POST "+Path+"review/{id}", h.signedIn(h.decide))
+	h.mux.HandleFunc("POST "+Path+"review/urls/{id}", h.signedIn(h.decideURL))
 	for _, vr := range viewRoutes {
 		h.mux.HandleFunc(vr.pattern, h.signedIn(vr.handler(h)))
 	}
