@@ -176,6 +176,10 @@ func (p *Pruner) Prune(ctx context.Context) error {
 			return fmt.Errorf("delete expired inbound days: %w", err)
 		}
 	}
+	// Console sessions and sign-in links past their end (the audit is kept).
+	if err := db.Planned(p.Pool).PruneConsoleSessions(ctx, now.UTC()); err != nil {
+		return fmt.Errorf("delete ended console sessions: %w", err)
+	}
 	if p.Policy.days("webhook_deliveries") > 0 {
 		// The endpoints' health sums their attempts: it goes with the deliveries.
 		if err := db.Planned(p.Pool).PruneWebhookEndpointHealth(ctx, p.Policy.Since("webhook_deliveries", now)); err != nil {

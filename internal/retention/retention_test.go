@@ -155,3 +155,34 @@ func TestPruneDropsExpiredDays(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPruneDeletesEndedConsoleSessions: sessions and sign-in links past their end go; live ones
+// and the audit stay.
+func TestPruneDeletesEndedConsoleSessions(t *testing.T) {
+	pool := pgtest.NewPool(t)
+	ctx := context.Background()
+	for _, q := range []string{
+		`INSERT INTO console_sessions (id_hash, csrf_token, operator, created_at, last_seen_at, expires_at)
+		 VALUES ('\x01', 'a', 'ops', now() - interval '13 hours', now() - interval '13 hours', now() - interval '1 hour'),
+		        ('\x02', 'b', 'ops', now(), now(), now() + interval '12 hours')`,
+		`INSERT INTO console_logins (token_hash, operator, created_at, expires_at)
+		 VALUES ('\x01', 'ops', now() - interval '1 hour', now() - interval '45 minutes'), ('\x02', 'ops', now(), now() + interval '15 minutes')`,
+		`INSERT INTO console_audit (at, actor, project, action, target) VALUES (now() - interval '400 days', 'operator ops', 'acme', 'replay delivery', 'evt_1')`,
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := retention.Pruner{Pool: pool, Log: testr.New(t), Policy: retention.Default}
+	if err := p.Prune(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var sessions, logins, audit int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM console_sessions WHERE id_hash = '\x02'), (SELECT count(*) FROM console_sessions),
+		(SELECT count(*) FROM console_logins), (SELECT count(*) FROM console_audit)`).Scan(new(int), &sessions, &logins, &audit); err != nil {
+		t.Fatal(err)
+	}
+	if sessions != 1 || logins != 1 || audit != 1 {
+		t.Errorf("left %d sessions, %d links, %d audit rows; want 1, 1, 1", sessions, logins, audit)
+	}
+}
