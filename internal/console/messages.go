@@ -46,6 +46,11 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request, v *view) {
 	q := r.URL.Query()
 	d := messagesData{To: q.Get("to"), Status: q.Get("status"), Channel: q.Get("channel"), Sender: q.Get("sender"), Period: q.Get("period"),
 		Statuses: statuses, Channels: channels, Periods: periods}
+	if !q.Has("period") {
+		// The first look is at the last day: one read. "Any" searches the whole retention, newest
+		// first, reading further back only until the page is full.
+		d.Period = "24h"
+	}
 	f := message.ListFilter{Limit: pageSize + 1}
 	opt := func(s string) *string {
 		if s == "" {

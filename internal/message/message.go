@@ -299,7 +299,8 @@ type ListFilter struct {
 	Channel, Status, To *string
 	// Sender keeps the messages of one sender (the console's search).
 	Sender *string
-	// Since keeps the messages made since then (the console's search); nil is the retention's start.
+	// Since keeps the messages made since then (the console's search), read in one statement;
+	// nil is the retention's start, read back through doubling spans until a page is full.
 	Since *time.Time
 	// BeforeTime and BeforeID continue after the last message of the previous page.
 	BeforeTime *time.Time
@@ -320,10 +321,17 @@ func (s *Service) List(ctx context.Context, key apikey.Key, f ListFilter) ([]db.
 		return s.listTo(ctx, key, since, f)
 	}
 	q := db.Planned(s.pool)
-	rows, err := partition.NewestFirst(pageTop(s.now(), f), since, f.Limit, func(from, to time.Time, limit int) ([]db.Message, error) {
+	read := func(from, to time.Time, limit int) ([]db.Message, error) {
 		return q.ListMessages(ctx, db.ListMessagesParams{Project: key.Project, TestMode: key.TestMode(), Since: from, Until: to,
 			Channel: f.Channel, Status: f.Status, Sender: f.Sender, BeforeTime: f.BeforeTime, BeforeID: f.BeforeID, PageSize: int32(limit)})
-	})
+	}
+	var rows []db.Message
+	if f.Since != nil {
+		// A search of a recent while (the console's) is one read of its few days.
+		rows, err = read(since, pageTop(s.now(), f), f.Limit)
+	} else {
+		rows, err = partition.NewestFirst(pageTop(s.now(), f), since, f.Limit, read)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list messages: %w", err)
 	}

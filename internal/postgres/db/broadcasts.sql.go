@@ -504,6 +504,7 @@ SELECT to_timestamp(floor(extract(epoch FROM processed_at) / $1::float8) * $1::f
        status, count(*)::bigint AS recipients
 FROM broadcast_contacts
 WHERE broadcast_id = $2 AND broadcast_at = switchboard_id_at($2) AND processed_at IS NOT NULL
+  AND EXISTS (SELECT 1 FROM broadcasts b WHERE b.id = $2 AND b.project = $3 AND b.test_mode = $4)
 GROUP BY 1, 2
 ORDER BY 1, 2
 `
@@ -511,6 +512,8 @@ ORDER BY 1, 2
 type BroadcastSendCurveParams struct {
 	BucketSeconds float64
 	BroadcastID   string
+	Project       string
+	TestMode      bool
 }
 
 type BroadcastSendCurveRow struct {
@@ -520,9 +523,14 @@ type BroadcastSendCurveRow struct {
 }
 
 // How a broadcast's recipients were processed over time (the console's chart): per bucket of
-// @bucket_seconds and status, from its own partition.
+// @bucket_seconds and status, from its own partition; nothing for another project's broadcast.
 func (q *Queries) BroadcastSendCurve(ctx context.Context, arg BroadcastSendCurveParams) ([]BroadcastSendCurveRow, error) {
-	rows, err := q.db.Query(ctx, broadcastSendCurve, arg.BucketSeconds, arg.BroadcastID)
+	rows, err := q.db.Query(ctx, broadcastSendCurve,
+		arg.BucketSeconds,
+		arg.BroadcastID,
+		arg.Project,
+		arg.TestMode,
+	)
 	if err != nil {
 		return nil, err
 	}

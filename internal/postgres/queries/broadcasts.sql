@@ -296,10 +296,11 @@ RETURNING (next_at - make_interval(secs => sqlc.arg(step_seconds)::float8))::tim
 
 -- name: BroadcastSendCurve :many
 -- How a broadcast's recipients were processed over time (the console's chart): per bucket of
--- @bucket_seconds and status, from its own partition.
+-- @bucket_seconds and status, from its own partition; nothing for another project's broadcast.
 SELECT to_timestamp(floor(extract(epoch FROM processed_at) / @bucket_seconds::float8) * @bucket_seconds::float8)::timestamptz AS at,
        status, count(*)::bigint AS recipients
 FROM broadcast_contacts
 WHERE broadcast_id = @broadcast_id AND broadcast_at = switchboard_id_at(@broadcast_id) AND processed_at IS NOT NULL
+  AND EXISTS (SELECT 1 FROM broadcasts b WHERE b.id = @broadcast_id AND b.project = @project AND b.test_mode = @test_mode)
 GROUP BY 1, 2
 ORDER BY 1, 2;
