@@ -114,14 +114,8 @@ type broadcastData struct {
 	Percent   string
 	Chart     *chart
 	Bucket    string
-	Table     []curveRow
 	CanCancel bool
 	Back      string
-}
-
-type curveRow struct {
-	Label  string
-	Counts []int64
 }
 
 // The statuses a recipient ends in, in the chart's order, with their colours.
@@ -155,7 +149,7 @@ func (h *Handler) broadcast(w http.ResponseWriter, r *http.Request, v *view) {
 		return
 	}
 	if len(points) > 0 {
-		c := &chart{Title: tf(v.lang, "broadcast.chart", d.Bucket)}
+		c := &chart{Title: tf(v.lang, "broadcast.chart", d.Bucket), Corner: t(v.lang, "col.when")}
 		index := map[time.Time]int{}
 		for _, pt := range points {
 			if _, ok := index[pt.At]; !ok {
@@ -175,13 +169,6 @@ func (h *Handler) broadcast(w http.ResponseWriter, r *http.Request, v *view) {
 				}
 			}
 			c.Series = append(c.Series, s)
-		}
-		for i, l := range c.Labels {
-			row := curveRow{Label: l}
-			for _, s := range c.Series {
-				row.Counts = append(row.Counts, s.Values[i])
-			}
-			d.Table = append(d.Table, row)
 		}
 		d.Chart = c
 	}

@@ -10,9 +10,29 @@ import (
 // (each series has a pattern-free but distinct shade and a legend), and always shown beside a
 // table of the same numbers for screen readers and for exact values.
 type chart struct {
-	Title  string
+	Title string
+	// Corner heads the table's column of labels (When, Day).
+	Corner string
 	Labels []string // one per bar (a day, a minute)
 	Series []chartSeries
+}
+
+// Row is a bar's numbers, for the table beside the chart.
+type Row struct {
+	Label  string
+	Counts []int64
+}
+
+// Rows are the chart's numbers, a row per bar.
+func (c chart) Rows() []Row {
+	out := make([]Row, len(c.Labels))
+	for i, l := range c.Labels {
+		out[i].Label = l
+		for _, s := range c.Series {
+			out[i].Counts = append(out[i].Counts, s.Values[i])
+		}
+	}
+	return out
 }
 
 type chartSeries struct {
@@ -70,4 +90,4 @@ func (c chart) SVG() template.HTML {
 	return template.HTML(b.String()) //nolint:gosec // every text in it is escaped above
 }
 
-func init() { funcs["chart"] = func(c chart) template.HTML { return c.SVG() } }
+func init() { funcs["chart"] = func(c *chart) template.HTML { return c.SVG() } }

@@ -52,7 +52,6 @@ type usageData struct {
 	Balance    billing.View
 	Days       int
 	Chart      *chart
-	Table      []curveRow
 	ShowLedger bool
 	Ledger     []db.LedgerEntry
 }
@@ -77,7 +76,7 @@ func (h *Handler) usage(w http.ResponseWriter, r *http.Request, v *view) {
 		return
 	}
 	if len(rows) > 0 {
-		c := &chart{Title: tf(v.lang, "usage.chart", usageDays)}
+		c := &chart{Title: tf(v.lang, "usage.chart", usageDays), Corner: t(v.lang, "usage.day")}
 		index := map[time.Time]int{}
 		for day := since; !day.After(today); day = day.AddDate(0, 0, 1) {
 			index[day] = len(c.Labels)
@@ -91,13 +90,6 @@ func (h *Handler) usage(w http.ResponseWriter, r *http.Request, v *view) {
 				}
 			}
 			c.Series = append(c.Series, s)
-		}
-		for i, l := range c.Labels {
-			row := curveRow{Label: l}
-			for _, s := range c.Series {
-				row.Counts = append(row.Counts, s.Values[i])
-			}
-			d.Table = append(d.Table, row)
 		}
 		d.Chart = c
 	}
