@@ -110,7 +110,7 @@ its event id and a fresh signature. An endpoint failing every attempt for 5 days
 				if r := h.SuccessRate(); r != nil {
 					rate = fmt.Sprintf("%.1f%% of %d", 100**r, h.Attempts)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%d\t%s\n", endpointName(h.Endpoint), h.URL, h.Disabled == nil,
+				fmt.Fprintf(tw, "%s\t%s\t%v\t%s\t%s\t%d\t%s\n", h.Endpoint, h.URL, h.Disabled == nil,
 					timeOrDash(h.LastSuccessAt), timeOrDash(h.FailingSince), h.ConsecutiveFailures, rate)
 			}
 			return tw.Flush()
@@ -134,7 +134,7 @@ its event id and a fresh signature. An endpoint failing every attempt for 5 days
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stderr, "%s of %s is enabled\n", endpointName(h.Endpoint), f.project)
+			fmt.Fprintf(stderr, "%s of %s is enabled\n", h.Endpoint, f.project)
 			return nil
 		},
 	}
@@ -187,7 +187,7 @@ func newDeliveriesCommand(f *webhookFlags, open func(*cobra.Command) (*delivery.
 					lastErr = *d.LastError
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.Event,
-					endpointName(delivery.Endpoint{Kind: delivery.Kind(d.EndpointKind), Name: d.EndpointName}), d.Status, d.Attempts,
+					delivery.EndpointOf(d), d.Status, d.Attempts,
 					d.CreatedAt.UTC().Format(time.RFC3339), lastErr)
 			}
 			return tw.Flush()
@@ -217,7 +217,7 @@ func newDeliveriesCommand(f *webhookFlags, open func(*cobra.Command) (*delivery.
 			}
 			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintf(tw, "ID\t%s\nEVENT\t%s\nENDPOINT\t%s\nSTATUS\t%s\nATTEMPTS\t%d (%d replays)\nCREATED\t%s\nFINISHED\t%s\n",
-				d.ID, d.Event, endpointName(delivery.Endpoint{Kind: delivery.Kind(d.EndpointKind), Name: d.EndpointName}), d.Status,
+				d.ID, d.Event, delivery.EndpointOf(d), d.Status,
 				d.Attempts, d.Replays, d.CreatedAt.UTC().Format(time.RFC3339), timeOrDash(d.FinishedAt))
 			if err := tw.Flush(); err != nil {
 				return err
@@ -288,7 +288,7 @@ this does.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(stdout, "%d failed deliveries of %s replayed\n", n, endpointName(*ep))
+				fmt.Fprintf(stdout, "%d failed deliveries of %s replayed\n", n, ep)
 				return nil
 			}
 			for _, id := range ids {
@@ -306,14 +306,6 @@ this does.`,
 	replay.Flags().DurationVar(&until, "until", 0, "with --failed: only deliveries made before this long ago, e.g. 1h; default: now")
 	cmd.AddCommand(list, get, replay)
 	return cmd
-}
-
-// endpointName names an endpoint for people: v2, invitations, or sender/NAME.
-func endpointName(ep delivery.Endpoint) string {
-	if ep.Kind == delivery.KindSender {
-		return "sender/" + ep.Name
-	}
-	return strings.TrimPrefix(ep.Name, "project_")
 }
 
 func timeOrDash(t *time.Time) string {

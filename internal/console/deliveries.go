@@ -35,31 +35,10 @@ type endpointRow struct {
 	Name, Value, Rate string
 }
 
-func endpointName(ep delivery.Endpoint) string {
-	if ep.Kind == delivery.KindSender {
-		return "sender/" + ep.Name
-	}
-	return ep.Name
-}
-
-// endpointOf reads an endpoint's name (v2, invitations, sender/NAME).
-func endpointOf(name string) *delivery.Endpoint {
-	switch {
-	case name == "v2":
-		return &delivery.V2Endpoint
-	case name == "invitations":
-		return &delivery.InvitationsEndpoint
-	case len(name) > len("sender/") && name[:len("sender/")] == "sender/":
-		ep := delivery.SenderEndpoint(name[len("sender/"):])
-		return &ep
-	}
-	return nil
-}
-
 // deliveryRow is a delivery as the pages show it.
 func deliveryRowOf(d db.WebhookDelivery) deliveryRow {
 	row := deliveryRow{ID: d.ID, Event: d.Event, Status: d.Status, At: d.CreatedAt, AttemptCount: d.Attempts,
-		Endpoint:   endpointName(delivery.Endpoint{Kind: delivery.Kind(d.EndpointKind), Name: d.EndpointName}),
+		Endpoint:   delivery.EndpointOf(d).String(),
 		Replayable: d.Status != "pending" && !d.Erased && d.CreatedAt.After(time.Now().Add(-delivery.ReplayWindow))}
 	if d.LastError != nil {
 		row.LastError = *d.LastError
@@ -83,13 +62,13 @@ func (h *Handler) deliveries(w http.ResponseWriter, r *http.Request, v *view) {
 		return
 	}
 	for _, e := range health {
-		row := endpointRow{Health: e, Name: endpointName(e.Endpoint), Value: endpointName(e.Endpoint), Rate: "–"}
+		row := endpointRow{Health: e, Name: e.Endpoint.String(), Value: e.Endpoint.String(), Rate: "–"}
 		if rate := e.SuccessRate(); rate != nil {
 			row.Rate = percent(*rate)
 		}
 		d.Endpoints = append(d.Endpoints, row)
 	}
-	f := delivery.Filter{Limit: pageSize + 1, Status: d.Status, Endpoint: endpointOf(d.Endpoint)}
+	f := delivery.Filter{Limit: pageSize + 1, Status: d.Status, Endpoint: delivery.ParseEndpoint(d.Endpoint)}
 	if before, id := q.Get("before"), q.Get("beforeId"); before != "" {
 		if at, err := time.Parse(time.RFC3339Nano, before); err == nil {
 			f.BeforeTime, f.BeforeID = &at, &id
@@ -122,7 +101,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request, v *view) {
 	id := r.PathValue("id")
 	back := backTo(r, v.link("deliveries", nil))
 	if id == "failed" {
-		ep := endpointOf(r.PostFormValue("endpoint"))
+		ep := delivery.ParseEndpoint(r.PostFormValue("endpoint"))
 		since, err := time.Parse("2006-01-02T15:04", r.PostFormValue("since"))
 		if ep == nil || err != nil {
 			h.render(w, r, v, http.StatusBadRequest, "error", t(v.lang, "error.title"), t(v.lang, "deliveries.badRange"))
@@ -133,7 +112,7 @@ func (h *Handler) replay(w http.ResponseWriter, r *http.Request, v *view) {
 			h.appError(w, r, v, err)
 			return
 		}
-		if err := h.sessions.audit(r.Context(), v.s, v.project, "replay failed deliveries", endpointName(*ep)+" since "+since.Format(time.RFC3339)); err != nil {
+		if err := h.sessions.audit(r.Context(), v.s, v.project, "replay failed deliveries", ep.String()+" since "+since.Format(time.RFC3339)); err != nil {
 			h.internal(w, r, v.lang, err)
 			return
 		}
@@ -157,7 +136,7 @@ func (h *Handler) enable(w http.ResponseWriter, r *http.Request, v *view) {
 		h.forbidden(w, r, v, apikey.PermissionAll)
 		return
 	}
-	ep := endpointOf(r.PostFormValue("endpoint"))
+	ep := delivery.ParseEndpoint(r.PostFormValue("endpoint"))
 	if ep == nil {
 		h.render(w, r, v, http.StatusBadRequest, "error", t(v.lang, "error.title"), t(v.lang, "deliveries.badRange"))
 		return
@@ -166,9 +145,9 @@ func (h *Handler) enable(w http.ResponseWriter, r *http.Request, v *view) {
 		h.appError(w, r, v, err)
 		return
 	}
-	if err := h.sessions.audit(r.Context(), v.s, v.project, "enable endpoint", endpointName(*ep)); err != nil {
+	if err := h.sessions.audit(r.Context(), v.s, v.project, "enable endpoint", ep.String()); err != nil {
 		h.internal(w, r, v.lang, err)
 		return
 	}
-	redirectDone(w, r, backTo(r, v.link("deliveries", nil)), tf(v.lang, "deliveries.enabled", endpointName(*ep)))
+	redirectDone(w, r, backTo(r, v.link("deliveries", nil)), tf(v.lang, "deliveries.enabled", ep.String()))
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -47,6 +48,34 @@ var InvitationsEndpoint = Endpoint{Kind: KindProjectV1, Name: string(v1alpha1.We
 
 // SenderEndpoint is a Sender's webhook.
 func SenderEndpoint(sender string) Endpoint { return Endpoint{Kind: KindSender, Name: sender} }
+
+// EndpointOf is the endpoint a delivery goes to.
+func EndpointOf(d db.WebhookDelivery) Endpoint {
+	return Endpoint{Kind: Kind(d.EndpointKind), Name: d.EndpointName}
+}
+
+// String names the endpoint for people (the console, the CLI, the audit): v2, invitations, or
+// sender/NAME. ParseEndpoint reads it back.
+func (e Endpoint) String() string {
+	if e.Kind == KindSender {
+		return "sender/" + e.Name
+	}
+	return e.Name
+}
+
+// ParseEndpoint reads an endpoint's String; nil when it names none.
+func ParseEndpoint(name string) *Endpoint {
+	switch {
+	case name == V2Endpoint.Name:
+		return &V2Endpoint
+	case name == InvitationsEndpoint.Name:
+		return &InvitationsEndpoint
+	case strings.HasPrefix(name, "sender/") && len(name) > len("sender/"):
+		ep := SenderEndpoint(strings.TrimPrefix(name, "sender/"))
+		return &ep
+	}
+	return nil
+}
 
 // Filter selects deliveries of the log. Zero fields select everything.
 type Filter struct {
