@@ -85,7 +85,7 @@ func (q *Queries) ClaimWebhookDeliveries(ctx context.Context, arg ClaimWebhookDe
 
 const finishWebhookAttempts = `-- name: FinishWebhookAttempts :exec
 WITH r AS (
-    SELECT unnest($3::text[]) AS id, unnest($4::int[]) AS attempt, unnest($5::boolean[]) AS made,
+    SELECT unnest($1::text[]) AS id, unnest($4::int[]) AS attempt, unnest($5::boolean[]) AS made,
            unnest($6::text[]) AS status, unnest($7::timestamptz[]) AS next_attempt_at,
            unnest($8::timestamptz[]) AS started_at, unnest($9::text[]) AS url,
            unnest($10::int[]) AS status_code, unnest($11::int[]) AS latency_ms,
@@ -94,8 +94,12 @@ WITH r AS (
 ),
 current AS (
     SELECT r.id, r.attempt, r.made, r.status, r.next_attempt_at, r.started_at, r.url, r.status_code, r.latency_ms, r.error, r.response_body, r.finished_at, d.project, d.endpoint_kind, d.endpoint_name, (d.replays > 0 AND d.attempt_limit = r.attempt) AS replay
-    FROM r JOIN webhook_deliveries d ON d.id = r.id AND d.attempts = r.attempt AND d.status = 'pending'
-    WHERE d.created_at >= $1::timestamptz AND d.created_at < $2::timestamptz
+    FROM r CROSS JOIN LATERAL (
+        SELECT w.project, w.endpoint_kind, w.endpoint_name, w.replays, w.attempt_limit FROM webhook_deliveries w
+        WHERE w.id = r.id AND w.created_at >= $2::timestamptz AND w.created_at < $3::timestamptz
+          AND w.attempts = r.attempt AND w.status = 'pending'
+        LIMIT 1
+    ) d
 ),
 logged AS (
     INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, url, status_code, latency_ms, error, response_body, replay)
@@ -144,13 +148,13 @@ SET status = c.status,
     finished_at = CASE WHEN c.status <> 'pending' THEN c.finished_at END,
     last_error = CASE WHEN c.made OR c.status <> 'pending' THEN nullif(c.error, '') ELSE d.last_error END
 FROM current c
-WHERE d.id = c.id AND d.created_at >= $1::timestamptz AND d.created_at < $2::timestamptz
+WHERE d.id = ANY($1::text[]) AND d.id = c.id AND d.created_at >= $2::timestamptz AND d.created_at < $3::timestamptz
 `
 
 type FinishWebhookAttemptsParams struct {
+	Ids            []string
 	CreatedFrom    time.Time
 	CreatedTo      time.Time
-	Ids            []string
 	Attempts       []int32
 	Made           []bool
 	Statuses       []string
@@ -169,15 +173,19 @@ type FinishWebhookAttemptsParams struct {
 // result whose lease another worker has taken over since (attempts moved on) changes nothing.
 // An attempt not made (its receiver was busy) gives its count back. Arrays carry no NULLs: a
 // status code of 0 is no answer (and then no response body), an empty error is none.
+// Each result finds its row by primary key. The LIMIT keeps the lookup a subquery the planner
+// cannot turn around: on a day's partition not analyzed yet, it takes the pending rows for a
+// handful and scans them once for every result (seconds for a batch).
 // The endpoints' health, from the attempts made: each endpoint's last success in the batch, and
 // the failures after it (they are the endpoint's consecutive failures now).
 // A success newer than every failure recorded starts the count again from the batch's failures
 // after it; otherwise the batch's failures add to the count.
+// The ids again, so that the rows to update are found by key, never by a scan of the partition.
 func (q *Queries) FinishWebhookAttempts(ctx context.Context, arg FinishWebhookAttemptsParams) error {
 	_, err := q.db.Exec(ctx, finishWebhookAttempts,
+		arg.Ids,
 		arg.CreatedFrom,
 		arg.CreatedTo,
-		arg.Ids,
 		arg.Attempts,
 		arg.Made,
 		arg.Statuses,

@@ -40,10 +40,17 @@ WITH r AS (
            unnest(@errors::text[]) AS error, unnest(@response_bodies::text[]) AS response_body,
            unnest(@finished_at::timestamptz[]) AS finished_at
 ),
+-- Each result finds its row by primary key. The LIMIT keeps the lookup a subquery the planner
+-- cannot turn around: on a day's partition not analyzed yet, it takes the pending rows for a
+-- handful and scans them once for every result (seconds for a batch).
 current AS (
     SELECT r.*, d.project, d.endpoint_kind, d.endpoint_name, (d.replays > 0 AND d.attempt_limit = r.attempt) AS replay
-    FROM r JOIN webhook_deliveries d ON d.id = r.id AND d.attempts = r.attempt AND d.status = 'pending'
-    WHERE d.created_at >= @created_from::timestamptz AND d.created_at < @created_to::timestamptz
+    FROM r CROSS JOIN LATERAL (
+        SELECT w.project, w.endpoint_kind, w.endpoint_name, w.replays, w.attempt_limit FROM webhook_deliveries w
+        WHERE w.id = r.id AND w.created_at >= @created_from::timestamptz AND w.created_at < @created_to::timestamptz
+          AND w.attempts = r.attempt AND w.status = 'pending'
+        LIMIT 1
+    ) d
 ),
 logged AS (
     INSERT INTO webhook_delivery_attempts (delivery_id, attempt, started_at, url, status_code, latency_ms, error, response_body, replay)
@@ -96,7 +103,8 @@ SET status = c.status,
     finished_at = CASE WHEN c.status <> 'pending' THEN c.finished_at END,
     last_error = CASE WHEN c.made OR c.status <> 'pending' THEN nullif(c.error, '') ELSE d.last_error END
 FROM current c
-WHERE d.id = c.id AND d.created_at >= @created_from::timestamptz AND d.created_at < @created_to::timestamptz;
+-- The ids again, so that the rows to update are found by key, never by a scan of the partition.
+WHERE d.id = ANY(@ids::text[]) AND d.id = c.id AND d.created_at >= @created_from::timestamptz AND d.created_at < @created_to::timestamptz;
 
 -- name: GetWebhookDelivery :one
 SELECT * FROM webhook_deliveries WHERE id = @id AND created_at >= switchboard_id_from(@id) AND created_at < switchboard_id_to(@id);
