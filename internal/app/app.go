@@ -60,6 +60,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/llm/models"
 	"github.com/switchboard-io/switchboard/internal/mailin"
 	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/metrics"
 	"github.com/switchboard-io/switchboard/internal/numbers"
 	"github.com/switchboard-io/switchboard/internal/onboarding"
 	"github.com/switchboard-io/switchboard/internal/partition"
@@ -379,6 +380,11 @@ func Run(ctx context.Context, cfg Config) error {
 		if err := mgr.Add(syncer); err != nil {
 			return fmt.Errorf("add template sync: %w", err)
 		}
+		// The backlog is the installation's, the same read from any process: the leader reports it.
+		if err := mgr.Add(&metrics.Backlog{Pool: cfg.Pool, Registry: ctrlmetrics.Registry, Queues: []string{river.QueueDefault},
+			Horizon: delivery.ClaimHorizon, Log: log.WithName("metrics")}); err != nil {
+			return fmt.Errorf("add backlog metrics: %w", err)
+		}
 		if err := mgr.Add(&delivery.Disabler{Pool: cfg.Pool, Client: mgr.GetClient(), Events: mgr.GetEventRecorderFor("switchboard-webhooks"),
 			Log: log.WithName("webhook-disabler"), After: cfg.WebhookDisableAfter, Every: cfg.WebhookDisableEvery}); err != nil {
 			return fmt.Errorf("add webhook disabler: %w", err)
@@ -551,6 +557,7 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 			deliveryOpts := cfg.Delivery
 			deliveryOpts.Log = log.WithName("deliveries")
+			deliveryOpts.Metrics = ctrlmetrics.Registry
 			if err := mgr.Add(delivery.NewWorker(cfg.Pool, mgr.GetClient(), mgr.GetAPIReader(), deliveryOpts)); err != nil {
 				return fmt.Errorf("add delivery worker: %w", err)
 			}
@@ -658,7 +665,8 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 			InstallationNamespace: cfg.InstallationNamespace, Bots: transports,
 			Templates: templates.Reviewer(), Media: transports,
 			Log: log.WithName("callbacks")},
-		Log: log.WithName("api"),
+		Metrics: ctrlmetrics.Registry,
+		Log:     log.WithName("api"),
 	})
 	if err != nil {
 		return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/internal/partition"
@@ -46,6 +47,8 @@ type WorkerOptions struct {
 	PerHostConcurrency int
 	// Log receives what goes wrong with the queue itself (never a payload or a secret).
 	Log logr.Logger
+	// Metrics, when set, gets the attempts' counter and latency (metrics.go).
+	Metrics prometheus.Registerer
 }
 
 // DefaultConcurrency is how many attempts one worker process makes at once: they mostly wait on
@@ -77,6 +80,7 @@ type Worker struct {
 	opts     WorkerOptions
 	now      func() time.Time
 	hosts    *hostSlots
+	metrics  *workerMetrics
 }
 
 // NewWorker returns the delivery worker: it reads endpoints through reader (the informer cache)
@@ -92,7 +96,7 @@ func NewWorker(pool *pgxpool.Pool, reader, live client.Reader, o WorkerOptions) 
 		o.Log = logr.Discard()
 	}
 	return &Worker{pool: pool, resolver: resolver{reader: reader, live: live}, client: newHTTPClient(o.Client), opts: o, now: time.Now,
-		hosts: newHostSlots(o.PerHostConcurrency)}
+		hosts: newHostSlots(o.PerHostConcurrency), metrics: newWorkerMetrics(o.Metrics)}
 }
 
 // NeedLeaderElection: every worker replica delivers.
@@ -235,6 +239,7 @@ func (w *Worker) flush(batch []outcome) {
 		err := db.Planned(w.pool).FinishWebhookAttempts(ctx, p)
 		cancel()
 		if err == nil {
+			w.metrics.recorded(batch)
 			return
 		}
 		if try == 8 {

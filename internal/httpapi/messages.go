@@ -86,6 +86,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, replayOr(err, func(m db.Message) any { return messageView(m) }))
 		return
 	}
+	s.sends.accept(m)
 	writeJSON(w, http.StatusOK, map[string]any{"message": messageView(m)})
 }
 

@@ -79,6 +79,7 @@ func (s *Server) sendMessageV2(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, replayOr(err, func(m db.Message) any { return messageV2View(m) }))
 		return
 	}
+	s.sends.accept(m)
 	writeJSON(w, http.StatusAccepted, map[string]any{
 		"message": messageV2View(m),
 		"routing": map[string]string{"channel": routing.Channel, "from": routing.From, "reason": routing.Reason},

@@ -37,7 +37,9 @@ type route struct {
 	// picked by their literal segments: ServeMux refuses pairs such as
 	// GET /v1/functions/deployments/{deploymentId} and GET /v1/functions/{functionId}/logs.
 	dispatched bool
-	handle     http.HandlerFunc
+	// send names the API generation of a send (v1, v2), timed in sendMetrics.
+	send   string
+	handle http.HandlerFunc
 }
 
 // sendMaxBody bounds a send's body. Email attachments may carry 40 MB (40 MiB) of content in
@@ -56,12 +58,12 @@ func (s *Server) routes() []route {
 		{method: "GET", path: "/v1/me", access: anyKey, handle: s.me},
 		{method: "GET", path: "/v1/balance", access: anyKey, handle: s.getBalance},
 
-		{method: "POST", path: "/v1/messages", access: permission, permission: apikey.PermissionMessagesSend, maxBody: sendMaxBody, handle: s.sendMessage},
+		{method: "POST", path: "/v1/messages", access: permission, permission: apikey.PermissionMessagesSend, maxBody: sendMaxBody, send: "v1", handle: s.sendMessage},
 		{method: "GET", path: "/v1/messages", access: permission, permission: apikey.PermissionMessagesRead, handle: s.listMessages},
 		{method: "GET", path: "/v1/messages/{messageId}", access: permission, permission: apikey.PermissionMessagesRead, handle: s.getMessage},
 		{method: "GET", path: "/v1/messages/{messageId}/attachments", access: permission, permission: apikey.PermissionMessagesRead, handle: s.listMessageAttachments},
 		{method: "GET", path: "/v1/messages/{messageId}/media", access: permission, permission: apikey.PermissionMessagesRead, handle: s.messageMedia},
-		{method: "POST", path: "/v2/messages", access: permission, permission: apikey.PermissionMessagesSend, maxBody: sendMaxBody, handle: s.sendMessageV2},
+		{method: "POST", path: "/v2/messages", access: permission, permission: apikey.PermissionMessagesSend, maxBody: sendMaxBody, send: "v2", handle: s.sendMessageV2},
 		{method: "GET", path: "/v2/messages", access: permission, permission: apikey.PermissionMessagesRead, handle: s.listMessagesV2},
 		{method: "GET", path: "/v2/messages/{messageId}", access: permission, permission: apikey.PermissionMessagesRead, handle: s.getMessageV2},
 		{method: "POST", path: "/v1/messages/{messageId}/typing", access: permission, permission: apikey.PermissionMessagesSend, handle: s.typing},
@@ -284,7 +286,11 @@ func (s *Server) register(mux *http.ServeMux) {
 			groups[pattern] = append(groups[pattern], rt)
 			continue
 		}
-		mux.Handle(rt.method+" "+rt.path, s.guard(rt))
+		h := s.guard(rt)
+		if rt.send != "" {
+			h = s.sends.timed(rt.send, h)
+		}
+		mux.Handle(rt.method+" "+rt.path, h)
 	}
 	for _, pattern := range order {
 		mux.Handle(pattern, s.dispatch(groups[pattern], unknown))

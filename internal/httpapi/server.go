@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
@@ -110,6 +111,7 @@ type Server struct {
 	phones      *phonecheck.Service
 	// console is the operator console (nil: not served).
 	console http.Handler
+	sends   *sendMetrics
 }
 
 // Options are what the server needs.
@@ -189,7 +191,9 @@ type Options struct {
 	// Unsubscribe serves broadcast email's one-click unsubscribe page under /unsubscribe/ (no
 	// API key: the link's signed token is the credential); nil serves none.
 	Unsubscribe http.Handler
-	Log         logr.Logger
+	// Metrics, when set, gets the sends' latency and count (metrics.go).
+	Metrics prometheus.Registerer
+	Log     logr.Logger
 }
 
 // New returns a server on the given listener.
@@ -212,7 +216,7 @@ func New(o Options) (*Server, error) {
 		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, knowledge: o.Knowledge, calls: o.Calls, numbers: o.Numbers, regulatory: o.Regulatory, urls: o.URLs, whatsAppSync: o.WhatsAppSync, functions: o.Functions, functionHTTP: o.FunctionHTTP, functionPush: o.FunctionPushes, publicURL: o.PublicURL, voices: o.Voices, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks, pages: o.Pages,
-		unsubscribe: o.Unsubscribe, console: o.Console,
+		unsubscribe: o.Unsubscribe, console: o.Console, sends: newSendMetrics(o.Metrics),
 	}, nil
 }
 

@@ -8,13 +8,16 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -312,4 +315,125 @@ func checkAdmissionWebhooks(t *testing.T, byKind map[string][]*unstructured.Unst
 	if served != 1 {
 		t.Errorf("%d Deployments serve the admission webhooks, want the manager's (or all's) only", served)
 	}
+}
+
+// TestChartGrafanaDashboard: with grafana.dashboard.enabled the chart carries a ConfigMap for
+// Grafana's sidecar holding a dashboard whose every expression reads metrics the code registers
+// (a renamed metric would leave a panel empty); with metrics.podMonitor.enabled a PodMonitor
+// scrapes every pod's metrics port. Neither is rendered by default.
+func TestChartGrafanaDashboard(t *testing.T) {
+	out, err := helmTemplate(t, "--set", "postgres.url=postgres://db/x", "--set", "grafana.dashboard.enabled=true",
+		"--set", "grafana.dashboard.annotations.grafana_folder=Switchboard", "--set", "metrics.podMonitor.enabled=true")
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	byKind := kinds(decode(t, out))
+	var dashboard string
+	for _, cm := range byKind["ConfigMap"] {
+		if cm.GetName() == "sb-switchboard-grafana-dashboard" {
+			if cm.GetLabels()["grafana_dashboard"] != "1" || cm.GetAnnotations()["grafana_folder"] != "Switchboard" {
+				t.Errorf("dashboard ConfigMap labels %v annotations %v", cm.GetLabels(), cm.GetAnnotations())
+			}
+			dashboard, _, _ = unstructured.NestedString(cm.Object, "data", "switchboard.json")
+		}
+	}
+	if dashboard == "" {
+		t.Fatal("no dashboard ConfigMap")
+	}
+	var d struct {
+		SchemaVersion int `json:"schemaVersion"`
+		Templating    struct {
+			List []struct{ Name, Type, Query string }
+		}
+		Panels []struct {
+			Type, Title string
+			Datasource  struct{ Type, UID string }
+			Targets     []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal([]byte(dashboard), &d); err != nil {
+		t.Fatalf("the dashboard is not JSON: %v", err)
+	}
+	if d.SchemaVersion < 36 || len(d.Templating.List) == 0 || d.Templating.List[0].Name != "datasource" ||
+		d.Templating.List[0].Type != "datasource" || d.Templating.List[0].Query != "prometheus" {
+		t.Errorf("dashboard schemaVersion %d, templating %+v: want a prometheus datasource variable", d.SchemaVersion, d.Templating)
+	}
+
+	registered := registeredMetrics(t)
+	used := map[string]bool{}
+	for _, p := range d.Panels {
+		if p.Type == "row" {
+			continue
+		}
+		if p.Datasource.UID != "${datasource}" || len(p.Targets) == 0 {
+			t.Errorf("panel %q: datasource %+v, %d targets", p.Title, p.Datasource, len(p.Targets))
+		}
+		for _, target := range p.Targets {
+			for _, name := range metricName.FindAllString(target.Expr, -1) {
+				used[name] = true
+				base := name
+				for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+					if b, ok := strings.CutSuffix(name, suffix); ok && registered[b] {
+						base = b
+					}
+				}
+				if !registered[base] {
+					t.Errorf("panel %q reads %s, which no code registers", p.Title, name)
+				}
+			}
+		}
+	}
+	if len(used) < 10 {
+		t.Errorf("the dashboard reads %d metrics (%v); want the sends', queues', webhooks', broadcasts' and circuits'", len(used), used)
+	}
+
+	monitors := byKind["PodMonitor"]
+	if len(monitors) != 1 {
+		t.Fatalf("%d PodMonitors, want 1", len(monitors))
+	}
+	endpoints, _, _ := unstructured.NestedSlice(monitors[0].Object, "spec", "podMetricsEndpoints")
+	if len(endpoints) != 1 || endpoints[0].(map[string]any)["port"] != "metrics" {
+		t.Errorf("PodMonitor endpoints %v, want the pods' metrics port", endpoints)
+	}
+
+	out, err = helmTemplate(t, "--set", "postgres.url=postgres://db/x")
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	byKind = kinds(decode(t, out))
+	if len(byKind["ConfigMap"]) != 0 || len(byKind["PodMonitor"]) != 0 {
+		t.Errorf("by default the chart renders %d ConfigMaps and %d PodMonitors, want none", len(byKind["ConfigMap"]), len(byKind["PodMonitor"]))
+	}
+}
+
+var (
+	metricName = regexp.MustCompile(`\bswitchboard_[a-z0-9_]+`)
+	// registration matches a metric's name where Go code defines it (Opts' Name, NewDesc).
+	registration = regexp.MustCompile(`(?:Name:\s*|NewDesc\(\s*)"(switchboard_[a-z0-9_]+)"`)
+)
+
+// registeredMetrics are the metric names the code defines, read from its sources.
+func registeredMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	err := filepath.WalkDir("../../internal", func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range registration.FindAllStringSubmatch(string(src), -1) {
+			names[m[1]] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) == 0 {
+		t.Fatal("found no metric defined in internal/")
+	}
+	return names
 }
