@@ -952,12 +952,12 @@ const followBroadcastContacts = `-- name: FollowBroadcastContacts :many
 UPDATE broadcast_contacts bc
 SET status = u.status, error_code = coalesce(nullif(u.error_code, ''), bc.error_code),
     error_message = coalesce(nullif(u.error_message, ''), bc.error_message), cost_micros = nullif(u.cost, -1), processed_at = $1::timestamptz
-FROM (SELECT unnest($4::text[]) AS id, unnest($5::text[]) AS status, unnest($6::text[]) AS error_code,
+FROM (SELECT unnest($2::text[]) AS id, unnest($5::text[]) AS status, unnest($6::text[]) AS error_code,
              unnest($7::text[]) AS error_message, unnest($8::bigint[]) AS cost) AS u,
      broadcast_contacts old
-WHERE bc.id = u.id AND old.id = bc.id
-    AND bc.broadcast_at >= $2::timestamptz AND bc.broadcast_at < $3::timestamptz
-    AND old.broadcast_at >= $2::timestamptz AND old.broadcast_at < $3::timestamptz
+WHERE bc.id = ANY($2::text[]) AND old.id = ANY($2::text[]) AND bc.id = u.id AND old.id = bc.id
+    AND bc.broadcast_at >= $3::timestamptz AND bc.broadcast_at < $4::timestamptz
+    AND old.broadcast_at >= $3::timestamptz AND old.broadcast_at < $4::timestamptz
     AND bc.status <> u.status AND bc.status NOT IN ('delivered', 'failed', 'skipped')
     AND NOT (bc.status = 'sending' AND u.status = 'queued')
 RETURNING bc.broadcast_id, old.status AS old_status, bc.status AS new_status, coalesce(old.cost_micros, 0)::bigint AS old_cost,
@@ -966,9 +966,9 @@ RETURNING bc.broadcast_id, old.status AS old_status, bc.status AS new_status, co
 
 type FollowBroadcastContactsParams struct {
 	Now           time.Time
+	Ids           []string
 	BroadcastFrom time.Time
 	BroadcastTo   time.Time
-	Ids           []string
 	Statuses      []string
 	ErrorCodes    []string
 	ErrorMessages []string
@@ -991,9 +991,9 @@ type FollowBroadcastContactsRow struct {
 func (q *Queries) FollowBroadcastContacts(ctx context.Context, arg FollowBroadcastContactsParams) ([]FollowBroadcastContactsRow, error) {
 	rows, err := q.db.Query(ctx, followBroadcastContacts,
 		arg.Now,
+		arg.Ids,
 		arg.BroadcastFrom,
 		arg.BroadcastTo,
-		arg.Ids,
 		arg.Statuses,
 		arg.ErrorCodes,
 		arg.ErrorMessages,
@@ -1296,16 +1296,16 @@ const queueBroadcastContacts = `-- name: QueueBroadcastContacts :exec
 UPDATE broadcast_contacts bc
 SET status = u.status, message_id = nullif(u.message_id, ''), cost_micros = nullif(u.cost, -1), error_code = nullif(u.error_code, ''),
     error_message = nullif(u.error_message, ''), processed_at = $1::timestamptz
-FROM (SELECT unnest($3::text[]) AS id, unnest($4::text[]) AS status, unnest($5::text[]) AS message_id,
+FROM (SELECT unnest($2::text[]) AS id, unnest($4::text[]) AS status, unnest($5::text[]) AS message_id,
              unnest($6::bigint[]) AS cost, unnest($7::text[]) AS error_code,
              unnest($8::text[]) AS error_message) AS u
-WHERE bc.id = u.id AND bc.broadcast_id = $2 AND bc.broadcast_at = switchboard_id_at($2) AND bc.status = 'pending'
+WHERE bc.id = ANY($2::text[]) AND bc.id = u.id AND bc.broadcast_id = $3 AND bc.broadcast_at = switchboard_id_at($3) AND bc.status = 'pending'
 `
 
 type QueueBroadcastContactsParams struct {
 	Now           time.Time
-	BroadcastID   string
 	Ids           []string
+	BroadcastID   string
 	Statuses      []string
 	MessageIds    []string
 	Costs         []int64
@@ -1315,11 +1315,13 @@ type QueueBroadcastContactsParams struct {
 
 // Recipients of one broadcast handed to the send path: queued with their message, or failed
 // with why not.
+// The ids again (here and below): the rows are found by key whatever the planner thinks of a
+// partition not analyzed yet, never by a scan of it for each recipient.
 func (q *Queries) QueueBroadcastContacts(ctx context.Context, arg QueueBroadcastContactsParams) error {
 	_, err := q.db.Exec(ctx, queueBroadcastContacts,
 		arg.Now,
-		arg.BroadcastID,
 		arg.Ids,
+		arg.BroadcastID,
 		arg.Statuses,
 		arg.MessageIds,
 		arg.Costs,

@@ -1164,7 +1164,9 @@ WITH step AS (
     SET status = $3, provider_message_id = coalesce(nullif(step.provider_message_id, ''), msg.provider_message_id),
         updated_at = $4
     FROM step
-    WHERE msg.id = step.id AND msg.status = ANY($5::text[])
+    -- The ids again: each message is found by key, never by a scan of a partition the planner
+    -- takes for a handful of rows (one not analyzed yet) once for every step.
+    WHERE msg.id = ANY($1::text[]) AND msg.id = step.id AND msg.status = ANY($5::text[])
       AND msg.created_at >= $6::timestamptz AND msg.created_at < $7::timestamptz
     RETURNING msg.id, msg.project, msg.test_mode, msg.sender, msg.direction, msg.channel, msg.message_type, msg.status, msg.recipient, msg.originator, msg.body, msg.content, msg.subject, msg.metadata, msg.provider_message_id, msg.error_code, msg.error_message, msg.created_at, msg.updated_at, msg.options, msg.conversation_id, msg.attempted_channels, msg.provider_timestamp, msg.error_provider_code, msg.dispatch_attempts, msg.cost_micros, msg.cost_provider_micros, msg.charged_micros, msg.risk_hold, msg.risk_reviewed, msg.broadcast_contact_id, msg.provider, msg.attempted_providers, msg.provider_refused, msg.status_checks
 ), outcome AS (

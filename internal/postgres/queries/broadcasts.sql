@@ -187,7 +187,9 @@ SET status = u.status, message_id = nullif(u.message_id, ''), cost_micros = null
 FROM (SELECT unnest(@ids::text[]) AS id, unnest(@statuses::text[]) AS status, unnest(@message_ids::text[]) AS message_id,
              unnest(@costs::bigint[]) AS cost, unnest(@error_codes::text[]) AS error_code,
              unnest(@error_messages::text[]) AS error_message) AS u
-WHERE bc.id = u.id AND bc.broadcast_id = @broadcast_id AND bc.broadcast_at = switchboard_id_at(@broadcast_id) AND bc.status = 'pending';
+-- The ids again (here and below): the rows are found by key whatever the planner thinks of a
+-- partition not analyzed yet, never by a scan of it for each recipient.
+WHERE bc.id = ANY(@ids::text[]) AND bc.id = u.id AND bc.broadcast_id = @broadcast_id AND bc.broadcast_at = switchboard_id_at(@broadcast_id) AND bc.status = 'pending';
 
 -- name: FollowBroadcastContacts :many
 -- Moves recipients along with their messages (queued, sending, delivered, failed), forward
@@ -201,7 +203,7 @@ SET status = u.status, error_code = coalesce(nullif(u.error_code, ''), bc.error_
 FROM (SELECT unnest(@ids::text[]) AS id, unnest(@statuses::text[]) AS status, unnest(@error_codes::text[]) AS error_code,
              unnest(@error_messages::text[]) AS error_message, unnest(@costs::bigint[]) AS cost) AS u,
      broadcast_contacts old
-WHERE bc.id = u.id AND old.id = bc.id
+WHERE bc.id = ANY(@ids::text[]) AND old.id = ANY(@ids::text[]) AND bc.id = u.id AND old.id = bc.id
     AND bc.broadcast_at >= @broadcast_from::timestamptz AND bc.broadcast_at < @broadcast_to::timestamptz
     AND old.broadcast_at >= @broadcast_from::timestamptz AND old.broadcast_at < @broadcast_to::timestamptz
     AND bc.status <> u.status AND bc.status NOT IN ('delivered', 'failed', 'skipped')

@@ -125,7 +125,9 @@ WITH step AS (
     SET status = @status, provider_message_id = coalesce(nullif(step.provider_message_id, ''), msg.provider_message_id),
         updated_at = @updated_at
     FROM step
-    WHERE msg.id = step.id AND msg.status = ANY(@from_statuses::text[])
+    -- The ids again: each message is found by key, never by a scan of a partition the planner
+    -- takes for a handful of rows (one not analyzed yet) once for every step.
+    WHERE msg.id = ANY(@ids::text[]) AND msg.id = step.id AND msg.status = ANY(@from_statuses::text[])
       AND msg.created_at >= @created_from::timestamptz AND msg.created_at < @created_to::timestamptz
     RETURNING msg.*
 ), outcome AS (
