@@ -73,7 +73,10 @@ func (s *Service) Accept(ctx context.Context, tx pgx.Tx, batch []Outbound) ([]db
 	now := s.now().UTC().Truncate(time.Microsecond)
 	msgs := make([]db.Message, len(batch))
 	jobs := make([]river.InsertManyParams, 0, len(batch))
-	var sandboxed []string // a test-mode broadcast chunk's messages: one job for all
+	// Test-mode messages go to the sandbox, which needs no retry, pace or record of each call:
+	// the batch's are dispatched by one job (a broadcast chunk's, or a group of sends).
+	var sandboxed []string
+	bulk := false // a broadcast's chunk: its job waits behind single sends
 	for i := range batch {
 		if err := s.listHeaders(&batch[i]); err != nil {
 			return nil, err
@@ -92,15 +95,22 @@ func (s *Service) Accept(ctx context.Context, tx pgx.Tx, batch []Outbound) ([]db
 			}
 		}
 		msgs[i] = m
-		if batch[i].BroadcastContactID != "" && batch[i].TestMode {
+		if batch[i].TestMode {
 			sandboxed = append(sandboxed, m.ID)
+			bulk = bulk || batch[i].BroadcastContactID != ""
 			continue
 		}
 		jobs = append(jobs, river.InsertManyParams{Args: DispatchArgs{MessageID: m.ID}, InsertOpts: dispatchOpts(&batch[i])})
 	}
-	if len(sandboxed) > 0 {
-		jobs = append(jobs, river.InsertManyParams{Args: DispatchManyArgs{MessageIDs: sandboxed},
-			InsertOpts: &river.InsertOpts{Priority: bulkPriority}})
+	switch {
+	case len(sandboxed) == 1 && !bulk:
+		jobs = append(jobs, river.InsertManyParams{Args: DispatchArgs{MessageID: sandboxed[0]}})
+	case len(sandboxed) > 0:
+		var opts *river.InsertOpts
+		if bulk {
+			opts = &river.InsertOpts{Priority: bulkPriority}
+		}
+		jobs = append(jobs, river.InsertManyParams{Args: DispatchManyArgs{MessageIDs: sandboxed}, InsertOpts: opts})
 	}
 	// The events of the whole batch, one statement a project.
 	byProject := map[string][]delivery.Event{}
@@ -118,6 +128,11 @@ func (s *Service) Accept(ctx context.Context, tx pgx.Tx, batch []Outbound) ([]db
 	}
 	if _, err := s.queue.InsertManyTx(ctx, tx, jobs); err != nil {
 		return nil, fmt.Errorf("enqueue dispatch: %w", err)
+	}
+	// Priced before they are stored, so that their costs go in with them; paid for last.
+	bills, err := s.price(ctx, msgs)
+	if err != nil {
+		return nil, err
 	}
 	threads := make([]thread, len(msgs))
 	for i, m := range msgs {
@@ -153,7 +168,7 @@ func (s *Service) Accept(ctx context.Context, tx pgx.Tx, batch []Outbound) ([]db
 	if err := quota.TakeAll(ctx, tx, now, takes, s.limitsOf(ctx)); err != nil {
 		return nil, err
 	}
-	if err := s.charge(ctx, tx, msgs, now); err != nil {
+	if err := pay(ctx, tx, bills, now); err != nil {
 		return nil, err
 	}
 	return msgs, nil
@@ -162,13 +177,20 @@ func (s *Service) Accept(ctx context.Context, tx pgx.Tx, batch []Outbound) ([]db
 // SetPrices makes live sends paid for from the project's balance at the prices p finds.
 func (s *Service) SetPrices(p *billing.Prices) { s.prices = p }
 
-// charge prices msgs and pays for the live ones from their projects' balances, inside tx: SMS
-// and voice per message (SMS per segment); an email needs a balance above zero. A project no
-// PriceList prices is charged nothing. Past the credit limit the send is 402
-// insufficient_balance and the caller rolls back. Test traffic shows its price and pays nothing.
-func (s *Service) charge(ctx context.Context, tx pgx.Tx, msgs []db.Message, now time.Time) error {
+// bill is what one project of a batch pays, once its sends are within their limits.
+type bill struct {
+	acct    billing.Account
+	charges []billing.Charge
+	email   bool
+}
+
+// price prices msgs, before they are stored (their costs go in with them): SMS and voice per
+// message (SMS per segment); an email needs a balance above zero. A project no PriceList prices
+// is charged nothing; test traffic shows its price and pays nothing. It returns the projects
+// that pay, in one order (balances are locked in it), for pay.
+func (s *Service) price(ctx context.Context, msgs []db.Message) ([]bill, error) {
 	if s.prices == nil {
-		return nil
+		return nil, nil
 	}
 	byProject := map[string][]int{}
 	var projects []string
@@ -178,23 +200,16 @@ func (s *Service) charge(ctx context.Context, tx pgx.Tx, msgs []db.Message, now 
 		}
 		byProject[m.Project] = append(byProject[m.Project], i)
 	}
-	sort.Strings(projects) // balances are locked in one order
-	type bill struct {
-		acct    billing.Account
-		charges []billing.Charge
-		email   bool
-	}
+	sort.Strings(projects)
 	var bills []bill
-	subAccounts := false
 	for _, project := range projects {
 		list, err := s.prices.For(ctx, project)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if list == nil {
 			continue
 		}
-		var costs db.SetMessageCostsParams
 		var charges []billing.Charge
 		live, email := false, false
 		for _, i := range byProject[project] {
@@ -205,7 +220,7 @@ func (s *Service) charge(ctx context.Context, tx pgx.Tx, msgs []db.Message, now 
 			}
 			q, ok, err := billing.QuoteOf(list, m.Channel, m.Recipient, deref(m.Body))
 			if err != nil {
-				return err
+				return nil, err
 			}
 			if !ok {
 				continue // an unpriced destination costs nothing (docs/limits.md)
@@ -217,23 +232,41 @@ func (s *Service) charge(ctx context.Context, tx pgx.Tx, msgs []db.Message, now 
 			}
 			price, provider := int64(q.Price), int64(q.ProviderCost)
 			m.CostMicros, m.CostProviderMicros, m.ChargedMicros = &price, &provider, &charged
-			costs.Ids, costs.Costs = append(costs.Ids, m.ID), append(costs.Costs, price)
-			costs.ProviderCosts, costs.Charged = append(costs.ProviderCosts, provider), append(costs.Charged, charged)
 		}
 		if live || email {
 			acct, err := s.account(ctx, project, list)
 			if err != nil {
-				return err
+				return nil, err
 			}
-			subAccounts = subAccounts || acct.Parent != nil
 			bills = append(bills, bill{acct, charges, email})
 		}
-		if len(costs.Ids) > 0 {
-			costs.CreatedFrom, costs.CreatedTo = partition.Bounds(costs.Ids)
-			if err := db.Planned(tx).SetMessageCosts(ctx, costs); err != nil {
-				return fmt.Errorf("record costs: %w", err)
-			}
+	}
+	return bills, nil
+}
+
+// chargeStored prices and pays for a message already stored, inside tx.
+func (s *Service) chargeStored(ctx context.Context, tx pgx.Tx, m db.Message, now time.Time) error {
+	msgs := []db.Message{m}
+	bills, err := s.price(ctx, msgs)
+	if err != nil {
+		return err
+	}
+	if p := msgs[0]; p.CostMicros != nil {
+		from, to := partition.Bounds([]string{p.ID})
+		if err := db.Planned(tx).SetMessageCosts(ctx, db.SetMessageCostsParams{Ids: []string{p.ID}, Costs: []int64{*p.CostMicros},
+			ProviderCosts: []int64{*p.CostProviderMicros}, Charged: []int64{*p.ChargedMicros}, CreatedFrom: from, CreatedTo: to}); err != nil {
+			return fmt.Errorf("record costs: %w", err)
 		}
+	}
+	return pay(ctx, tx, bills, now)
+}
+
+// pay takes what bills charge from their balances inside tx. Past the credit limit the send is
+// 402 insufficient_balance and the caller rolls back.
+func pay(ctx context.Context, tx pgx.Tx, bills []bill, now time.Time) error {
+	subAccounts := false
+	for _, b := range bills {
+		subAccounts = subAccounts || b.acct.Parent != nil
 	}
 	if subAccounts && len(bills) > 1 {
 		// A sub-account's charge takes its parent's balance too: every balance of the batch is

@@ -2,7 +2,9 @@ package message
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -93,5 +95,62 @@ func TestAcceptBatch(t *testing.T) {
 	}
 	if n := count(`SELECT count(*) FROM messages`); n != 3 {
 		t.Errorf("the refused batch left %d messages, want the first batch's 3", n)
+	}
+}
+
+// Test-mode sends accepted together go to the sandbox in one job; a lone one keeps its own.
+func TestAcceptedTestSendsShareADispatchJob(t *testing.T) {
+	t.Parallel()
+	s := newAcceptingService(t)
+	ctx := context.Background()
+	send := func(to string) Outbound {
+		return Outbound{Project: "acme", TestMode: true, Sender: "main", Channel: "sms", MessageType: "text", To: to, From: "+15005550006", Text: "hi"}
+	}
+	accept := func(batch ...Outbound) []string {
+		var ids []string
+		if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			msgs, err := s.Accept(ctx, tx, batch)
+			for _, m := range msgs {
+				ids = append(ids, m.ID)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	group := accept(send("+15005550100"), send("+15005550101"), send("+15005550102"))
+	lone := accept(send("+15005550103"))
+	var jobs []struct {
+		Kind string
+		Args []byte
+	}
+	rows, err := s.pool.Query(ctx, `SELECT kind, args FROM river_job WHERE kind LIKE 'message.dispatch%' ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var j struct {
+			Kind string
+			Args []byte
+		}
+		if err := rows.Scan(&j.Kind, &j.Args); err != nil {
+			t.Fatal(err)
+		}
+		jobs = append(jobs, j)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 2 {
+		t.Fatalf("%d dispatch jobs, want one for the group and one for the lone send: %+v", len(jobs), jobs)
+	}
+	var many DispatchManyArgs
+	if err := json.Unmarshal(jobs[0].Args, &many); err != nil || jobs[0].Kind != "message.dispatch_many" || !slices.Equal(many.MessageIDs, group) {
+		t.Errorf("the group's job is %s %s, want message.dispatch_many of %v", jobs[0].Kind, jobs[0].Args, group)
+	}
+	var one DispatchArgs
+	if err := json.Unmarshal(jobs[1].Args, &one); err != nil || jobs[1].Kind != "message.dispatch" || one.MessageID != lone[0] {
+		t.Errorf("the lone send's job is %s %s, want message.dispatch of %s", jobs[1].Kind, jobs[1].Args, lone[0])
 	}
 }

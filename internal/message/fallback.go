@@ -92,7 +92,7 @@ func (s *Service) fallBack(ctx context.Context, m db.Message, failure *transport
 		}
 		// The fallback is a new SMS: priced and paid for here, as a direct SMS is when it is
 		// accepted, and its charge returned on the same failures.
-		if err := s.charge(ctx, tx, []db.Message{db.Message(row)}, now); err != nil {
+		if err := s.chargeStored(ctx, tx, db.Message(row), now); err != nil {
 			if e := apperror.As(err); e != nil && e.Code == "insufficient_balance" {
 				unpaid = e
 			}

@@ -106,6 +106,7 @@ func recordAll(ctx context.Context, tx pgx.Tx, threads []thread) ([]db.RecordMes
 			ConversationID: *m.ConversationID, ContactIdentifier: addr.Key(address), RecipientKey: addr.Key(m.Recipient), Address: ours, ContactID: t.contactID,
 			ContactChannels: contactChannels(m.Channel), Unread: unread, ProfileName: t.profileName, Referral: t.referral,
 			WhatsappWindowUntil: window, BroadcastContactID: m.BroadcastContactID, RiskReviewed: m.RiskReviewed,
+			CostMicros: m.CostMicros, CostProviderMicros: m.CostProviderMicros, ChargedMicros: m.ChargedMicros,
 		}
 	}
 	rows := make([]db.RecordMessageRow, len(threads))

@@ -21,17 +21,19 @@ const recordMessage = `-- name: RecordMessage :batchone
 WITH m AS (
     INSERT INTO messages (id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator,
                           body, content, subject, metadata, options, conversation_id, provider_message_id,
-                          provider_timestamp, broadcast_contact_id, risk_reviewed, created_at, updated_at)
+                          provider_timestamp, broadcast_contact_id, risk_reviewed, cost_micros, cost_provider_micros,
+                          charged_micros, created_at, updated_at)
     VALUES ($10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
             $20, $21, $22, $23, $24,
             $1, $25, $26, $27,
-            $28, $29, $29)
+            $28, $29, $30, $31,
+            $32, $32)
     RETURNING id, project, test_mode, sender, channel, direction, body, created_at
 ), inbound_day AS (
     -- An inbound message's day under the address it came to (GET /v1/messages?to= reads it);
     -- an outbound one's is its conversation's.
     INSERT INTO inbound_days (project, test_mode, recipient, day)
-    SELECT m.project, m.test_mode, $30::text, (m.created_at AT TIME ZONE 'UTC')::date
+    SELECT m.project, m.test_mode, $33::text, (m.created_at AT TIME ZONE 'UTC')::date
     FROM m WHERE m.direction = 'inbound'
     ON CONFLICT DO NOTHING
 )
@@ -114,6 +116,9 @@ type RecordMessageParams struct {
 	ProviderTimestamp   *time.Time
 	BroadcastContactID  *string
 	RiskReviewed        bool
+	CostMicros          *int64
+	CostProviderMicros  *int64
+	ChargedMicros       *int64
 	CreatedAt           time.Time
 	RecipientKey        string
 }
@@ -161,6 +166,9 @@ func (q *Queries) RecordMessage(ctx context.Context, arg []RecordMessageParams) 
 			a.ProviderTimestamp,
 			a.BroadcastContactID,
 			a.RiskReviewed,
+			a.CostMicros,
+			a.CostProviderMicros,
+			a.ChargedMicros,
 			a.CreatedAt,
 			a.RecipientKey,
 		}

@@ -397,25 +397,27 @@ func (q *Queries) ReserveBalance(ctx context.Context, arg ReserveBalanceParams) 
 const setMessageCosts = `-- name: SetMessageCosts :exec
 UPDATE messages m
 SET cost_micros = c.cost, cost_provider_micros = c.provider_cost, charged_micros = c.charged
-FROM (SELECT unnest($3::text[]) AS id, unnest($4::bigint[]) AS cost, unnest($5::bigint[]) AS provider_cost,
+FROM (SELECT unnest($1::text[]) AS id, unnest($4::bigint[]) AS cost, unnest($5::bigint[]) AS provider_cost,
              unnest($6::bigint[]) AS charged) AS c
-WHERE m.id = c.id AND m.created_at >= $1::timestamptz AND m.created_at < $2::timestamptz
+WHERE m.id = ANY($1::text[]) AND m.id = c.id AND m.created_at >= $2::timestamptz AND m.created_at < $3::timestamptz
 `
 
 type SetMessageCostsParams struct {
+	Ids           []string
 	CreatedFrom   time.Time
 	CreatedTo     time.Time
-	Ids           []string
 	Costs         []int64
 	ProviderCosts []int64
 	Charged       []int64
 }
 
+// The costs of messages priced after they were stored (a WhatsApp message falling back to SMS);
+// a send's go in with it. The ids again: each row is found by key.
 func (q *Queries) SetMessageCosts(ctx context.Context, arg SetMessageCostsParams) error {
 	_, err := q.db.Exec(ctx, setMessageCosts,
+		arg.Ids,
 		arg.CreatedFrom,
 		arg.CreatedTo,
-		arg.Ids,
 		arg.Costs,
 		arg.ProviderCosts,
 		arg.Charged,

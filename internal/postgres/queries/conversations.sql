@@ -8,11 +8,13 @@
 WITH m AS (
     INSERT INTO messages (id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator,
                           body, content, subject, metadata, options, conversation_id, provider_message_id,
-                          provider_timestamp, broadcast_contact_id, risk_reviewed, created_at, updated_at)
+                          provider_timestamp, broadcast_contact_id, risk_reviewed, cost_micros, cost_provider_micros,
+                          charged_micros, created_at, updated_at)
     VALUES (@id, @project, @test_mode, @sender, @direction, @channel, @message_type, @status, @recipient, @originator,
             sqlc.narg(body), sqlc.narg(content), sqlc.narg(subject), sqlc.narg(metadata), sqlc.narg(options),
             @conversation_id, sqlc.narg(provider_message_id), sqlc.narg(provider_timestamp), sqlc.narg(broadcast_contact_id),
-            @risk_reviewed, @created_at, @created_at)
+            @risk_reviewed, sqlc.narg(cost_micros), sqlc.narg(cost_provider_micros), sqlc.narg(charged_micros),
+            @created_at, @created_at)
     RETURNING id, project, test_mode, sender, channel, direction, body, created_at
 ), inbound_day AS (
     -- An inbound message's day under the address it came to (GET /v1/messages?to= reads it);

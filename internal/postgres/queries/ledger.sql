@@ -77,11 +77,13 @@ SELECT coalesce(sum(CASE WHEN kind IN ('charge', 'reserve', 'draw_out', 'repay_o
 FROM ledger_entries WHERE project = @project;
 
 -- name: SetMessageCosts :exec
+-- The costs of messages priced after they were stored (a WhatsApp message falling back to SMS);
+-- a send's go in with it. The ids again: each row is found by key.
 UPDATE messages m
 SET cost_micros = c.cost, cost_provider_micros = c.provider_cost, charged_micros = c.charged
 FROM (SELECT unnest(@ids::text[]) AS id, unnest(@costs::bigint[]) AS cost, unnest(@provider_costs::bigint[]) AS provider_cost,
              unnest(@charged::bigint[]) AS charged) AS c
-WHERE m.id = c.id AND m.created_at >= @created_from::timestamptz AND m.created_at < @created_to::timestamptz;
+WHERE m.id = ANY(@ids::text[]) AND m.id = c.id AND m.created_at >= @created_from::timestamptz AND m.created_at < @created_to::timestamptz;
 
 -- name: ChargeOf :one
 -- What a message was charged (and not yet refunded): 0 when nothing.
