@@ -53,16 +53,7 @@ func TestAcceptBatch(t *testing.T) {
 		{Project: "acme", Sender: "main", Channel: "sms", MessageType: "text", To: "+15005550101", From: "+15005550006", Text: "three",
 			IdempotencyKey: &key},
 	}
-	var ids []string
-	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		msgs, err := s.Accept(ctx, tx, batch)
-		for _, m := range msgs {
-			ids = append(ids, m.ID)
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
+	ids := acceptIn(t, s, batch...)
 	count := func(sql string, args ...any) int {
 		var n int
 		if err := s.pool.QueryRow(ctx, sql, args...).Scan(&n); err != nil {
@@ -106,21 +97,8 @@ func TestAcceptedTestSendsShareADispatchJob(t *testing.T) {
 	send := func(to string) Outbound {
 		return Outbound{Project: "acme", TestMode: true, Sender: "main", Channel: "sms", MessageType: "text", To: to, From: "+15005550006", Text: "hi"}
 	}
-	accept := func(batch ...Outbound) []string {
-		var ids []string
-		if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			msgs, err := s.Accept(ctx, tx, batch)
-			for _, m := range msgs {
-				ids = append(ids, m.ID)
-			}
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return ids
-	}
-	group := accept(send("+15005550100"), send("+15005550101"), send("+15005550102"))
-	lone := accept(send("+15005550103"))
+	group := acceptIn(t, s, send("+15005550100"), send("+15005550101"), send("+15005550102"))
+	lone := acceptIn(t, s, send("+15005550103"))
 	var jobs []struct {
 		Kind string
 		Args []byte
@@ -153,4 +131,20 @@ func TestAcceptedTestSendsShareADispatchJob(t *testing.T) {
 	if err := json.Unmarshal(jobs[1].Args, &one); err != nil || jobs[1].Kind != "message.dispatch" || one.MessageID != lone[0] {
 		t.Errorf("the lone send's job is %s %s, want message.dispatch of %s", jobs[1].Kind, jobs[1].Args, lone[0])
 	}
+}
+
+// acceptIn accepts batch in a transaction of its own and returns the messages' ids.
+func acceptIn(t *testing.T, s *Service, batch ...Outbound) []string {
+	t.Helper()
+	var ids []string
+	if err := pgx.BeginFunc(context.Background(), s.pool, func(tx pgx.Tx) error {
+		msgs, err := s.Accept(context.Background(), tx, batch)
+		for _, m := range msgs {
+			ids = append(ids, m.ID)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return ids
 }
