@@ -101,8 +101,10 @@ func TestAChunkClaimsPastWhatWasHandedOver(t *testing.T) {
 		if err := tx.Rollback(ctx); err != nil {
 			t.Fatal(err)
 		}
-		args := slices.Clone(capture.Args) // …, after time, after id, rows
-		if fromFirst { // the claim as it was: from the first recipient, whatever was handed over
+		// The claim's arguments end with the position it claims from and the rows; fromFirst
+		// makes it the claim as it was, from the first recipient whatever was handed over.
+		args := slices.Clone(capture.Args)
+		if fromFirst {
 			args[len(args)-3], args[len(args)-2] = time.Time{}, ""
 		}
 		plan := pgtest.Explain(t, conn, "", capture.SQL, args...)
