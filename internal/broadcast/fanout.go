@@ -277,6 +277,8 @@ func (s *Service) sendChunk(ctx context.Context, id string, n int) (int, error) 
 // chunk is one transaction of the fan-out (see the top of this file).
 func (s *Service) chunk(ctx context.Context, id string, n int) (int, error) {
 	handed := 0
+	var from claimMark
+	var last db.BroadcastContact
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.Planned(tx)
 		b, err := q.BroadcastByID(ctx, id)
@@ -301,13 +303,15 @@ func (s *Service) chunk(ctx context.Context, id string, n int) (int, error) {
 		if limit > 0 {
 			n = min(n, limit)
 		}
-		contacts, err := q.PendingBroadcastContacts(ctx, db.PendingBroadcastContactsParams{BroadcastID: id, MaxRows: int32(n)})
+		contacts, mark, err := s.claim(ctx, q, id, n)
 		if err != nil {
 			return fmt.Errorf("take recipients of %s: %w", id, err)
 		}
 		if len(contacts) == 0 {
+			s.claimed.forget(id)
 			return nil
 		}
+		from, last = mark, contacts[len(contacts)-1]
 		outs, results, err := p.messages(ctx, contacts)
 		if err != nil {
 			return err
@@ -352,6 +356,12 @@ func (s *Service) chunk(ctx context.Context, id string, n int) (int, error) {
 		handed = len(contacts)
 		return nil
 	})
+	switch {
+	case err != nil:
+		s.claimed.rewind(id) // its recipients are pending again, behind the mark
+	case handed > 0:
+		s.claimed.advance(id, from, last)
+	}
 	return handed, err
 }
 

@@ -34,6 +34,8 @@ type Service struct {
 	// maxRecips bounds a broadcast's recipients (0: DefaultMaxRecipients).
 	maxRecips int
 	now       func() time.Time
+	// claimed is where this process's last chunk of each sending broadcast ended (claim.go).
+	claimed claimMarks
 }
 
 // NewService returns the broadcasts over pool; reader reads Projects, Senders and Templates;

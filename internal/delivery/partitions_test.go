@@ -2,8 +2,6 @@ package delivery_test
 
 import (
 	"context"
-	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -142,14 +140,8 @@ func TestRecordingABatchReadsOnlyItsRows(t *testing.T) {
 	// The statement as run, then run again under EXPLAIN ANALYZE (rolled back): the rows its
 	// scans of the deliveries' partitions produced, each times its loops, whatever this
 	// machine's speed.
-	capture := &statementCapture{}
-	cfg := pool.Config().ConnConfig.Copy()
-	cfg.Tracer = capture
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
+	capture := &pgtest.Capture{}
+	conn := capture.Conn(t, pool)
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -160,26 +152,15 @@ func TestRecordingABatchReadsOnlyItsRows(t *testing.T) {
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	var plan []struct{ Plan planNode }
-	if err := pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
-		// Nested loops only: the plans a planner that takes a partition for a handful of rows
-		// makes, whatever this machine's statistics say today.
-		if _, err := tx.Exec(ctx, "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off"); err != nil {
-			return err
-		}
-		if err := tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+capture.sql, capture.args...).Scan(&plan); err != nil {
-			return err
-		}
-		return errRollBack
-	}); err != errRollBack {
-		t.Fatal(err)
-	}
+	// Nested loops only: the plans a planner that takes a partition for a handful of rows
+	// makes, whatever this machine's statistics say today.
+	plan := pgtest.Explain(t, conn, "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off", capture.SQL, capture.Args...)
 	// Each result's row is found twice, for its outcome and for its update; and no node goes
 	// over the pending rows once per result (pending × batch rows, 600,000 here).
-	if read := plan[0].Plan.rowsOf("webhook_deliveries_"); read > 2*batch {
+	if read := plan.RowsOf("webhook_deliveries_"); read > 2*batch {
 		t.Errorf("recording %d attempts among %d pending read %.0f delivery rows, want at most %d", batch, pending, read, 2*batch)
 	}
-	if work := plan[0].Plan.rowsOf(""); work > 2*batch*batch {
+	if work := plan.RowsOf(""); work > 2*batch*batch {
 		t.Errorf("recording %d attempts among %d pending made %.0f rows in its plan, want at most %d", batch, pending, work, 2*batch*batch)
 	}
 	if err := db.Planned(pool).FinishWebhookAttempts(ctx, f); err != nil {
@@ -189,42 +170,4 @@ func TestRecordingABatchReadsOnlyItsRows(t *testing.T) {
 	if err := pool.QueryRow(ctx, `SELECT count(*) FROM webhook_deliveries WHERE status = 'delivered'`).Scan(&delivered); err != nil || delivered != batch {
 		t.Fatalf("%d delivered (%v), want %d", delivered, err, batch)
 	}
-}
-
-var errRollBack = errors.New("roll back")
-
-// statementCapture keeps the last of sqlc's statements a connection ran, with its arguments.
-type statementCapture struct {
-	sql  string
-	args []any
-}
-
-func (c *statementCapture) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
-	if strings.HasPrefix(d.SQL, "-- name: ") {
-		c.sql, c.args = d.SQL, d.Args
-	}
-	return ctx
-}
-
-func (c *statementCapture) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
-
-// planNode is a node of EXPLAIN (ANALYZE, FORMAT JSON).
-type planNode struct {
-	Relation string     `json:"Relation Name"`
-	Rows     float64    `json:"Actual Rows"`
-	Loops    float64    `json:"Actual Loops"`
-	Plans    []planNode `json:"Plans"`
-}
-
-// rowsOf is the rows that the scans of relations named with prefix produced under n, each
-// scan's times its loops.
-func (n planNode) rowsOf(prefix string) float64 {
-	sum := 0.0
-	if strings.HasPrefix(n.Relation, prefix) {
-		sum = n.Rows * n.Loops
-	}
-	for _, c := range n.Plans {
-		sum += c.rowsOf(prefix)
-	}
-	return sum
 }

@@ -1243,20 +1243,30 @@ func (q *Queries) PauseBroadcast(ctx context.Context, arg PauseBroadcastParams) 
 const pendingBroadcastContacts = `-- name: PendingBroadcastContacts :many
 SELECT id, broadcast_id, recipient, recipient_type, status, template_variables, template_header_variables, template_button_variables, message_id, cost_micros, error_code, error_message, processed_at, created_at, variable_lengths, broadcast_at FROM broadcast_contacts
 WHERE broadcast_id = $1 AND broadcast_at = switchboard_id_at($1) AND status = 'pending'
+    AND (created_at, id) > ($2::timestamptz, $3::text)
 ORDER BY created_at, id
-LIMIT $2
+LIMIT $4
 FOR UPDATE SKIP LOCKED
 `
 
 type PendingBroadcastContactsParams struct {
 	BroadcastID string
+	AfterTime   time.Time
+	AfterID     string
 	MaxRows     int32
 }
 
-// The next recipients to hand to the send path, oldest first; one another fan-out holds is
-// passed over.
+// The next recipients to hand to the send path, oldest first from after a position (the zero
+// time: from the first); one another fan-out holds is passed over. The pending index keeps an
+// entry for every recipient handed over until vacuum removes it, so a claim from the first
+// steps over all of those: the fan-out claims from where its last chunk ended (claim.go).
 func (q *Queries) PendingBroadcastContacts(ctx context.Context, arg PendingBroadcastContactsParams) ([]BroadcastContact, error) {
-	rows, err := q.db.Query(ctx, pendingBroadcastContacts, arg.BroadcastID, arg.MaxRows)
+	rows, err := q.db.Query(ctx, pendingBroadcastContacts,
+		arg.BroadcastID,
+		arg.AfterTime,
+		arg.AfterID,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}

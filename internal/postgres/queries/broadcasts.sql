@@ -170,10 +170,13 @@ WHERE id = @id
 RETURNING *;
 
 -- name: PendingBroadcastContacts :many
--- The next recipients to hand to the send path, oldest first; one another fan-out holds is
--- passed over.
+-- The next recipients to hand to the send path, oldest first from after a position (the zero
+-- time: from the first); one another fan-out holds is passed over. The pending index keeps an
+-- entry for every recipient handed over until vacuum removes it, so a claim from the first
+-- steps over all of those: the fan-out claims from where its last chunk ended (claim.go).
 SELECT * FROM broadcast_contacts
 WHERE broadcast_id = @broadcast_id AND broadcast_at = switchboard_id_at(@broadcast_id) AND status = 'pending'
+    AND (created_at, id) > (@after_time::timestamptz, @after_id::text)
 ORDER BY created_at, id
 LIMIT @max_rows
 FOR UPDATE SKIP LOCKED;
