@@ -27,44 +27,9 @@ type broadcastFigures struct {
 
 // runBroadcast sends a broadcast of broadcastRecipients through the layout's processes.
 func runBroadcast(b *testing.B, c *cluster.Cluster, apiURL, project string) broadcastFigures {
-	key := c.Project(project, "")
-	hc := &http.Client{}
-	call := func(method, path, body string) map[string]any {
-		req, err := http.NewRequest(method, apiURL+path, strings.NewReader(body))
-		if err != nil {
-			b.Fatal(err)
-		}
-		req.Header.Set("Authorization", "Bearer "+key)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := hc.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode >= 300 {
-			b.Fatalf("%s %s = %d %s", method, path, resp.StatusCode, raw)
-		}
-		var out map[string]any
-		_ = json.Unmarshal(raw, &out)
-		return out
-	}
+	call := caller(b, apiURL, c.Project(project, ""))
 	id := call("POST", "/v1/broadcasts", `{"channel":"sms","name":"Benchmark","text":"Hi {{name}}, the benchmark says hello"}`)["broadcast"].(map[string]any)["id"].(string)
-	for page := range broadcastRecipients / 1000 {
-		var body bytes.Buffer
-		body.WriteString(`{"contacts":[`)
-		for i := range 1000 {
-			if i > 0 {
-				body.WriteString(",")
-			}
-			n := page*1000 + i
-			fmt.Fprintf(&body, `{"recipient":"+4477009%05d","templateVariables":{"name":"R%d"}}`, n, n)
-		}
-		body.WriteString(`]}`)
-		if added := call("POST", "/v1/broadcasts/"+id+"/contacts", body.String())["added"]; added != 1000.0 {
-			b.Fatalf("page %d: added %v", page, added)
-		}
-	}
+	addRecipients(b, call, id, broadcastRecipients, func(n int) string { return fmt.Sprintf("+4477009%05d", n) })
 
 	began := time.Now()
 	call("POST", "/v1/broadcasts/"+id+"/send", `{}`)
@@ -87,10 +52,42 @@ func runBroadcast(b *testing.B, c *cluster.Cluster, apiURL, project string) broa
 		time.Sleep(20 * time.Millisecond)
 	}
 
-	// Exact: the counters are the recipients' statuses, and every recipient has one message.
-	var counters, byStatus string
+	f.exact, f.counters = broadcastExact(b, c, id, broadcastRecipients)
+	return f
+}
+
+// caller calls the REST API with key, failing the benchmark on an error answer.
+func caller(b *testing.B, apiURL, key string) func(method, path, body string) map[string]any {
+	hc := &http.Client{}
+	return func(method, path, body string) map[string]any {
+		req, err := http.NewRequest(method, apiURL+path, strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode >= 300 {
+			b.Fatalf("%s %s = %d %s", method, path, resp.StatusCode, raw)
+		}
+		var out map[string]any
+		_ = json.Unmarshal(raw, &out)
+		return out
+	}
+}
+
+// broadcastExact tells whether broadcast id's counters are its recipients' statuses (and it is
+// completed), and every one of its n recipients has exactly one message; counters says what
+// they were.
+func broadcastExact(b *testing.B, c *cluster.Cluster, id string, n int) (exact bool, counters string) {
+	var byCounter, byStatus string
 	var messages, recipients int
-	if err := c.Pool.QueryRow(ctx, `SELECT
+	if err := c.Pool.QueryRow(context.Background(), `SELECT
 			format('total %s pending %s queued %s sending %s delivered %s failed %s skipped %s status %s', total_contacts, pending_count,
 				queued_count, sending_count, delivered_count, failed_count, skipped_count, status),
 			(SELECT format('total %s pending %s queued %s sending %s delivered %s failed %s skipped %s status %s', count(*),
@@ -99,10 +96,29 @@ func runBroadcast(b *testing.B, c *cluster.Cluster, apiURL, project string) broa
 			 FROM broadcast_contacts WHERE broadcast_id = $1),
 			(SELECT count(*) FROM messages m JOIN broadcast_contacts bc ON bc.id = m.broadcast_contact_id WHERE bc.broadcast_id = $1),
 			(SELECT count(DISTINCT bc.id) FROM messages m JOIN broadcast_contacts bc ON bc.id = m.broadcast_contact_id WHERE bc.broadcast_id = $1)
-		FROM broadcasts WHERE id = $1`, id).Scan(&counters, &byStatus, &messages, &recipients); err != nil {
+		FROM broadcasts WHERE id = $1`, id).Scan(&byCounter, &byStatus, &messages, &recipients); err != nil {
 		b.Fatal(err)
 	}
-	f.exact = counters == byStatus && messages == broadcastRecipients && recipients == broadcastRecipients
-	f.counters = fmt.Sprintf("counters: %s; recipients: %s; %d messages for %d recipients", counters, byStatus, messages, recipients)
-	return f
+	return byCounter == byStatus && messages == n && recipients == n,
+		fmt.Sprintf("counters: %s; recipients: %s; %d messages for %d recipients", byCounter, byStatus, messages, recipients)
+}
+
+// addRecipients adds n recipients to draft id, 1,000 a request (the API's most): recipient(i)
+// each, named R<i> in the templates.
+func addRecipients(b *testing.B, call func(method, path, body string) map[string]any, id string, n int, recipient func(int) string) {
+	for page := range n / 1000 {
+		var body bytes.Buffer
+		body.WriteString(`{"contacts":[`)
+		for i := range 1000 {
+			if i > 0 {
+				body.WriteString(",")
+			}
+			n := page*1000 + i
+			fmt.Fprintf(&body, `{"recipient":%q,"templateVariables":{"name":"R%d"}}`, recipient(n), n)
+		}
+		body.WriteString(`]}`)
+		if added := call("POST", "/v1/broadcasts/"+id+"/contacts", body.String())["added"]; added != 1000.0 {
+			b.Fatalf("page %d: added %v", page, added)
+		}
+	}
 }
