@@ -40,9 +40,9 @@ const (
 	// idleFor: a connection no mail took for this long is closed. RFC 5321 §4.5.3.2.7 lets a
 	// relay wait 5 minutes for the next command; many drop idle clients sooner.
 	idleFor = 30 * time.Second
-	// mailsPerConnection: a connection is closed after this many mails, below the limits relays
-	// put on a session's transactions (100 for most; Postfix's smtpd_client_message_rate_limit
-	// counts per minute, Exchange Online and SES allow more).
+	// mailsPerConnection: a connection is closed after this many mails and another opened, so a
+	// relay that limits the mails of one session never refuses one for it, and the load
+	// spreads again over a relay's servers behind one name.
 	mailsPerConnection = 100
 	// quitWithin bounds the QUIT of a connection that is let go between mails.
 	quitWithin = 5 * time.Second
