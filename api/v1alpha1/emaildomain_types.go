@@ -47,6 +47,15 @@ type EmailDomainSpec struct {
 	// it owns.
 	// +optional
 	DKIM *DKIMSettings `json:"dkim,omitempty"`
+
+	// DKIMEd25519 also signs the domain's mail with an Ed25519 key (RFC 8463) the controller
+	// generates into a Secret it owns, beside the RSA key: each mail then carries two
+	// DKIM-Signature fields, each under its own selector, and receivers that know Ed25519 check
+	// the shorter, faster one while the others keep checking RSA. Its record is recommended, not
+	// required: the domain's verification does not wait for it, and mail is signed with the key
+	// once its record is found published. Off again, the key is no longer used.
+	// +optional
+	DKIMEd25519 bool `json:"dkimEd25519,omitempty"`
 }
 
 // DKIMSettings names an existing DKIM key.
@@ -96,15 +105,17 @@ const (
 )
 
 // RecordPurpose is what a DNS record is for.
-// +kubebuilder:validation:Enum=dkim;spf;dmarc;mail_from;inbound;ownership
+// +kubebuilder:validation:Enum=dkim;dkim_ed25519;spf;dmarc;mail_from;inbound;ownership
 type RecordPurpose string
 
 const (
-	PurposeDKIM     RecordPurpose = "dkim"
-	PurposeSPF      RecordPurpose = "spf"
-	PurposeDMARC    RecordPurpose = "dmarc"
-	PurposeMailFrom RecordPurpose = "mail_from"
-	PurposeInbound  RecordPurpose = "inbound"
+	PurposeDKIM RecordPurpose = "dkim"
+	// PurposeDKIMEd25519 is the record of the Ed25519 key a domain may add (spec.dkimEd25519).
+	PurposeDKIMEd25519 RecordPurpose = "dkim_ed25519"
+	PurposeSPF         RecordPurpose = "spf"
+	PurposeDMARC       RecordPurpose = "dmarc"
+	PurposeMailFrom    RecordPurpose = "mail_from"
+	PurposeInbound     RecordPurpose = "inbound"
 	// PurposeOwnership proves that this project, of all the installation's projects, controls
 	// the domain: its value is a token of the project and the domain.
 	PurposeOwnership RecordPurpose = "ownership"
@@ -174,6 +185,14 @@ type EmailDomainStatus struct {
 	// DKIMSecret is the Secret key holding the DKIM private key.
 	// +optional
 	DKIMSecret *SecretKeyRef `json:"dkimSecret,omitempty"`
+
+	// DKIMEd25519Selector is the selector the Ed25519 key is published under (spec.dkimEd25519).
+	// +optional
+	DKIMEd25519Selector string `json:"dkimEd25519Selector,omitempty"`
+
+	// DKIMEd25519Secret is the Secret key holding the Ed25519 private key (spec.dkimEd25519).
+	// +optional
+	DKIMEd25519Secret *SecretKeyRef `json:"dkimEd25519Secret,omitempty"`
 
 	// Records are the DNS records to publish, each with what the last check found.
 	// +listType=atomic

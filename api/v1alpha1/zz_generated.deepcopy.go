@@ -606,6 +606,11 @@ func (in *EmailDomainStatus) DeepCopyInto(out *EmailDomainStatus) {
 		*out = new(SecretKeyRef)
 		**out = **in
 	}
+	if in.DKIMEd25519Secret != nil {
+		in, out := &in.DKIMEd25519Secret, &out.DKIMEd25519Secret
+		*out = new(SecretKeyRef)
+		**out = **in
+	}
 	if in.Records != nil {
 		in, out := &in.Records, &out.Records
 		*out = make([]DNSRecord, len(*in))

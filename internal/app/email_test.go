@@ -12,12 +12,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apikey"
 	"github.com/switchboard-io/switchboard/internal/dnsresolve"
 	"github.com/switchboard-io/switchboard/internal/dnsresolve/dnstest"
+	"github.com/switchboard-io/switchboard/internal/domainverify/domainverifytest"
 	"github.com/switchboard-io/switchboard/internal/transport/smtp/smtptest"
 )
 
@@ -62,14 +64,17 @@ func providerReady(t *testing.T, in *instance, namespace, name string) *metav1.C
 	return c
 }
 
-func TestLiveEmailThroughTheRelay(t *testing.T) {
+// mailWorld is a DNS server where example.com takes mail, and the relay peer that wants AUTH
+// as switchboard with s3cret.
+func mailWorld(t *testing.T) (*dnstest.Server, *smtptest.Server) {
+	t.Helper()
 	srv := newDNS(t)
 	srv.Set("example.com", dns.TypeMX, "10 mx.example.com.")
-	relay, err := smtptest.New(smtptest.Options{Username: "switchboard", Password: "s3cret"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(relay.Close)
+	return srv, smtptest.NewServer(t, smtptest.Options{Username: "switchboard", Password: "s3cret"})
+}
+
+func TestLiveEmailThroughTheRelay(t *testing.T) {
+	srv, relay := mailWorld(t)
 	in := start(t, withDNS(srv))
 	acme, key := smtpProject(t, in, relay, srv, "s3cret")
 	if c := providerReady(t, in, acme, "relay"); c.Status != metav1.ConditionTrue {
@@ -173,5 +178,88 @@ func TestSMTPProviderRefusedCredentials(t *testing.T) {
 		Spec: v1alpha1.ProviderSpec{Type: v1alpha1.ProviderSMTP, SecretRef: &v1alpha1.ProviderSecretRef{Name: "relay"}}})
 	if err == nil || !strings.Contains(err.Error(), "needs baseURL") {
 		t.Fatalf("an smtp Provider without baseURL: %v", err)
+	}
+}
+
+// TestLiveEmailSignedWithEd25519Too: a domain that adds an Ed25519 key (spec.dkimEd25519) signs
+// with RSA alone until the key's record is published, then with both: two DKIM-Signature
+// fields, each verifying against the domain's records.
+func TestLiveEmailSignedWithEd25519Too(t *testing.T) {
+	srv, relay := mailWorld(t)
+	in := start(t, withDNS(srv))
+	ctx := context.Background()
+	acme, key := smtpProject(t, in, relay, srv, "s3cret")
+	if r := in.post("/v1/senders", key, `{"name":"Billing","emailAddress":"billing@acme.test","setAsDefault":true}`); r.status != 201 {
+		t.Fatalf("sender = %d %v", r.status, r.body)
+	}
+	send := func() (smtptest.Message, []*dkim.Verification) {
+		t.Helper()
+		r := in.post("/v1/messages", key, `{"to":"ada@example.com","subject":"Your invoice","text":"Hello Ada"}`)
+		if r.status != 200 {
+			t.Fatalf("send = %d %v", r.status, r.body)
+		}
+		waitStatus(t, in, key, r.body["message"].(map[string]any)["id"].(string), "sent")
+		got := relay.Messages()
+		mail := got[len(got)-1]
+		verifs, err := dkim.VerifyWithOptions(bytes.NewReader(mail.Data),
+			&dkim.VerifyOptions{LookupTXT: dnsresolve.New(srv.Addr(), time.Second).DKIMLookupTXT})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mail, verifs
+	}
+
+	var list v1alpha1.EmailDomainList
+	if err := in.k8s.List(ctx, &list, client.InNamespace(acme)); err != nil || len(list.Items) != 1 {
+		t.Fatalf("the project's domains: %v %v", list.Items, err)
+	}
+	d := &list.Items[0]
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := in.k8s.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			return err
+		}
+		d.Spec.DKIMEd25519 = true
+		return in.k8s.Update(ctx, d)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var ed v1alpha1.DNSRecord
+	waitFor(t, func() bool {
+		if in.k8s.Get(ctx, client.ObjectKeyFromObject(d), d) != nil {
+			return false
+		}
+		for _, rec := range d.Status.Records {
+			if rec.Purpose == v1alpha1.PurposeDKIMEd25519 {
+				ed = rec
+			}
+		}
+		return ed.Name != ""
+	})
+
+	// Its record not published yet: RSA alone, verifying.
+	if _, verifs := send(); len(verifs) != 1 || verifs[0].Err != nil {
+		t.Fatalf("before the Ed25519 record: %+v", verifs)
+	}
+
+	// Published and verified: two signatures, both verifying, one of each algorithm.
+	domainverifytest.Publish(srv, ed)
+	if r := in.post("/v2/email-domains/"+d.Name+"/verify", key, ""); r.status != 200 {
+		t.Fatalf("verify = %d %v", r.status, r.body)
+	}
+	var mail smtptest.Message
+	var verifs []*dkim.Verification
+	waitFor(t, func() bool {
+		mail, verifs = send()
+		return len(verifs) == 2
+	})
+	for _, v := range verifs {
+		if v.Err != nil || v.Domain != "acme.test" {
+			t.Errorf("signature of %s: %v", v.Domain, v.Err)
+		}
+	}
+	data := string(mail.Data)
+	if strings.Count(data, "DKIM-Signature:") != 2 || !strings.Contains(data, "a=rsa-sha256") || !strings.Contains(data, "a=ed25519-sha256") ||
+		!strings.Contains(data, "s="+d.Status.DKIMEd25519Selector) || !strings.Contains(data, "s="+d.Status.DKIMSelector) {
+		t.Errorf("the mail's signatures:\n%s", data)
 	}
 }

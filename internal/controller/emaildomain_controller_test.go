@@ -2,11 +2,13 @@ package controller_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -127,6 +129,71 @@ var _ = Describe("EmailDomain", func() {
 			_ = k8s.Get(ctx, client.ObjectKeyFromObject(d), d)
 			return d.Status.Records[0].Value
 		}).ShouldNot(Equal(oldValue))
+	})
+
+	It("adds an Ed25519 key on request: its own Secret and selector, a recommended record whose condition follows DNS, gone when no longer asked for", func() {
+		ns := newNamespace(ctx)
+		d := &v1alpha1.EmailDomain{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "acme"},
+			Spec: v1alpha1.EmailDomainSpec{Domain: ns + ".acme.test", DKIMEd25519: true}}
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+		Eventually(func() string {
+			_ = k8s.Get(ctx, client.ObjectKeyFromObject(d), d)
+			return d.Status.DKIMEd25519Selector
+		}).WithTimeout(10 * time.Second).Should(HavePrefix("ed"))
+
+		// Its key lives in a Secret of its own, owned by the domain; the RSA key is still there.
+		var secret corev1.Secret
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-dkim-ed25519"}, &secret)).To(Succeed())
+		Expect(metav1.IsControlledBy(&secret, d)).To(BeTrue())
+		Expect(secret.Labels).To(HaveKeyWithValue(v1alpha1.SecretLabel, "true"))
+		key, err := domainverify.ParseKey(secret.Data[domainverify.SecretKeyPrivateKey])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(key.Public()).To(BeAssignableToTypeOf(ed25519.PublicKey{}))
+		Expect(d.Status.DKIMEd25519Selector).To(Equal(string(secret.Data[domainverify.SecretKeySelector])))
+		Expect(d.Status.DKIMEd25519Secret).To(Equal(&v1alpha1.SecretKeyRef{Name: "acme-dkim-ed25519", Key: domainverify.SecretKeyPrivateKey}))
+		Expect(d.Status.DKIMSelector).To(HavePrefix("sb"))
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "acme-dkim"}, &corev1.Secret{})).To(Succeed())
+
+		// Its record: the public key under its selector, recommended, not required.
+		want, err := domainverify.DKIMValue(key)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(want).To(HavePrefix("v=DKIM1; k=ed25519; p="))
+		var ed v1alpha1.DNSRecord
+		for _, rec := range d.Status.Records {
+			if rec.Purpose == v1alpha1.PurposeDKIMEd25519 {
+				ed = rec
+			}
+		}
+		Expect(ed).To(MatchFields(IgnoreExtras, Fields{"Name": Equal(d.Status.DKIMEd25519Selector + "._domainkey." + d.Spec.Domain),
+			"Type": Equal("TXT"), "Value": Equal(want), "Required": BeFalse()}))
+
+		// The required records verify the domain without it; its condition says it is missing.
+		domainverifytest.PublishRequired(dnsServer, d, false)
+		verifyNow(ctx, d)
+		Eventually(domainState(ctx, d)).Should(Equal(v1alpha1.DomainVerified))
+		Expect(meta.IsStatusConditionTrue(d.Status.Conditions, domainverify.ConditionDKIMEd25519)).To(BeFalse())
+		Expect(d.RecordVerified(v1alpha1.PurposeDKIMEd25519)).To(BeFalse())
+
+		// Published, it is found.
+		domainverifytest.Publish(dnsServer, ed)
+		verifyNow(ctx, d)
+		Eventually(func() bool {
+			_ = k8s.Get(ctx, client.ObjectKeyFromObject(d), d)
+			return meta.IsStatusConditionTrue(d.Status.Conditions, domainverify.ConditionDKIMEd25519)
+		}).Should(BeTrue())
+		Expect(d.RecordVerified(v1alpha1.PurposeDKIMEd25519)).To(BeTrue())
+		Expect(d.Status.State).To(Equal(v1alpha1.DomainVerified))
+
+		// No longer asked for: no record, no condition, no key in status; the domain stays verified.
+		Expect(update(ctx, d, func(d *v1alpha1.EmailDomain) { d.Spec.DKIMEd25519 = false })).To(Succeed())
+		Eventually(func() string {
+			_ = k8s.Get(ctx, client.ObjectKeyFromObject(d), d)
+			return d.Status.DKIMEd25519Selector
+		}).Should(BeEmpty())
+		Expect(d.Status.DKIMEd25519Secret).To(BeNil())
+		Expect(d.RecordVerified(v1alpha1.PurposeDKIMEd25519)).To(BeFalse())
+		Expect(meta.FindStatusCondition(d.Status.Conditions, domainverify.ConditionDKIMEd25519)).To(BeNil())
+		Expect(d.Status.State).To(Equal(v1alpha1.DomainVerified))
 	})
 
 	It("keeps a domain verified before ownership records verified and receiving through its grace period, and no other", func() {

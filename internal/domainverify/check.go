@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
@@ -109,7 +110,7 @@ func lookup(ctx context.Context, r Resolver, rec v1alpha1.DNSRecord) (ok bool, f
 // the owner's choice).
 func txtMatches(rec v1alpha1.DNSRecord, published string) bool {
 	switch rec.Purpose {
-	case v1alpha1.PurposeDKIM:
+	case v1alpha1.PurposeDKIM, v1alpha1.PurposeDKIMEd25519:
 		want, got := tags(rec.Value), tags(published)
 		return got["p"] != "" && got["p"] == want["p"] && (got["v"] == "" || got["v"] == "DKIM1")
 	case v1alpha1.PurposeSPF:
@@ -237,28 +238,37 @@ func NextCheck(st *v1alpha1.EmailDomainStatus, now time.Time, unavailable bool) 
 
 // conditionTypes names the condition of each purpose.
 var conditionTypes = map[v1alpha1.RecordPurpose]string{
-	v1alpha1.PurposeDKIM:      "DKIMVerified",
-	v1alpha1.PurposeOwnership: ConditionOwnership,
-	v1alpha1.PurposeSPF:       "SPFVerified",
-	v1alpha1.PurposeDMARC:     "DMARCVerified",
-	v1alpha1.PurposeMailFrom:  "MailFromVerified",
-	v1alpha1.PurposeInbound:   "InboundVerified",
+	v1alpha1.PurposeDKIM:        "DKIMVerified",
+	v1alpha1.PurposeDKIMEd25519: ConditionDKIMEd25519,
+	v1alpha1.PurposeOwnership:   ConditionOwnership,
+	v1alpha1.PurposeSPF:         "SPFVerified",
+	v1alpha1.PurposeDMARC:       "DMARCVerified",
+	v1alpha1.PurposeMailFrom:    "MailFromVerified",
+	v1alpha1.PurposeInbound:     "InboundVerified",
 }
 
 // ConditionOwnership is the condition of the ownership record and of the domain's hold.
 const ConditionOwnership = "OwnershipVerified"
 
+// ConditionDKIMEd25519 is the condition of the Ed25519 key's record, on a domain that asks for
+// one (spec.dkimEd25519) and only there.
+const ConditionDKIMEd25519 = "DKIMEd25519Verified"
+
 // Conditions renders the records as one condition per purpose, and Ready for the domain, as
 // they stand at now (the ownership condition tells a domain another project holds, and the
 // grace period of one verified before ownership records).
 func Conditions(st *v1alpha1.EmailDomainStatus, domain string, generation int64, now time.Time) {
-	for _, purpose := range []v1alpha1.RecordPurpose{v1alpha1.PurposeDKIM, v1alpha1.PurposeOwnership, v1alpha1.PurposeSPF,
-		v1alpha1.PurposeDMARC, v1alpha1.PurposeMailFrom, v1alpha1.PurposeInbound} {
+	for _, purpose := range []v1alpha1.RecordPurpose{v1alpha1.PurposeDKIM, v1alpha1.PurposeDKIMEd25519, v1alpha1.PurposeOwnership,
+		v1alpha1.PurposeSPF, v1alpha1.PurposeDMARC, v1alpha1.PurposeMailFrom, v1alpha1.PurposeInbound} {
 		var rec *v1alpha1.DNSRecord
 		for i := range st.Records {
 			if st.Records[i].Purpose == purpose && (rec == nil || st.Records[i].Required) {
 				rec = &st.Records[i]
 			}
+		}
+		if rec == nil && purpose == v1alpha1.PurposeDKIMEd25519 {
+			meta.RemoveStatusCondition(&st.Conditions, ConditionDKIMEd25519)
+			continue
 		}
 		if rec == nil {
 			setCondition(st, conditionTypes[purpose], metav1.ConditionFalse, "NotApplicable",

@@ -81,11 +81,43 @@ func GenerateKey() ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("generate DKIM key: %w", err)
 	}
+	return encodeKey(key)
+}
+
+// encodeKey is a private key as PKCS#8 PEM.
+func encodeKey(key any) ([]byte, error) {
 	der, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		return nil, fmt.Errorf("encode DKIM key: %w", err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+// GenerateEd25519Key makes an Ed25519 DKIM signing key (RFC 8463) and returns it PEM-encoded
+// (PKCS#8).
+func GenerateEd25519Key() ([]byte, error) {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generate Ed25519 DKIM key: %w", err)
+	}
+	return encodeKey(key)
+}
+
+// Ed25519Record is the record that publishes a domain's Ed25519 key under selector: recommended,
+// not required (spec.dkimEd25519).
+func Ed25519Record(domain, selector string, key crypto.Signer) (v1alpha1.DNSRecord, error) {
+	name := selector + "._domainkey." + domain
+	if len(name) > 253 {
+		return v1alpha1.DNSRecord{}, &SetupError{Reason: fmt.Sprintf("the Ed25519 DKIM record name %s… is longer than DNS allows (253 characters)", name[:40])}
+	}
+	if _, ok := key.Public().(ed25519.PublicKey); !ok {
+		return v1alpha1.DNSRecord{}, &SetupError{Reason: "the Ed25519 DKIM key is not an Ed25519 key"}
+	}
+	value, err := DKIMValue(key)
+	if err != nil {
+		return v1alpha1.DNSRecord{}, &SetupError{Reason: "the Ed25519 DKIM record cannot be made: " + err.Error()}
+	}
+	return v1alpha1.DNSRecord{Purpose: v1alpha1.PurposeDKIMEd25519, Name: name, Type: "TXT", Value: value}, nil
 }
 
 // ParseKey reads a PEM-encoded DKIM private key: RSA (PKCS#1 or PKCS#8, at least 1024 bits, as

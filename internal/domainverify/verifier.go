@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,6 +32,23 @@ const (
 
 // SecretName names the DKIM Secret generated for a domain.
 func SecretName(d *v1alpha1.EmailDomain) string { return d.Name + "-dkim" }
+
+// Ed25519SecretName names the Secret of the Ed25519 key generated for a domain that asks for
+// one (spec.dkimEd25519); it has the same keys as the RSA key's.
+func Ed25519SecretName(d *v1alpha1.EmailDomain) string { return d.Name + "-dkim-ed25519" }
+
+// generatedKey is a kind of key Switchboard generates for a domain: its Secret's name, how it
+// is made, and the prefix of its selectors.
+type generatedKey struct {
+	secret   func(*v1alpha1.EmailDomain) string
+	generate func() ([]byte, error)
+	prefix   string
+}
+
+var (
+	rsaKey     = generatedKey{secret: SecretName, generate: GenerateKey, prefix: "sb"}
+	ed25519Key = generatedKey{secret: Ed25519SecretName, generate: GenerateEd25519Key, prefix: "ed"}
+)
 
 // VerifyRequestedAnnotation asks the controller to open a new verification window and check
 // at once (kubectl annotate emaildomain <name> messaging.switchboard.io/verify-requested-at=<now>).
@@ -182,7 +200,28 @@ func (v *Verifier) records(ctx context.Context, d *v1alpha1.EmailDomain) ([]v1al
 	if err != nil {
 		return nil, err
 	}
-	return Records(d.Spec, selector, key, OwnershipValue(ownershipKey, d.Namespace, d.Spec.Domain), v.Config)
+	records, err := Records(d.Spec, selector, key, OwnershipValue(ownershipKey, d.Namespace, d.Spec.Domain), v.Config)
+	if err != nil || !d.Spec.DKIMEd25519 {
+		d.Status.DKIMEd25519Selector, d.Status.DKIMEd25519Secret = "", nil
+		return records, err
+	}
+	s, err := v.ensureSecret(ctx, d, ed25519Key)
+	if err != nil {
+		return nil, err
+	}
+	edKey, err := ParseKey(s.Data[SecretKeyPrivateKey])
+	if err != nil {
+		return nil, err
+	}
+	edSelector := string(s.Data[SecretKeySelector])
+	rec, err := Ed25519Record(d.Spec.Domain, edSelector, edKey)
+	if err != nil {
+		return nil, err
+	}
+	d.Status.DKIMEd25519Selector = edSelector
+	d.Status.DKIMEd25519Secret = &v1alpha1.SecretKeyRef{Name: s.Name, Key: SecretKeyPrivateKey}
+	// Beside the RSA key's record, so the two DKIM records read together.
+	return slices.Insert(records, 1, rec), nil
 }
 
 // Duplicate returns the project's EmailDomain for the same domain that came first (the oldest,
@@ -219,7 +258,7 @@ func (v *Verifier) Key(ctx context.Context, d *v1alpha1.EmailDomain) (crypto.Sig
 		key, err := ParseKey(s.Data[ref.Key])
 		return key, d.Spec.DKIM.Selector, err
 	}
-	s, err := v.ensureSecret(ctx, d)
+	s, err := v.ensureSecret(ctx, d, rsaKey)
 	if err != nil {
 		return nil, "", err
 	}
@@ -230,16 +269,16 @@ func (v *Verifier) Key(ctx context.Context, d *v1alpha1.EmailDomain) (crypto.Sig
 // ensureSecret reads the generated DKIM Secret, creating it when absent. A Secret by that name
 // that the domain does not own is a setup error: Switchboard does not sign with a key it did
 // not make unless the spec names it.
-func (v *Verifier) ensureSecret(ctx context.Context, d *v1alpha1.EmailDomain) (*corev1.Secret, error) {
-	return v.ensureSecretTries(ctx, d, 3)
+func (v *Verifier) ensureSecret(ctx context.Context, d *v1alpha1.EmailDomain, kind generatedKey) (*corev1.Secret, error) {
+	return v.ensureSecretTries(ctx, d, kind, 3)
 }
 
-func (v *Verifier) ensureSecretTries(ctx context.Context, d *v1alpha1.EmailDomain, tries int) (*corev1.Secret, error) {
+func (v *Verifier) ensureSecretTries(ctx context.Context, d *v1alpha1.EmailDomain, kind generatedKey, tries int) (*corev1.Secret, error) {
 	var s corev1.Secret
-	key := client.ObjectKey{Namespace: d.Namespace, Name: SecretName(d)}
+	key := client.ObjectKey{Namespace: d.Namespace, Name: kind.secret(d)}
 	err := v.Live.Get(ctx, key, &s)
 	if apierrors.IsNotFound(err) {
-		pemKey, genErr := GenerateKey()
+		pemKey, genErr := kind.generate()
 		if genErr != nil {
 			return nil, &SetupError{Reason: "the DKIM key could not be generated: " + genErr.Error()}
 		}
@@ -247,7 +286,7 @@ func (v *Verifier) ensureSecretTries(ctx context.Context, d *v1alpha1.EmailDomai
 			ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: key.Name,
 				Labels: map[string]string{v1alpha1.SecretLabel: "true"}},
 			Type: corev1.SecretTypeOpaque,
-			Data: map[string][]byte{SecretKeyPrivateKey: pemKey, SecretKeySelector: []byte(newSelector(v.now()))},
+			Data: map[string][]byte{SecretKeyPrivateKey: pemKey, SecretKeySelector: []byte(newSelector(kind.prefix, v.now()))},
 		}
 		if err := controllerutil.SetControllerReference(d, &s, v.Client.Scheme()); err != nil {
 			return nil, err
@@ -268,7 +307,7 @@ func (v *Verifier) ensureSecretTries(ctx context.Context, d *v1alpha1.EmailDomai
 		if err := v.Client.Delete(ctx, &s, client.Preconditions{UID: &uid}); err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 			return nil, fmt.Errorf("delete the stale DKIM Secret of %s: %w", d.Name, err)
 		}
-		return v.ensureSecretTries(ctx, d, tries-1)
+		return v.ensureSecretTries(ctx, d, kind, tries-1)
 	}
 	if !metav1.IsControlledBy(&s, d) {
 		return nil, &SetupError{Reason: fmt.Sprintf("Secret %s exists and belongs to something else; delete it or name a key in spec.dkim", s.Name)}
@@ -279,10 +318,10 @@ func (v *Verifier) ensureSecretTries(ctx context.Context, d *v1alpha1.EmailDomai
 	return &s, nil
 }
 
-// newSelector names a generated key by the day it was made (sb20261124), so a rotated key
-// gets a selector of its own and both can be published while mail signed with the old one is
-// in flight.
-func newSelector(now time.Time) string { return "sb" + now.UTC().Format("20060102") }
+// newSelector names a generated key by its kind and the day it was made (sb20261124 for RSA,
+// ed20261124 for Ed25519), so a rotated key gets a selector of its own and both can be
+// published while mail signed with the old one is in flight.
+func newSelector(prefix string, now time.Time) string { return prefix + now.UTC().Format("20060102") }
 
 // Announce writes the domain.verified or domain.failed event of d's state when that state was
 // not the last one announced: a pending domain announces nothing, partially verified counts as

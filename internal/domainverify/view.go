@@ -59,11 +59,16 @@ func View(d *v1alpha1.EmailDomain) Domain {
 		if state == "" {
 			state = v1alpha1.RecordPending
 		}
-		if rec.Purpose == v1alpha1.PurposeDKIM {
+		purpose := rec.Purpose
+		switch purpose {
+		case v1alpha1.PurposeDKIM:
 			out.DKIMStatus = string(state)
+		case v1alpha1.PurposeDKIMEd25519:
+			// The wire knows DKIM records by one purpose; its value (k=ed25519) tells them apart.
+			purpose = v1alpha1.PurposeDKIM
 		}
 		out.DNSRecords = append(out.DNSRecords, DNSRecord{Name: rec.Name, Type: rec.Type, Value: rec.Value,
-			Purpose: string(rec.Purpose), Required: rec.Required, Priority: rec.Priority, Status: string(state)})
+			Purpose: string(purpose), Required: rec.Required, Priority: rec.Priority, Status: string(state)})
 	}
 	if c := meta.FindStatusCondition(st.Conditions, ConditionOwnership); c != nil &&
 		(c.Reason == ReasonHeldElsewhere || c.Reason == ReasonOwnershipGrace) {

@@ -165,8 +165,10 @@ func (s *Service) Delete(ctx context.Context, project, id string) error {
 	}
 	// The key goes at once rather than whenever garbage collection gets to it.
 	secrets := signingsecret.Store{Client: s.client, Live: s.live, FieldManager: kubewrite.FieldManager}
-	if err := secrets.Delete(ctx, d, domainverify.SecretName(d)); err != nil {
-		return err
+	for _, name := range []string{domainverify.SecretName(d), domainverify.Ed25519SecretName(d)} {
+		if err := secrets.Delete(ctx, d, name); err != nil {
+			return err
+		}
 	}
 	return s.verifier.Forget(ctx, d)
 }

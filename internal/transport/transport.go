@@ -111,6 +111,9 @@ type DKIMKey struct {
 	Domain   string
 	Selector string
 	Signer   crypto.Signer
+	// Also is another key of the domain whose signature goes beside this one's (an Ed25519 key
+	// beside the RSA one, RFC 8463); nil when there is none.
+	Also *DKIMKey
 }
 
 // Result is the outcome of a send the provider accepted.

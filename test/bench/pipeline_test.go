@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/switchboard-io/switchboard/internal/dnsresolve/dnstest"
 	"github.com/switchboard-io/switchboard/internal/randid"
 	"github.com/switchboard-io/switchboard/test/cluster"
 )
@@ -50,6 +51,7 @@ var benchBegan = time.Now().Add(-time.Hour)
 func BenchmarkPipeline(b *testing.B) {
 	rcv := newReceiver(b)
 	c := cluster.Start(b, cluster.Options{TrustPEM: rcv.pem})
+	dnsSrv := emailDNS(b) // before any process starts: they take its address from the environment
 	ceiling := measureCeiling(b, c.DatabaseURL)
 
 	if os.Getenv("SWITCHBOARD_BENCH_ONLY") == "year" { // the simulated year alone (year_test.go)
@@ -68,7 +70,7 @@ func BenchmarkPipeline(b *testing.B) {
 		layouts = slices.DeleteFunc(layouts, func(l layout) bool { return l.roles[0] != only })
 	}
 	for _, layout := range layouts {
-		r := runLayout(b, c, rcv, layout, ceiling)
+		r := runLayout(b, c, rcv, dnsSrv, layout, ceiling)
 		tables = append(tables, r.table(ceiling))
 	}
 	out := fmt.Sprintf("\nPostgres ceiling on this machine: %.0f acceptance transactions/s (one message row and one queue row each, %d connections, %v)\n\n%s",
@@ -150,6 +152,7 @@ type results struct {
 	deliveryRate   float64
 	broadcast      broadcastFigures
 	million        broadcastFigures // with SWITCHBOARD_BENCH_MILLION=1 (million_test.go)
+	email          emailFigures
 	agents         agentFigures
 	knowledge      knowledgeFigures
 	voice          voiceFigures
@@ -160,7 +163,7 @@ type results struct {
 	binary         string            // what the profiles are of
 }
 
-func runLayout(b *testing.B, c *cluster.Cluster, rcv *receiver, l layout, ceiling float64) *results {
+func runLayout(b *testing.B, c *cluster.Cluster, rcv *receiver, dnsSrv *dnstest.Server, l layout, ceiling float64) *results {
 	r := &results{layout: l.name, peakRSS: map[string]int64{}, binary: c.Bin}
 	var procs []*cluster.Process
 	for _, role := range l.roles {
@@ -230,6 +233,19 @@ func runLayout(b *testing.B, c *cluster.Cluster, rcv *receiver, l layout, ceilin
 	}
 	if os.Getenv("SWITCHBOARD_BENCH_ONLY") == "million" { // the million-recipient row alone
 		r.million = runBroadcast(b, c, api.URL, "million-"+tag, millionSize(b))
+		notePeaks()
+		for _, p := range procs {
+			p.Stop()
+		}
+		return r
+	}
+	if os.Getenv("SWITCHBOARD_BENCH_ONLY") == "email" { // the live email broadcast alone
+		var profiled sync.WaitGroup
+		r.email = runEmail(b, c, dnsSrv, api.URL, "email-"+tag, func() {
+			r.profiles = profile(b, &profiled, procs, tag+"-email", emailProfileAfter, emailProfileFor)
+			r.profiled = fmt.Sprintf("the email broadcast's first %v from send", emailProfileFor)
+		})
+		profiled.Wait()
 		notePeaks()
 		for _, p := range procs {
 			p.Stop()
@@ -332,6 +348,10 @@ search:
 	// accepted and to every message final in the sandbox.
 	r.broadcast = runBroadcast(b, c, api.URL, "broadcast-"+tag, broadcastRecipients)
 	notePeaks()
+
+	// 6. A live email broadcast through the SMTP peer, DKIM-signed, from send to every mail sent.
+	r.email = runEmail(b, c, dnsSrv, api.URL, "email-"+tag, nil)
+	notePeaks()
 	if millionWanted() { // minutes: behind the flag
 		r.million = runBroadcast(b, c, api.URL, "million-"+tag, millionSize(b))
 		notePeaks()
@@ -395,6 +415,7 @@ func (r *results) table(ceiling float64) string {
 			fmt.Fprintf(&s, "\nBroadcast counters NOT exact: %s\n", bc.counters)
 		}
 	}
+	s.WriteString(r.email.rows(ratio, met))
 	s.WriteString(r.million.millionRows(ratio, met))
 	roles := make([]string, 0, len(r.peakRSS))
 	for role := range r.peakRSS {
@@ -423,6 +444,8 @@ const (
 	profileFor        = 8 * time.Second
 	agentProfileAfter = 3 * time.Second
 	agentProfileFor   = 3 * time.Second
+	emailProfileAfter = time.Second
+	emailProfileFor   = 8 * time.Second
 )
 
 // profile records every process's CPU profile, in the background, into a directory that

@@ -71,22 +71,41 @@ func (r *Registry) dkimKey(ctx context.Context, snd *v1alpha1.Sender) (*v1alpha1
 	if d == nil {
 		return nil, nil, &transport.Failure{Code: ErrEmailDomainNotVerified, Message: reason}
 	}
-	ref := d.Status.DKIMSecret
+	signer, err := r.dkimSigner(ctx, d, d.Status.DKIMSecret)
+	if err != nil {
+		return nil, nil, err
+	}
+	key := &transport.DKIMKey{Domain: d.Spec.Domain, Selector: d.Status.DKIMSelector, Signer: signer}
+	// The Ed25519 key a domain may add (RFC 8463) signs too, once its record is published.
+	if ed := d.Status.DKIMEd25519Secret; d.Spec.DKIMEd25519 && ed != nil && d.Status.DKIMEd25519Selector != "" &&
+		d.RecordVerified(v1alpha1.PurposeDKIMEd25519) {
+		edSigner, err := r.dkimSigner(ctx, d, ed)
+		if err != nil {
+			return nil, nil, err
+		}
+		key.Also = &transport.DKIMKey{Domain: d.Spec.Domain, Selector: d.Status.DKIMEd25519Selector, Signer: edSigner}
+	}
+	return d, key, nil
+}
+
+// dkimSigner reads a signing key of domain d from the Secret key ref, parsed once per version
+// of its Secret.
+func (r *Registry) dkimSigner(ctx context.Context, d *v1alpha1.EmailDomain, ref *v1alpha1.SecretKeyRef) (crypto.Signer, error) {
 	var s corev1.Secret
-	err = r.Reader.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: ref.Name}, &s)
+	err := r.Reader.Get(ctx, client.ObjectKey{Namespace: d.Namespace, Name: ref.Name}, &s)
 	if apierrors.IsNotFound(err) || (err == nil && len(s.Data[ref.Key]) == 0) {
-		return nil, nil, &transport.Failure{Code: ErrEmailDomainNotVerified, Message: fmt.Sprintf(
+		return nil, &transport.Failure{Code: ErrEmailDomainNotVerified, Message: fmt.Sprintf(
 			"The DKIM key of email domain %s (Secret %s, key %s) is missing.", d.Spec.Domain, ref.Name, ref.Key)}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("read the DKIM key of %s: %w", d.Spec.Domain, err)
+		return nil, fmt.Errorf("read the DKIM key of %s: %w", d.Spec.Domain, err)
 	}
 	signer, err := r.keys.get(fmt.Sprintf("%s/%s/%s", s.UID, s.ResourceVersion, ref.Key), string(s.UID)+"/",
 		func() (crypto.Signer, error) { return domainverify.ParseKey(s.Data[ref.Key]) })
 	if err != nil {
-		return nil, nil, &transport.Failure{Code: ErrEmailDomainNotVerified, Message: fmt.Sprintf("The DKIM key of %s cannot sign: %v", d.Spec.Domain, err)}
+		return nil, &transport.Failure{Code: ErrEmailDomainNotVerified, Message: fmt.Sprintf("The DKIM key of %s cannot sign: %v", d.Spec.Domain, err)}
 	}
-	return d, &transport.DKIMKey{Domain: d.Spec.Domain, Selector: d.Status.DKIMSelector, Signer: signer}, nil
+	return signer, nil
 }
 
 // smtpOf is the transport of an smtp Provider, built once per version of it and its Secret.

@@ -7,7 +7,7 @@ import (
 
 // versioned keeps one value per version of what it is built from (a Provider and its Secret, a
 // key's Secret): built on first use, and an older version of the same object dropped when a
-// newer one is built.
+// newer one is built (and closed, when it has a Close: an SMTP transport's open connections).
 type versioned[T any] struct {
 	mu     sync.Mutex
 	values map[string]T
@@ -30,6 +30,9 @@ func (v *versioned[T]) get(key, owner string, build func() (T, error)) (T, error
 	}
 	for k := range v.values {
 		if strings.HasPrefix(k, owner) {
+			if c, ok := any(v.values[k]).(interface{ Close() }); ok {
+				go c.Close() // off the lock: it may wait for a relay's answer
+			}
 			delete(v.values, k) // an older version of the same object
 		}
 	}

@@ -98,8 +98,8 @@ func (t *Transport) compose(ctx context.Context, m transport.Outbound) (*outgoin
 		return nil, fmt.Errorf("smtp: render mail: %w", err)
 	}
 	data := buf.Bytes()
-	if m.DKIM != nil {
-		if data, err = sign(data, m.DKIM, m.Headers); err != nil {
+	for k := m.DKIM; k != nil; k = k.Also { // one DKIM-Signature a key of the domain
+		if data, err = sign(data, k, m.Headers); err != nil {
 			return nil, err
 		}
 	}

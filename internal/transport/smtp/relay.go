@@ -8,7 +8,9 @@ import (
 	"net/mail"
 	"net/textproto"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	mailsmtp "github.com/wneessen/go-mail/smtp"
 
@@ -21,7 +23,152 @@ type conversation struct {
 	client *mailsmtp.Client
 	// banner is the relay's greeting without its code ("mx.example.com ESMTP Postfix").
 	banner string
-	stop   func() bool // undoes the close on cancel
+	stop   func() bool // undoes the close on cancel of the mail it carries now
+	mails  int         // mails submitted on it
+	idle   time.Time   // since when it waits for the next mail
+}
+
+// Connections are kept open between mails, as relays expect of a client sending many (a
+// handshake with STARTTLS and AUTH costs several round trips and a TLS key exchange per mail
+// otherwise): a mail takes the connection used last, says RSET on it (a connection the relay
+// dropped meanwhile is closed and the next one tried, then a new one opened), and puts it back
+// when the relay took the mail. A connection a mail failed on is closed.
+const (
+	// maxIdle bounds the connections kept open for the next mails; the dispatch jobs running
+	// at once open more when they need them, and those past maxIdle are closed after their mail.
+	maxIdle = 16
+	// idleFor: a connection no mail took for this long is closed. RFC 5321 §4.5.3.2.7 lets a
+	// relay wait 5 minutes for the next command; many drop idle clients sooner.
+	idleFor = 30 * time.Second
+	// mailsPerConnection: a connection is closed after this many mails and another opened, so a
+	// relay that limits the mails of one session never refuses one for it, and the load
+	// spreads again over a relay's servers behind one name.
+	mailsPerConnection = 100
+	// quitWithin bounds the QUIT of a connection that is let go between mails.
+	quitWithin = 5 * time.Second
+)
+
+// sessions are the connections waiting for the next mail, the one used last at the end.
+type sessions struct {
+	mu     sync.Mutex
+	idle   []*conversation
+	sweep  *time.Timer // closes the connections idle past idleFor; armed while any waits
+	closed bool
+}
+
+// session returns a connection ready for a mail: one kept open, once it answered RSET, else a
+// new one. The connection's deadline is ctx's, and cancelling ctx closes it.
+func (t *Transport) session(ctx context.Context) (*conversation, error) {
+	for conv := t.takeIdle(); conv != nil; conv = t.takeIdle() {
+		conv.stop = context.AfterFunc(ctx, func() { _ = conv.raw.Close() })
+		if deadline, ok := ctx.Deadline(); ok {
+			_ = conv.raw.SetDeadline(deadline)
+		}
+		if err := conv.client.Reset(); err == nil {
+			return conv, nil
+		}
+		conv.close() // the relay dropped it, or answered RSET with an error: nothing was sent on it
+		if ctx.Err() != nil {
+			return nil, t.classify(ctx, stageConnect, ctx.Err())
+		}
+	}
+	return t.open(ctx)
+}
+
+// takeIdle takes the connection used last; nil when none waits. Connections idle past idleFor
+// are closed on the way.
+func (t *Transport) takeIdle() *conversation {
+	p := &t.sessions
+	p.mu.Lock()
+	var conv *conversation
+	var stale []*conversation
+	for len(p.idle) > 0 && conv == nil {
+		last := p.idle[len(p.idle)-1]
+		p.idle = p.idle[:len(p.idle)-1]
+		if time.Since(last.idle) > idleFor {
+			stale = append(stale, last)
+		} else {
+			conv = last
+		}
+	}
+	p.mu.Unlock()
+	for _, c := range stale {
+		c.letGo()
+	}
+	return conv
+}
+
+// release puts back the connection a mail went through, or closes it when it carried its
+// last mail, enough wait already, or its mail's context ended (and closed it).
+func (t *Transport) release(conv *conversation) {
+	if !conv.stop() {
+		conv.close() // the mail's context ended as it finished: the connection is closed
+		return
+	}
+	_ = conv.raw.SetDeadline(time.Time{})
+	conv.mails++
+	conv.idle = time.Now()
+	p := &t.sessions
+	p.mu.Lock()
+	keep := !p.closed && conv.mails < mailsPerConnection && len(p.idle) < maxIdle
+	if keep {
+		p.idle = append(p.idle, conv)
+		if p.sweep == nil {
+			p.sweep = time.AfterFunc(idleFor, t.sweepIdle)
+		}
+	}
+	p.mu.Unlock()
+	if !keep {
+		conv.letGo()
+	}
+}
+
+// sweepIdle closes the connections idle past idleFor, and comes back while any wait.
+func (t *Transport) sweepIdle() {
+	p := &t.sessions
+	p.mu.Lock()
+	var stale, kept []*conversation
+	for _, c := range p.idle {
+		if time.Since(c.idle) >= idleFor {
+			stale = append(stale, c)
+		} else {
+			kept = append(kept, c)
+		}
+	}
+	p.idle = kept
+	if len(kept) > 0 && !p.closed {
+		p.sweep = time.AfterFunc(idleFor-time.Since(kept[0].idle), t.sweepIdle)
+	} else {
+		p.sweep = nil
+	}
+	p.mu.Unlock()
+	for _, c := range stale {
+		c.letGo()
+	}
+}
+
+// Close says QUIT on the connections kept open and keeps no more. The transport still sends,
+// each mail on a connection of its own.
+func (t *Transport) Close() {
+	p := &t.sessions
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.closed = nil, true
+	if p.sweep != nil {
+		p.sweep.Stop()
+		p.sweep = nil
+	}
+	p.mu.Unlock()
+	for _, c := range idle {
+		c.letGo()
+	}
+}
+
+// letGo says QUIT on a connection between mails, waiting at most quitWithin for the relay.
+func (c *conversation) letGo() {
+	_ = c.raw.SetDeadline(time.Now().Add(quitWithin))
+	_ = c.client.Quit()
+	_ = c.raw.Close()
 }
 
 // quit says QUIT when the relay can still hear it, and closes the connection.
@@ -144,11 +291,18 @@ func (t *Transport) replied(ctx context.Context, conv *conversation, st stage, e
 func (t *Transport) submit(ctx context.Context, m *outgoing) error {
 	ctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout)
 	defer cancel()
-	conv, err := t.open(ctx)
+	conv, err := t.session(ctx)
 	if err != nil {
 		return err
 	}
-	defer conv.close()
+	sent := false
+	defer func() {
+		if sent {
+			t.release(conv)
+		} else {
+			conv.close()
+		}
+	}()
 	c := conv.client
 	if err := c.Mail(angle(m.from)); err != nil {
 		return t.replied(ctx, conv, stageMail, err)
@@ -169,7 +323,7 @@ func (t *Transport) submit(ctx context.Context, m *outgoing) error {
 		}
 		return t.classify(ctx, stageData, werr)
 	}
-	conv.quit()
+	sent = true
 	return nil
 }
 

@@ -88,8 +88,9 @@ type Config struct {
 
 // Transport sends email through one relay.
 type Transport struct {
-	cfg  Config
-	addr string // host:port
+	cfg      Config
+	addr     string // host:port
+	sessions sessions
 }
 
 var _ transport.Transport = (*Transport)(nil)
@@ -219,7 +220,8 @@ func isLoopback(host string) bool {
 func (t *Transport) Channels() []string { return []string{ChannelEmail} }
 
 // Send implements transport.Transport: it builds the mail (fetching attachments given by URL),
-// signs it when m.DKIM is set, and submits it. The result's ProviderMessageID is the mail's
+// signs it when m.DKIM is set, and submits it on a connection kept open from an earlier mail
+// when one is (relay.go). The result's ProviderMessageID is the mail's
 // Message-ID without its angle brackets.
 func (t *Transport) Send(ctx context.Context, m transport.Outbound) (transport.Result, error) {
 	if m.Channel != ChannelEmail {

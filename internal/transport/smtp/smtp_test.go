@@ -444,27 +444,35 @@ func TestSendRefusesBeforeConnecting(t *testing.T) {
 	nothingSent(t, s)
 }
 
+// testKey is a DKIM key of example.com and the TXT record that publishes it.
+type testKey struct {
+	name, selector, record string
+	signer                 crypto.Signer
+}
+
+// testKeys makes an RSA-2048 and an Ed25519 DKIM key, with their records.
+func testKeys(t *testing.T) (rsaKey, edKey testKey) {
+	t.Helper()
+	rk, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsaPub, err := x509.MarshalPKIXPublicKey(&rk.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edPub, ek, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testKey{"rsa-2048", "s2048", "v=DKIM1; k=rsa; p=" + base64.StdEncoding.EncodeToString(rsaPub), rk},
+		testKey{"ed25519", "sed", "v=DKIM1; k=ed25519; p=" + base64.StdEncoding.EncodeToString(edPub), ek}
+}
+
 func TestSendDKIM(t *testing.T) {
 	t.Parallel()
-	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rsaPub, err := x509.MarshalPKIXPublicKey(&rsaKey.PublicKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	edPub, edKey, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys := []struct {
-		name, selector, record string
-		signer                 crypto.Signer
-	}{
-		{"rsa-2048", "s2048", "v=DKIM1; k=rsa; p=" + base64.StdEncoding.EncodeToString(rsaPub), rsaKey},
-		{"ed25519", "sed", "v=DKIM1; k=ed25519; p=" + base64.StdEncoding.EncodeToString(edPub), edKey},
-	}
+	rsaKey, edKey := testKeys(t)
+	keys := []testKey{rsaKey, edKey}
 	for _, k := range keys {
 		t.Run(k.name, func(t *testing.T) {
 			t.Parallel()

@@ -64,6 +64,12 @@ type Options struct {
 	// Domain is the name in the relay's greeting ("220 <Domain> ESMTP Service Ready"); empty
 	// means "smtptest.localhost".
 	Domain string
+	// Received, when set, is called with each message the relay accepts, on the client's
+	// connection before DATA is answered (a benchmark counts and checks mail with it).
+	Received func(Message)
+	// Forget keeps no message: Messages is empty and Wait sees none, Count still counts. For
+	// runs too large to keep (a benchmark's 100,000 mails), with Received.
+	Forget bool
 }
 
 // Message is a message the relay accepted.
@@ -86,14 +92,17 @@ type Server struct {
 	pool  *x509.CertPool
 	serve chan struct{} // closed when Serve returned
 
-	mu        sync.Mutex
-	messages  []Message
-	arrived   chan struct{} // closed and replaced at each accepted message
-	rejects   map[string]*gosmtp.SMTPError
-	failLeft  int
-	failErr   *gosmtp.SMTPError
-	accepting bool
-	closed    bool
+	mu          sync.Mutex
+	messages    []Message
+	count       int // accepted, kept or not
+	connections int
+	conns       map[*trackedConn]bool // the connections open, for Drop
+	arrived     chan struct{}         // closed and replaced at each accepted message
+	rejects     map[string]*gosmtp.SMTPError
+	failLeft    int
+	failErr     *gosmtp.SMTPError
+	accepting   bool
+	closed      bool
 }
 
 // New starts a relay on 127.0.0.1 on a free port.
@@ -105,7 +114,7 @@ func New(opts Options) (*Server, error) {
 		opts.Domain = "smtptest.localhost"
 	}
 	s := &Server{opts: opts, serve: make(chan struct{}), arrived: make(chan struct{}),
-		rejects: map[string]*gosmtp.SMTPError{}, accepting: true}
+		rejects: map[string]*gosmtp.SMTPError{}, accepting: true, conns: map[*trackedConn]bool{}}
 
 	srv := gosmtp.NewServer(gosmtp.BackendFunc(s.newSession))
 	srv.Domain = opts.Domain
@@ -117,10 +126,11 @@ func New(opts Options) (*Server, error) {
 	srv.AllowInsecureAuth = opts.TLS == TLSNone
 	s.srv = srv
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("smtptest: listen: %w", err)
 	}
+	var ln net.Listener = trackingListener{Listener: tcp, s: s}
 	if opts.TLS != TLSNone {
 		cfg, pool, err := selfSigned()
 		if err != nil {
@@ -197,6 +207,20 @@ func (s *Server) Messages() []Message {
 	return out
 }
 
+// Count is how many messages the relay accepted, kept or not (Options.Forget).
+func (s *Server) Count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.count
+}
+
+// Connections is how many connections clients opened to the relay.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.connections
+}
+
 // Wait returns the accepted messages once there are at least n, or ctx's error.
 func (s *Server) Wait(ctx context.Context, n int) ([]Message, error) {
 	for {
@@ -234,6 +258,18 @@ func (s *Server) FailNext(n int, code int, msg string) {
 	s.mu.Unlock()
 }
 
+// Drop closes every connection clients hold open, as a relay timing out idle clients does;
+// the relay takes new ones.
+func (s *Server) Drop() {
+	s.mu.Lock()
+	conns := s.conns
+	s.conns = map[*trackedConn]bool{}
+	s.mu.Unlock()
+	for c := range conns {
+		_ = c.Close()
+	}
+}
+
 // Accepting false makes the relay stop taking mail, as one shutting down does: EHLO and MAIL
 // FROM are answered 421 4.3.2 until Accepting(true).
 func (s *Server) Accepting(on bool) {
@@ -264,9 +300,15 @@ func (s *Server) newSession(*gosmtp.Conn) (gosmtp.Session, error) {
 
 // record keeps an accepted message and wakes the waiters.
 func (s *Server) record(m Message) {
+	if s.opts.Received != nil {
+		s.opts.Received(m)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.messages = append(s.messages, m)
+	s.count++
+	if !s.opts.Forget {
+		s.messages = append(s.messages, m)
+	}
 	close(s.arrived)
 	s.arrived = make(chan struct{})
 }
@@ -391,6 +433,41 @@ func (l *loginServer) Next(response []byte) ([]byte, bool, error) {
 		return nil, true, nil
 	}
 	return nil, false, sasl.ErrUnexpectedClientResponse
+}
+
+// trackingListener counts the connections clients open and keeps those open for Drop.
+type trackingListener struct {
+	net.Listener
+	s *Server
+}
+
+func (l trackingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: c, s: l.s}
+	l.s.mu.Lock()
+	l.s.connections++
+	l.s.conns[tc] = true
+	l.s.mu.Unlock()
+	return tc, nil
+}
+
+// trackedConn is a client's connection, forgotten when it closes.
+type trackedConn struct {
+	net.Conn
+	s    *Server
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.s.mu.Lock()
+		delete(c.s.conns, c)
+		c.s.mu.Unlock()
+	})
+	return c.Conn.Close()
 }
 
 // parseEnhanced reads "5.1.1"; anything else is no enhanced status.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -252,5 +253,27 @@ func TestWaitAndClose(t *testing.T) {
 	if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		_ = conn.Close()
 		t.Error("still listening after Close")
+	}
+}
+
+func TestForgetCountsAndHandsEachMessageOver(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string
+	s := smtptest.NewServer(t, smtptest.Options{Forget: true, Received: func(m smtptest.Message) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen = append(seen, m.To[0])
+	}})
+	c := dial(t, s, smtptest.TLSNone)
+	for _, to := range []string{"b@example.org", "c@example.org"} {
+		if err := c.SendMail("a@example.com", []string{to}, strings.NewReader(mail)); err != nil {
+			t.Fatalf("send to %s: %v", to, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if s.Count() != 2 || len(s.Messages()) != 0 || s.Connections() != 1 || strings.Join(seen, ",") != "b@example.org,c@example.org" {
+		t.Fatalf("count %d, kept %d, connections %d, handed over %v", s.Count(), len(s.Messages()), s.Connections(), seen)
 	}
 }
