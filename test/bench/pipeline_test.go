@@ -42,6 +42,7 @@ const (
 	backlogSends    = 5_000  // three events each
 	eventsPerSend   = 3      // message.queued, message.sent, message.delivered
 	latencyTarget   = time.Second
+	lifecycleTarget = 0.25 // sustained lifecycles a second, × ceiling (issue 34 raised it from 0.15)
 )
 
 // benchBegan bounds the bench's own queries to the partitions of its run.
@@ -263,7 +264,7 @@ func runLayout(b *testing.B, c *cluster.Cluster, rcv *receiver, dnsSrv *dnstest.
 
 	// 2. Sustained lifecycles: sends at a fixed rate to 10,000 recipients, each ending in three
 	// webhooks; the figure is the highest rate whose message.delivered p99 stays within 1 s. The
-	// search starts at the target (0.15 of the ceiling), goes up by half while rates hold and
+	// search starts at 0.15 of the ceiling (the target until issue 34 raised it to 0.25), goes up by half while rates hold and
 	// down by half until one does, then bisects between the highest rate that held and the
 	// lowest that did not, to within 15 %.
 	rate := 0.15 * ceiling
@@ -375,8 +376,8 @@ func (r *results) table(ceiling float64) string {
 	fmt.Fprintf(&s, "| figure | measured | × ceiling | target | |\n|---|---|---|---|---|\n")
 	fmt.Fprintf(&s, "| accepted POST /v1/messages/s (%d clients, %d sends) | %.0f/s, p99 %v | %s | ≥ 0.50, p99 ≤ 50 ms | %s |\n",
 		sendClients, sends, r.sendRate, r.sendP99.Round(time.Millisecond), ratio(r.sendRate), met(r.sendRate >= 0.5*ceiling && r.sendP99 <= 50*time.Millisecond))
-	fmt.Fprintf(&s, "| sustained lifecycles/s, message.delivered p99 ≤ 1 s (%d sends, 3 webhooks each) | %.0f/s, p99 %v | %s | ≥ 0.15 | %s |\n",
-		lifecycleSends, r.lifecycleRate, r.lifecycleP99.Round(10*time.Millisecond), ratio(r.lifecycleRate), met(r.lifecycleRate >= 0.15*ceiling))
+	fmt.Fprintf(&s, "| sustained lifecycles/s, message.delivered p99 ≤ 1 s (%d sends, 3 webhooks each) | %.0f/s, p99 %v | %s | ≥ 0.25 | %s |\n",
+		lifecycleSends, r.lifecycleRate, r.lifecycleP99.Round(10*time.Millisecond), ratio(r.lifecycleRate), met(r.lifecycleRate >= lifecycleTarget*ceiling))
 	fmt.Fprintf(&s, "| webhook deliveries/s to a loopback HTTPS receiver (backlog of %d) | %.0f/s | %s | ≥ 0.80 | %s |\n",
 		backlogSends*eventsPerSend, r.deliveryRate, ratio(r.deliveryRate), met(r.deliveryRate >= 0.8*ceiling))
 	var agentSplit string
