@@ -14,7 +14,9 @@ import (
 	"github.com/switchboard-io/switchboard/internal/apperror"
 	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/message"
+	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
+	"github.com/switchboard-io/switchboard/internal/randid"
 )
 
 // The fan-out hands a sending broadcast's recipients to the send path in chunks. A chunk is one
@@ -202,8 +204,29 @@ func (s *Service) start(ctx context.Context, id string) (bool, error) {
 		started = err == nil
 		return err
 	})
+	if started && err == nil {
+		err = s.analyzeRecipients(ctx, id)
+	}
 	return started, err
 }
+
+// analyzeRecipients gives the partition of a starting broadcast's recipients statistics when it
+// has none or they are stale: its chunks update recipients by id, and on a partition the planner
+// knows nothing of, it read the broadcast's whole pending index for every chunk of 500 (a million
+// recipients: 0.7 s a chunk, 700 recipients a second). Sending goes on if it fails.
+func (s *Service) analyzeRecipients(ctx context.Context, id string) error {
+	at, ok := randid.TimeOf(id)
+	if !ok {
+		return nil // a broadcast made before ids carried their time: its recipients are long analyzed
+	}
+	if _, err := partition.AnalyzeAt(ctx, s.pool, recipientsTable, at); err != nil {
+		return fmt.Errorf("analyze the recipients of broadcast %s: %w", id, err)
+	}
+	return nil
+}
+
+// recipientsTable is the partitioned table of broadcasts' recipients.
+var recipientsTable = partition.Table{Name: "broadcast_contacts", Column: "broadcast_at"}
 
 // due says whether the fan-out starts b now.
 func due(b db.Broadcast, now time.Time) bool {
