@@ -219,14 +219,12 @@ func (s *Service) analyzeRecipients(ctx context.Context, id string) error {
 	if !ok {
 		return nil // a broadcast made before ids carried their time: its recipients are long analyzed
 	}
-	if _, err := partition.AnalyzeAt(ctx, s.pool, recipientsTable, at); err != nil {
+	recipients, _ := partition.Named("broadcast_contacts")
+	if _, err := partition.AnalyzeAt(ctx, s.pool, recipients, at); err != nil {
 		return fmt.Errorf("analyze the recipients of broadcast %s: %w", id, err)
 	}
 	return nil
 }
-
-// recipientsTable is the partitioned table of broadcasts' recipients.
-var recipientsTable = partition.Table{Name: "broadcast_contacts", Column: "broadcast_at"}
 
 // due says whether the fan-out starts b now.
 func due(b db.Broadcast, now time.Time) bool {

@@ -42,6 +42,15 @@ var Tables = []Table{
 	{Name: "attachment_contents", Column: "created_at"},
 }
 
+// Named is the partitioned table of Tables called name; false when none is.
+func Named(name string) (Table, bool) {
+	i := slices.IndexFunc(Tables, func(t Table) bool { return t.Name == name })
+	if i < 0 {
+		return Table{}, false
+	}
+	return Tables[i], true
+}
+
 // Day is the span of one partition.
 const Day = 24 * time.Hour
 

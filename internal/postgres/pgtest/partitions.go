@@ -3,7 +3,6 @@ package pgtest
 import (
 	"context"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -18,12 +17,12 @@ import (
 func SixtyDays(t testing.TB, pool *pgxpool.Pool, now time.Time, names ...string) {
 	t.Helper()
 	for _, name := range names {
-		i := slices.IndexFunc(partition.Tables, func(table partition.Table) bool { return table.Name == name })
-		if i < 0 {
+		table, ok := partition.Named(name)
+		if !ok {
 			t.Fatalf("%s is not a partitioned table", name)
 		}
 		WithoutLegacyPartitions(t, pool, name)
-		if _, err := partition.Ensure(context.Background(), pool, partition.Tables[i], now.Add(-60*partition.Day), now.Add(2*partition.Day)); err != nil {
+		if _, err := partition.Ensure(context.Background(), pool, table, now.Add(-60*partition.Day), now.Add(2*partition.Day)); err != nil {
 			t.Fatal(err)
 		}
 	}
