@@ -67,6 +67,15 @@ func (o *Outbound) ConversationID() string {
 // nothing else), then the message with its conversation last, so that the conversation's row is
 // locked only until the commit.
 func (s *Service) Accept(ctx context.Context, tx pgx.Tx, batch []Outbound) ([]db.Message, error) {
+	return s.accept(ctx, tx, batch, false)
+}
+
+// accept is Accept, and with commit it also commits tx: when the batch pays nothing, its
+// limits' takes go in the commit's round trip (quota.TakeAllAndCommit), so a project's counters
+// are not held while answers travel between Postgres and this process. An error wrapping
+// *quota.ErrCommitUnknown may come after the commit; after any other, tx did not commit and the
+// caller rolls back.
+func (s *Service) accept(ctx context.Context, tx pgx.Tx, batch []Outbound, commit bool) ([]db.Message, error) {
 	if len(batch) == 0 { // a broadcast's chunk whose every recipient was refused
 		return nil, nil
 	}
@@ -165,11 +174,24 @@ func (s *Service) Accept(ctx context.Context, tx pgx.Tx, batch []Outbound) ([]db
 			}
 		}
 	}
+	if commit && len(bills) == 0 {
+		if err := quota.TakeAllAndCommit(ctx, tx, now, takes, s.limitsOf(ctx)); err != nil {
+			return nil, err
+		}
+		return msgs, nil
+	}
+	// A batch that pays takes its limits first and then its balances, the order every
+	// transaction holding both keeps (a fallback to SMS, a broadcast's chunk).
 	if err := quota.TakeAll(ctx, tx, now, takes, s.limitsOf(ctx)); err != nil {
 		return nil, err
 	}
 	if err := pay(ctx, tx, bills, now); err != nil {
 		return nil, err
+	}
+	if commit {
+		if err := tx.Commit(ctx); err != nil {
+			return nil, &quota.ErrCommitUnknown{Err: err}
+		}
 	}
 	return msgs, nil
 }
@@ -417,12 +439,29 @@ func (s *Service) acceptOne(ctx context.Context, o Outbound) (db.Message, error)
 // commit got no answer, and it may have committed.
 func (s *Service) acceptTx(ctx context.Context, batch []Outbound) (msgs []db.Message, rolledBack bool, err error) {
 	err = partition.Retry(ctx, s.pool, func() error {
-		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			var aerr error
-			msgs, aerr = s.Accept(ctx, tx, batch)
-			rolledBack = aerr != nil
-			return aerr
-		})
+		rolledBack = false
+		// A connection rather than the pool's transaction: accept commits the transaction itself,
+		// which the pool's wrapper would not know of.
+		conn, err := s.pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Release()
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		msgs, err = s.accept(ctx, tx, batch, true)
+		if unknown := (*quota.ErrCommitUnknown)(nil); errors.As(err, &unknown) {
+			return unknown.Err
+		}
+		if err != nil {
+			rolledBack = true
+			// Should the rollback not arrive, Release closes the connection instead of pooling
+			// it with a transaction open.
+			_ = tx.Rollback(ctx)
+		}
+		return err
 	})
 	return msgs, rolledBack, err
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/apperror"
@@ -154,12 +155,37 @@ func Reset(period Period, now time.Time) time.Time {
 }
 
 // TakeAll takes the units of takes inside tx (the send's transaction), at now, within the
-// limits limitsOf gives each project. Counters are taken in one order (project, mode, meter,
-// period), so concurrent transactions wait for each other rather than deadlock. The first
-// ceiling passed is the error (daily: 429 daily_limit_exceeded; monthly: 429
-// a2p_limit_exceeded or, for email, daily_limit_exceeded naming the month), and the caller
-// must roll back.
+// limits limitsOf gives each project, in one round trip. Counters are taken in one order
+// (project, mode, meter, period), so concurrent transactions wait for each other rather than
+// deadlock. The first ceiling passed is the error (daily: 429 daily_limit_exceeded; monthly: 429
+// a2p_limit_exceeded or, for email, daily_limit_exceeded naming the month); it fails tx, and the
+// caller must roll back.
 func TakeAll(ctx context.Context, tx pgx.Tx, now time.Time, takes []Take, limitsOf func(project string) (Limits, error)) error {
+	return take(ctx, tx, now, takes, limitsOf, false)
+}
+
+// TakeAllAndCommit is TakeAll as tx's last statements, sent with its COMMIT: the counters, which
+// every send of a project waits on, are held only while Postgres runs the takes and the commit.
+// On a refusal nothing was committed and the caller rolls back. Any other error may come after
+// the commit (a connection lost on the way back): ErrCommitUnknown wraps it then.
+func TakeAllAndCommit(ctx context.Context, tx pgx.Tx, now time.Time, takes []Take, limitsOf func(project string) (Limits, error)) error {
+	return take(ctx, tx, now, takes, limitsOf, true)
+}
+
+// ErrCommitUnknown is an error after which the transaction may or may not have committed.
+type ErrCommitUnknown struct{ Err error }
+
+func (e *ErrCommitUnknown) Error() string { return "commit may have happened: " + e.Err.Error() }
+func (e *ErrCommitUnknown) Unwrap() error { return e.Err }
+
+// counted is one counter a take counts on, with what refuses it.
+type counted struct {
+	meter  Meter
+	period Period
+	limit  int64
+}
+
+func take(ctx context.Context, tx pgx.Tx, now time.Time, takes []Take, limitsOf func(project string) (Limits, error), commit bool) error {
 	merged := map[Take]int64{}
 	for _, t := range takes {
 		k := t
@@ -184,8 +210,9 @@ func TakeAll(ctx context.Context, tx pgx.Tx, now time.Time, takes []Take, limits
 		}
 		return !a.Inbound && b.Inbound
 	})
-	q := db.Planned(tx)
 	limits := map[string]Limits{}
+	var args []db.TakeUsageParams
+	var what []counted
 	for _, k := range keys {
 		l, ok := limits[k.Project]
 		if !ok {
@@ -203,18 +230,33 @@ func TakeAll(ctx context.Context, tx pgx.Tx, now time.Time, takes []Take, limits
 			if lim == Unlimited || (k.Inbound && p.period == Day) {
 				continue // nothing to enforce, and no row for every send to wait on
 			}
-			_, err := q.TakeUsage(ctx, db.TakeUsageParams{Project: k.Project, TestMode: k.TestMode, Meter: string(k.Meter),
+			args = append(args, db.TakeUsageParams{Project: k.Project, TestMode: k.TestMode, Meter: string(k.Meter),
 				Period: string(p.period), PeriodStart: p.start, N: k.N, Lim: lim})
-			// A first take inserts without the check: more than the ceiling at once is refused here.
-			if errors.Is(err, pgx.ErrNoRows) || (err == nil && k.N > lim) {
-				return exceeded(k.Meter, p.period, lim, now)
-			}
-			if err != nil {
-				return fmt.Errorf("count %s usage of %s: %w", k.Meter, k.Project, err)
-			}
+			what = append(what, counted{meter: k.Meter, period: p.period, limit: lim})
 		}
 	}
-	return nil
+	if len(args) == 0 && !commit {
+		return nil
+	}
+	refused, err := db.Planned(tx).TakeUsages(ctx, args, commit)
+	switch {
+	case refused >= 0:
+		c := what[refused]
+		return exceeded(c.meter, c.period, c.limit, now)
+	case err == nil:
+		return nil
+	case commit && !failedInPostgres(err):
+		return &ErrCommitUnknown{Err: err}
+	default:
+		return fmt.Errorf("count usage: %w", err)
+	}
+}
+
+// failedInPostgres tells that Postgres answered err: the statement, and the commit after it,
+// did not happen.
+func failedInPostgres(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr)
 }
 
 // GiveBack returns n units of the month's allowance, at when (the message's creation): a failed

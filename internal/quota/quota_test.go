@@ -2,7 +2,10 @@ package quota_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -60,6 +63,31 @@ func take(ctx context.Context, pool *pgxpool.Pool, now time.Time, l quota.Limits
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		return quota.TakeAll(ctx, tx, now, ts, func(string) (quota.Limits, error) { return l, nil })
 	})
+}
+
+// takeCommitting takes ts as the last statements of a transaction, with its commit.
+func takeCommitting(ctx context.Context, pool *pgxpool.Pool, now time.Time, l quota.Limits, before func(pgx.Tx) error, ts ...quota.Take) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if before != nil {
+		if err := before(tx); err != nil {
+			return errors.Join(err, tx.Rollback(ctx))
+		}
+	}
+	if err := quota.TakeAllAndCommit(ctx, tx, now, ts, func(string) (quota.Limits, error) { return l, nil }); err != nil {
+		return errors.Join(err, tx.Rollback(ctx))
+	}
+	if s := conn.Conn().PgConn().TxStatus(); s != 'I' {
+		return fmt.Errorf("after the takes and the commit the connection is in state %c, not idle", s)
+	}
+	return nil
 }
 
 func code(err error) string {
@@ -233,3 +261,125 @@ func BenchmarkTake(b *testing.B) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestTakesWithTheCommit: takes sent with the commit commit the whole transaction when the
+// ceilings allow them, and nothing of it when one refuses; 100 at once for the last unit take
+// exactly one.
+func TestTakesWithTheCommit(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ctx := context.Background()
+	l := quota.Of(nil)
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	used := func(project string) int64 {
+		t.Helper()
+		var n int64
+		if err := pool.QueryRow(ctx, `SELECT coalesce(sum(used), 0) FROM usage_counters WHERE project = $1`, project).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// The statement before the takes: a count of another project, in the same transaction.
+	other := func(tx pgx.Tx) error {
+		return quota.TakeAll(ctx, tx, now, []quota.Take{{Project: "other", Meter: quota.SMS, N: 1}},
+			func(string) (quota.Limits, error) { return l, nil })
+	}
+	if err := takeCommitting(ctx, pool, now, l, other, quota.Take{Project: "acme", Meter: quota.SMS, N: quota.SMSUnverified - 1}); err != nil {
+		t.Fatal(err)
+	}
+	if a, o := used("acme"), used("other"); a != quota.SMSUnverified-1 || o != 1 {
+		t.Fatalf("after a commit with the takes: acme %d, other %d; want %d and 1", a, o, quota.SMSUnverified-1)
+	}
+	err := takeCommitting(ctx, pool, now, l, other, quota.Take{Project: "acme", Meter: quota.SMS, N: 2})
+	if e := apperror.As(err); e == nil || e.Code != "daily_limit_exceeded" || e.Details["limit"] != int64(quota.SMSUnverified) {
+		t.Fatalf("two past the ceiling = %v", err)
+	}
+	if a, o := used("acme"), used("other"); a != quota.SMSUnverified-1 || o != 1 {
+		t.Fatalf("after a refusal: acme %d, other %d; want nothing of the transaction committed", a, o)
+	}
+	// No take at all (no ceiling on the meter): the commit alone.
+	if err := takeCommitting(ctx, pool, now, quota.Of(project(v1alpha1.PlanPaid, v1alpha1.VerificationBusinessApproved, nil)), other,
+		quota.Take{Project: "acme", Meter: quota.Email, N: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if o := used("other"); o != 2 {
+		t.Fatalf("the commit without takes: other %d, want 2", o)
+	}
+	var wg sync.WaitGroup
+	var taken, refused atomic.Int64
+	for range 100 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := takeCommitting(ctx, pool, now, l, nil, quota.Take{Project: "acme", Meter: quota.SMS, N: 1})
+			switch code(err) {
+			case "":
+				taken.Add(1)
+			case "daily_limit_exceeded":
+				refused.Add(1)
+			default:
+				t.Errorf("take: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	if taken.Load() != 1 || refused.Load() != 99 || used("acme") != quota.SMSUnverified {
+		t.Fatalf("%d taken, %d refused, %d used; want 1, 99 and %d", taken.Load(), refused.Load(), used("acme"), quota.SMSUnverified)
+	}
+}
+
+// TestALoweredCeilingRefuses: a counter past a ceiling lowered since (a project's agreed limit
+// cut) refuses the next take; the new ceiling is what the refusal names.
+func TestALoweredCeilingRefuses(t *testing.T) {
+	t.Parallel()
+	pool := pgtest.NewPool(t)
+	ctx := context.Background()
+	now := time.Now()
+	high := quota.Of(project(v1alpha1.PlanPaid, v1alpha1.VerificationBusinessApproved, &v1alpha1.DailyLimits{SMS: ptr(int64(100))}))
+	low := quota.Of(project(v1alpha1.PlanPaid, v1alpha1.VerificationBusinessApproved, &v1alpha1.DailyLimits{SMS: ptr(int64(10))}))
+	if err := take(ctx, pool, now, high, quota.Take{Project: "acme", Meter: quota.SMS, N: 50}); err != nil {
+		t.Fatal(err)
+	}
+	err := take(ctx, pool, now, low, quota.Take{Project: "acme", Meter: quota.SMS, N: 1})
+	if e := apperror.As(err); e == nil || e.Code != "daily_limit_exceeded" || e.Details["limit"] != int64(10) {
+		t.Fatalf("a take past the lowered ceiling = %v", err)
+	}
+	if err := take(ctx, pool, now, high, quota.Take{Project: "acme", Meter: quota.SMS, N: 1}); err != nil {
+		t.Fatalf("the ceiling raised again: %v", err)
+	}
+}
+
+// BenchmarkTakeTogether is sends of one project taking its counter from 8 transactions at once,
+// the take last and then the commit (TakeAll) or the take sent with the commit
+// (TakeAllAndCommit): the row is held from the take to the commit, which the second holds for
+// Postgres's time only.
+func BenchmarkTakeTogether(b *testing.B) {
+	pool := pgtest.NewPool(b)
+	ctx := context.Background()
+	l := quota.Of(project(v1alpha1.PlanPaid, v1alpha1.VerificationBusinessApproved, &v1alpha1.DailyLimits{SMS: ptr(int64(1 << 40))}))
+	now := time.Now()
+	sms := quota.Take{Project: "acme", Meter: quota.SMS, N: 1}
+	for _, withCommit := range []bool{false, true} {
+		name := "TakeAll"
+		if withCommit {
+			name = "TakeAllAndCommit"
+		}
+		b.Run(name, func(b *testing.B) {
+			b.SetParallelism(4) // 4 × GOMAXPROCS transactions at once
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					var err error
+					if withCommit {
+						err = takeCommitting(ctx, pool, now, l, nil, sms)
+					} else {
+						err = take(ctx, pool, now, l, sms)
+					}
+					if err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

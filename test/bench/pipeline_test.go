@@ -254,52 +254,69 @@ func runLayout(b *testing.B, c *cluster.Cluster, rcv *receiver, dnsSrv *dnstest.
 		return r
 	}
 
-	// 1. Accepted sends: 32 clients on keep-alive connections, as fast as they go. No webhook, so
-	// the figure is the acceptance path and the lifecycles it starts.
-	key := c.Project("sends-"+tag, "")
-	closedLoop(b, api.URL, key, warmUpSends, sendClients) // connections opened, caches filled
-	r.sendRate, r.sendP99 = closedLoop(b, api.URL, key, sends, sendClients)
-	waitDrained(b, c, "sends-"+tag)
-	notePeaks()
-
-	// 2. Sustained lifecycles: sends at a fixed rate to 10,000 recipients, each ending in three
-	// webhooks; the figure is the highest rate whose message.delivered p99 stays within 1 s. The
-	// search starts at 0.15 of the ceiling (the target until issue 34 raised it to 0.25), goes up by half while rates hold and
-	// down by half until one does, then bisects between the highest rate that held and the
-	// lowest that did not, to within 15 %.
-	rate := 0.15 * ceiling
-	held, broke := 0.0, 0.0
-search:
-	for try := 0; try < 6 && rate >= 25; try++ {
-		project := fmt.Sprintf("life-%s-%d", tag, try)
-		key := c.Project(project, rcv.url+"/"+project)
-		var profiled sync.WaitGroup
-		if try == 0 { // where the time goes at the target rate
-			r.profiles = profile(b, &profiled, procs, tag, profileAfter, profileFor)
-			r.profiled = fmt.Sprintf("%v at the target lifecycle rate", profileFor)
+	deliveriesOnly := os.Getenv("SWITCHBOARD_BENCH_ONLY") == "deliveries" // the webhook row alone, profiled
+	if !deliveriesOnly {
+		// 1. Accepted sends: 32 clients on keep-alive connections, as fast as they go. No webhook, so
+		// the figure is the acceptance path and the lifecycles it starts.
+		key := c.Project("sends-"+tag, "")
+		closedLoop(b, api.URL, key, warmUpSends, sendClients) // connections opened, caches filled
+		sendsOnly := os.Getenv("SWITCHBOARD_BENCH_ONLY") == "sends"
+		var sendProfiled sync.WaitGroup
+		if sendsOnly { // where the acceptance's time goes
+			r.profiles = profile(b, &sendProfiled, procs, tag+"-sends", sendProfileAfter, sendProfileFor)
+			r.profiled = fmt.Sprintf("%v of the accepted sends' closed loop", sendProfileFor)
 		}
-		p99, completed := openLoop(b, api.URL, key, rcv, project, rate, lifecycleSends)
-		profiled.Wait()
-		waitDrained(b, c, project)
+		r.sendRate, r.sendP99 = closedLoop(b, api.URL, key, sends, sendClients)
+		sendProfiled.Wait()
+		waitDrained(b, c, "sends-"+tag)
 		notePeaks()
-		r.lifecycleTries = append(r.lifecycleTries, fmt.Sprintf("%.0f/s → p99 %v (%.0f completed/s)", rate, p99.Round(10*time.Millisecond), completed))
-		if p99 <= latencyTarget {
-			if rate > held {
-				held, r.lifecycleRate, r.lifecycleP99 = rate, rate, p99
+		if sendsOnly { // the accepted row alone, profiled, for a quicker pair
+			for _, p := range procs {
+				p.Stop()
 			}
-		} else if broke == 0 || rate < broke {
-			broke = rate
+			return r
 		}
-		switch {
-		case broke == 0:
-			rate *= 1.5
-		case held == 0:
-			rate *= 0.5
-		case broke/held <= 1.15:
-			break search // found to within 15 %
-		default:
-			rate = (held + broke) / 2
+
+		// 2. Sustained lifecycles: sends at a fixed rate to 10,000 recipients, each ending in three
+		// webhooks; the figure is the highest rate whose message.delivered p99 stays within 1 s. The
+		// search starts at 0.15 of the ceiling (the target until issue 34 raised it to 0.25), goes up by half while rates hold and
+		// down by half until one does, then bisects between the highest rate that held and the
+		// lowest that did not, to within 15 %.
+		rate := 0.15 * ceiling
+		held, broke := 0.0, 0.0
+	search:
+		for try := 0; try < 6 && rate >= 25; try++ {
+			project := fmt.Sprintf("life-%s-%d", tag, try)
+			key := c.Project(project, rcv.url+"/"+project)
+			var profiled sync.WaitGroup
+			if try == 0 { // where the time goes at the target rate
+				r.profiles = profile(b, &profiled, procs, tag, profileAfter, profileFor)
+				r.profiled = fmt.Sprintf("%v at the target lifecycle rate", profileFor)
+			}
+			p99, completed := openLoop(b, api.URL, key, rcv, project, rate, lifecycleSends)
+			profiled.Wait()
+			waitDrained(b, c, project)
+			notePeaks()
+			r.lifecycleTries = append(r.lifecycleTries, fmt.Sprintf("%.0f/s → p99 %v (%.0f completed/s)", rate, p99.Round(10*time.Millisecond), completed))
+			if p99 <= latencyTarget {
+				if rate > held {
+					held, r.lifecycleRate, r.lifecycleP99 = rate, rate, p99
+				}
+			} else if broke == 0 || rate < broke {
+				broke = rate
+			}
+			switch {
+			case broke == 0:
+				rate *= 1.5
+			case held == 0:
+				rate *= 0.5
+			case broke/held <= 1.15:
+				break search // found to within 15 %
+			default:
+				rate = (held + broke) / 2
+			}
 		}
+
 	}
 
 	// 3. Webhook deliveries: a backlog of 5,000 sends' events, made while no worker runs, drained
@@ -322,10 +339,16 @@ search:
 	if intake != api {
 		intake.Stop()
 	}
+	var drainProfiled sync.WaitGroup
+	if deliveriesOnly { // where the deliveries' time goes
+		r.profiles = profile(b, &drainProfiled, []*cluster.Process{worker}, tag+"-deliveries", deliveryProfileAfter, deliveryProfileFor)
+		r.profiled = fmt.Sprintf("%v of the backlog's drain", deliveryProfileFor)
+	}
 	r.deliveryRate = drainBacklog(b, c, worker, project)
+	drainProfiled.Wait()
 	notePeaks()
 
-	if os.Getenv("SWITCHBOARD_BENCH_ONLY") == "pipeline" { // the three rows above alone, for a quicker pair
+	if os.Getenv("SWITCHBOARD_BENCH_ONLY") == "pipeline" || deliveriesOnly { // the three rows above alone, for a quicker pair
 		for _, p := range procs {
 			p.Stop()
 		}
@@ -377,8 +400,12 @@ func (r *results) table(ceiling float64) string {
 	if r.sendRate != 0 { // not run when SWITCHBOARD_BENCH_ONLY names another row
 		fmt.Fprintf(&s, "| accepted POST /v1/messages/s (%d clients, %d sends) | %.0f/s, p99 %v | %s | ≥ 0.50, p99 ≤ 50 ms | %s |\n",
 			sendClients, sends, r.sendRate, r.sendP99.Round(time.Millisecond), ratio(r.sendRate), met(r.sendRate >= 0.5*ceiling && r.sendP99 <= 50*time.Millisecond))
+	}
+	if len(r.lifecycleTries) > 0 { // not run with SWITCHBOARD_BENCH_ONLY=sends or deliveries
 		fmt.Fprintf(&s, "| sustained lifecycles/s, message.delivered p99 ≤ 1 s (%d sends, 3 webhooks each) | %.0f/s, p99 %v | %s | ≥ 0.25 | %s |\n",
 			lifecycleSends, r.lifecycleRate, r.lifecycleP99.Round(10*time.Millisecond), ratio(r.lifecycleRate), met(r.lifecycleRate >= lifecycleTarget*ceiling))
+	}
+	if r.deliveryRate != 0 { // not run with SWITCHBOARD_BENCH_ONLY=sends
 		fmt.Fprintf(&s, "| webhook deliveries/s to a loopback HTTPS receiver (backlog of %d) | %.0f/s | %s | ≥ 0.80 | %s |\n",
 			backlogSends*eventsPerSend, r.deliveryRate, ratio(r.deliveryRate), met(r.deliveryRate >= 0.8*ceiling))
 	}
@@ -451,6 +478,11 @@ const (
 	agentProfileFor   = 3 * time.Second
 	emailProfileAfter = time.Second
 	emailProfileFor   = 8 * time.Second
+	sendProfileAfter  = time.Second
+	sendProfileFor    = 5 * time.Second
+	// The worker is profiled from its start, which the drain times too.
+	deliveryProfileAfter = 2 * time.Second
+	deliveryProfileFor   = 6 * time.Second
 )
 
 // profile records every process's CPU profile, in the background, into a directory that

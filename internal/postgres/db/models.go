@@ -842,6 +842,7 @@ type UsageCounter struct {
 	Period      string
 	PeriodStart time.Time
 	Used        int64
+	Lim         int64
 }
 
 type VerifiedUrl struct {

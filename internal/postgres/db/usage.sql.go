@@ -78,11 +78,10 @@ func (q *Queries) GiveBackUsage(ctx context.Context, arg GiveBackUsageParams) er
 }
 
 const takeUsage = `-- name: TakeUsage :one
-INSERT INTO usage_counters AS u (project, test_mode, meter, period, period_start, used)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO usage_counters AS u (project, test_mode, meter, period, period_start, used, lim)
+VALUES ($1, $2, $3, $4, $5, $6, $7::bigint)
 ON CONFLICT (project, test_mode, meter, period, period_start) DO UPDATE
-SET used = u.used + excluded.used
-WHERE $7::bigint < 0 OR u.used + excluded.used <= $7::bigint
+SET used = u.used + excluded.used, lim = excluded.lim
 RETURNING used
 `
 
@@ -96,8 +95,10 @@ type TakeUsageParams struct {
 	Lim         int64
 }
 
-// Adds n to a counter unless it would pass lim (a negative lim: no ceiling) and returns the new
-// count; no row means the ceiling refused it. The row stays locked until the transaction ends.
+// Adds n to a counter and returns the new count, unless it would pass lim (a negative lim: no
+// ceiling): then the check usage_counters_within_limit fails the statement, and with it the
+// transaction. The row stays locked until the transaction ends. Queued with the commit by
+// Queries.TakeUsages, which sends the same arguments in the same order.
 func (q *Queries) TakeUsage(ctx context.Context, arg TakeUsageParams) (int64, error) {
 	row := q.db.QueryRow(ctx, takeUsage,
 		arg.Project,

@@ -1,11 +1,12 @@
 -- name: TakeUsage :one
--- Adds n to a counter unless it would pass lim (a negative lim: no ceiling) and returns the new
--- count; no row means the ceiling refused it. The row stays locked until the transaction ends.
-INSERT INTO usage_counters AS u (project, test_mode, meter, period, period_start, used)
-VALUES (@project, @test_mode, @meter, @period, @period_start, @n)
+-- Adds n to a counter and returns the new count, unless it would pass lim (a negative lim: no
+-- ceiling): then the check usage_counters_within_limit fails the statement, and with it the
+-- transaction. The row stays locked until the transaction ends. Queued with the commit by
+-- Queries.TakeUsages, which sends the same arguments in the same order.
+INSERT INTO usage_counters AS u (project, test_mode, meter, period, period_start, used, lim)
+VALUES (@project, @test_mode, @meter, @period, @period_start, @n, @lim::bigint)
 ON CONFLICT (project, test_mode, meter, period, period_start) DO UPDATE
-SET used = u.used + excluded.used
-WHERE @lim::bigint < 0 OR u.used + excluded.used <= @lim::bigint
+SET used = u.used + excluded.used, lim = excluded.lim
 RETURNING used;
 
 -- name: GiveBackUsage :exec
