@@ -531,13 +531,9 @@ func Run(ctx context.Context, cfg Config) error {
 				return fmt.Errorf("add retention pruner: %w", err)
 			}
 		}
-		// The sandbox's steps come in bursts (every message sent 0.5 s ago is delivered now):
-		// they share transactions.
+		// The dispatcher's status changes share transactions; the sandbox's steps that fall due
+		// together are made together.
 		statuses := messages.NewStatusBatcher()
-		sbx.Advance = func(ctx context.Context, id, status string) error {
-			_, err := statuses.Apply(ctx, message.StatusChange{MessageID: id, Status: status})
-			return err
-		}
 		sbx.AdvanceAll = messages.AdvanceAll
 		if cfg.Role.runs(RoleWorker) {
 			if err := mgr.Add(&worker.Runner{Client: queue}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
@@ -21,13 +22,31 @@ import (
 type Sandbox struct {
 	DeliverAfter time.Duration
 	ReadAfter    time.Duration
-	// Advance moves a message to a status with its event (the message lifecycle's
-	// ApplyStatus); set before the first Follow.
-	Advance func(ctx context.Context, messageID, status string) error
-	// AdvanceAll moves many messages to one status, each with its event, together: a batch
-	// dispatch's messages and the catch-up's take their steps as a group. Set before the first
-	// FollowAll.
+	// AdvanceAll moves many messages to one status, each with its event, together: the steps
+	// that fall due together and the catch-up's are made as a group. Set before the first
+	// Follow.
 	AdvanceAll func(ctx context.Context, messageIDs []string, status string) error
+
+	steps steps
+}
+
+// stepGrain is how finely the simulated steps keep time: the steps of one status falling due in
+// the same stepGrain are made together, in one statement (up to stepBatch messages), whichever
+// sends they came from. A step comes up to stepGrain after its time.
+const (
+	stepGrain = 20 * time.Millisecond
+	stepBatch = 1000
+)
+
+// steps are the simulated steps waiting for their time, by status and due time.
+type steps struct {
+	mu  sync.Mutex
+	due map[dueStep][]transport.Sent
+}
+
+type dueStep struct {
+	status string
+	at     time.Time
 }
 
 // MagicRecipients make the sandbox fail a send with the given error code: one for each code a
@@ -76,31 +95,50 @@ func (s *Sandbox) Send(_ context.Context, m transport.Outbound) (transport.Resul
 
 // Follow plays the message's later steps on timers, once its sent status is committed.
 func (s *Sandbox) Follow(messageID, channel string) {
-	s.playFrom(messageID, channel, transport.StatusSent)
+	s.playAll([]transport.Sent{{MessageID: messageID, Channel: channel}}, transport.StatusSent)
 }
 
-// FollowAll implements transport.GroupFollower: the messages' later steps are played as groups
-// (one per channel's next step), each group's step recorded at once.
+// FollowAll implements transport.GroupFollower: the messages' later steps are played in groups,
+// each group's step recorded at once.
 func (s *Sandbox) FollowAll(sent []transport.Sent) {
 	s.playAll(sent, transport.StatusSent)
 }
 
-// playAll schedules the step after status of every message, one timer a step, and from each
-// step the next for the messages it applies to.
+// playAll schedules the step after status of every message, joining the messages whose same
+// step falls due in the same stepGrain: one timer and one statement for them all.
 func (s *Sandbox) playAll(msgs []transport.Sent, status string) {
-	groups := map[Step][]transport.Sent{}
+	now := time.Now()
+	s.steps.mu.Lock()
+	defer s.steps.mu.Unlock()
 	for _, m := range msgs {
-		if step, ok := s.Next(m.Channel, status); ok {
-			groups[step] = append(groups[step], m)
+		step, ok := s.Next(m.Channel, status)
+		if !ok {
+			continue
 		}
+		key := dueStep{status: step.Status, at: now.Add(step.After).Truncate(stepGrain).Add(stepGrain)}
+		if s.steps.due == nil {
+			s.steps.due = map[dueStep][]transport.Sent{}
+		}
+		if _, waiting := s.steps.due[key]; !waiting {
+			time.AfterFunc(time.Until(key.at), func() { s.makeSteps(key) })
+		}
+		s.steps.due[key] = append(s.steps.due[key], m)
 	}
-	for step, group := range groups {
-		time.AfterFunc(step.After, func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			// A failure here is not lost: the catch-up makes the same steps later.
-			_ = s.advance(ctx, group, step.Status)
-		})
+}
+
+// makeSteps makes the steps that fell due at key, stepBatch messages at a time.
+func (s *Sandbox) makeSteps(key dueStep) {
+	s.steps.mu.Lock()
+	group := s.steps.due[key]
+	delete(s.steps.due, key)
+	s.steps.mu.Unlock()
+	for len(group) > 0 {
+		n := min(len(group), stepBatch)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		// A failure here is not lost: the catch-up makes the same steps later.
+		_ = s.advance(ctx, group[:n], key.status)
+		cancel()
+		group = group[n:]
 	}
 }
 
@@ -115,22 +153,6 @@ func (s *Sandbox) advance(ctx context.Context, group []transport.Sent, status st
 	}
 	s.playAll(group, status)
 	return nil
-}
-
-// playFrom schedules the step after status, and from it the next.
-func (s *Sandbox) playFrom(messageID, channel, status string) {
-	step, ok := s.Next(channel, status)
-	if !ok {
-		return
-	}
-	time.AfterFunc(step.After, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		// A failure here is not lost: the catch-up makes the same step later.
-		if err := s.Advance(ctx, messageID, step.Status); err == nil {
-			s.playFrom(messageID, channel, step.Status)
-		}
-	})
 }
 
 // Step is a simulated status change, After the previous one.
