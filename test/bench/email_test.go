@@ -44,8 +44,9 @@ func emailRecipients(b *testing.B) int {
 // mail is checked for carrying one).
 const emailVerifyEvery = 50
 
-// emailDomain is the bench's sending domain; its recipients are at emailInbox, whose MX the
-// pre-flight finds on the bench's DNS server.
+// emailDomain holds the bench's sending domains, one a run named after its project: the layouts'
+// runs share the DNS server, and each domain has keys of its own. The recipients are at
+// emailInbox, whose MX the pre-flight finds on the bench's DNS server.
 const (
 	emailDomain = "bench.test"
 	emailInbox  = "inbox.test"
@@ -86,6 +87,7 @@ func emailDNS(b *testing.B) *dnstest.Server {
 func runEmail(b *testing.B, c *cluster.Cluster, dnsSrv *dnstest.Server, apiURL, project string, atSend func()) emailFigures {
 	ctx := context.Background()
 	f := emailFigures{recipients: emailRecipients(b)}
+	sending := project + "." + emailDomain
 	resolver := dnsresolve.New(dnsSrv.Addr(), time.Second)
 	var received, unsigned, verified, sampled atomic.Int64
 	var badMu sync.Mutex
@@ -104,7 +106,7 @@ func runEmail(b *testing.B, c *cluster.Cluster, dnsSrv *dnstest.Server, apiURL, 
 			verifs, err := dkim.VerifyWithOptions(bytes.NewReader(m.Data), &dkim.VerifyOptions{LookupTXT: resolver.DKIMLookupTXT})
 			ok := err == nil && len(verifs) > 0
 			for _, v := range verifs {
-				ok = ok && v.Err == nil && v.Domain == emailDomain
+				ok = ok && v.Err == nil && v.Domain == sending
 			}
 			if ok {
 				verified.Add(1)
@@ -158,7 +160,7 @@ func runEmail(b *testing.B, c *cluster.Cluster, dnsSrv *dnstest.Server, apiURL, 
 	})
 
 	// The domain: added, its required records published, verified.
-	domain := call("POST", "/v2/email-domains", `{"domain":"`+emailDomain+`"}`)["domain"].(map[string]any)
+	domain := call("POST", "/v2/email-domains", `{"domain":"`+sending+`"}`)["domain"].(map[string]any)
 	for _, r := range domain["dnsRecords"].([]any) {
 		rec := r.(map[string]any)
 		if rec["required"] != true {
@@ -173,7 +175,7 @@ func runEmail(b *testing.B, c *cluster.Cluster, dnsSrv *dnstest.Server, apiURL, 
 	if st := call("POST", "/v2/email-domains/"+domain["id"].(string)+"/verify", "")["domain"].(map[string]any)["status"]; st != "verified" {
 		b.Fatalf("the email domain is %v, not verified", st)
 	}
-	sender := call("POST", "/v1/senders", `{"name":"News","emailAddress":"news@`+emailDomain+`","emailFromName":"Bench News"}`)["id"].(string)
+	sender := call("POST", "/v1/senders", `{"name":"News","emailAddress":"news@`+sending+`","emailFromName":"Bench News"}`)["id"].(string)
 	waitUntil(b, "the sender can send email", func() bool {
 		var s v1alpha1.Sender
 		return c.K8s.Get(ctx, client.ObjectKey{Namespace: project, Name: sender}, &s) == nil &&
