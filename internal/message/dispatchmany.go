@@ -19,9 +19,9 @@ import (
 
 // DispatchManyArgs hands test-mode messages accepted together (a broadcast chunk, or sends that
 // shared a transaction) to the sandbox in one job: one read, the policies asked once for the
-// batch where they can be, one send loop and one statement for every sent. Live messages keep a job each (DispatchArgs): a provider call is
-// recorded before it is made, retried on its own backoff and paced, which a batch cannot do
-// message by message; the sandbox needs none of that.
+// batch where they can be, one send loop and one statement for every sent. Live messages keep a
+// job each (DispatchArgs): a provider call is recorded before it is made, retried on its own
+// backoff and paced, which a batch cannot do message by message; the sandbox needs none of that.
 type DispatchManyArgs struct {
 	MessageIDs []string `json:"messageIds"`
 }

@@ -80,7 +80,7 @@ func (b *StatusBatcher) Apply(ctx context.Context, ch StatusChange) (bool, error
 func (b *StatusBatcher) NeedLeaderElection() bool { return false }
 
 // statusAppliers is how many batches a process applies at once: while one commits, the next
-// gathers and runs, so a burst (the sandbox delivering a broadcast) is not held to one batch's
+// gathers and runs, so a burst (a broadcast's dispatch recording its sends) is not held to one batch's
 // round trips at a time. Batches lock their messages in one order, and a batch that still
 // deadlocks is applied change by change.
 const statusAppliers = 2
