@@ -159,7 +159,8 @@ func TestSandboxCall(t *testing.T) {
 
 // TestSandboxCallOutcomes: the sandbox's numbers that are busy, do not answer, or fail end in
 // call.failed with that status; one that hangs up during the answer ends completed with what
-// was said so far; an answering machine with voicemailAction leave_message gets the message.
+// was said so far in its transcript; an answering machine with voicemailAction leave_message
+// gets the message.
 func TestSandboxCallOutcomes(t *testing.T) {
 	rcv := newHookReceiver(t)
 	in := start(t, fastSandbox, quickCalls, rcv.trusted())
@@ -190,6 +191,16 @@ func TestSandboxCallOutcomes(t *testing.T) {
 			tr := c["transcript"].([]any)
 			if tr[len(tr)-1].(map[string]any)["text"] != "Please call us back." {
 				t.Errorf("voicemail transcript %v", tr)
+			}
+		}
+		if to == "+15005550024" {
+			// The caller hung up on the answer's first words: the answer is kept as far as it
+			// was sent (a part, or all of it when it was written before the line went dead).
+			tr := c["transcript"].([]any)
+			last := tr[len(tr)-1].(map[string]any)
+			said, _ := last["text"].(string)
+			if last["role"] != "assistant" || said == "" || !strings.HasPrefix("[sandbox] You said: Question 1: what can you tell me?", said) {
+				t.Errorf("hung-up transcript %v", tr)
 			}
 		}
 	}

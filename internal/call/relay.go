@@ -47,6 +47,8 @@ const (
 	setupTimeout       = 10 * time.Second
 	// endGrace is how long the provider has to close the connection after the session's end.
 	endGrace = 5 * time.Second
+	// settleWait bounds the wait for an answer to stop once its call ends under it.
+	settleWait = 5 * time.Second
 )
 
 // The closing lines of calls the session ends.
@@ -193,6 +195,8 @@ type turn struct {
 	sent     strings.Builder
 	first    time.Time
 	cut      bool
+	// finished: the answer's last words were written (the caller may hang up on hearing them).
+	finished bool
 }
 
 // promptStored waits for the caller's prompt to be stored.
@@ -240,12 +244,12 @@ func (r *relay) run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			r.cancelTurn(context.Cause(ctx))
+			r.settle(ctx, context.Cause(ctx))
 			return nil
 		case err := <-closed:
 			// The caller hung up, or the provider closed the relay: the provider's report ends
 			// the call; a relay lost without one is the sweeper's.
-			r.cancelTurn(errCallEnded)
+			r.settle(ctx, errCallEnded)
 			if !r.ending {
 				r.s.Log.V(1).Info("relay closed", "call", r.call.ID, "reason", err.Error())
 			}
@@ -261,7 +265,7 @@ func (r *relay) run(ctx context.Context) error {
 			}
 		case <-limit.C:
 			if !r.ending {
-				r.cancelTurn(errCallEnded)
+				r.settle(ctx, errCallEnded)
 				r.say(ctx, maxDurationLine)
 				if err := r.end(ctx, EndMaxDuration, ""); err != nil {
 					return err
@@ -367,7 +371,7 @@ func (r *relay) prompt(ctx context.Context, text string) error {
 			}})
 		t.mu.Lock()
 		if !t.cut && !t.first.IsZero() {
-			_ = r.write(tctx, twilio.TextToken{Type: twilio.RelayText, Token: "", Last: true})
+			t.finished = r.write(tctx, twilio.TextToken{Type: twilio.RelayText, Token: "", Last: true}) == nil
 		}
 		t.mu.Unlock()
 		t.done <- turnResult{answer: ans, err: err}
@@ -387,35 +391,17 @@ func (r *relay) answered(ctx context.Context, t *turn, res turnResult) error {
 		return res.err
 	}
 	ans := res.answer
-	now := r.s.now()
-	for _, call := range ans.ToolCalls {
-		summary, _ := json.Marshal(map[string]any{"tool": call.Name, "arguments": call.Arguments})
-		if _, err := r.appendTurn(ctx, db.AppendCallTurnParams{Role: "tool", Text: string(summary), StartedAt: &now, EndedAt: &now,
-			ExecutionID: nonEmpty(ans.ExecutionID)}); err != nil {
-			return err
-		}
-	}
 	t.mu.Lock()
-	spoken, first, cut := t.sent.String(), t.first, t.cut
+	cut := t.cut
 	t.mu.Unlock()
 	if cut {
 		return nil // stored when it was cut
 	}
-	failed := ans.Status != agent.StatusSuccess && ans.Code != "handed_off"
-	if spoken != "" {
-		var latency *int32
-		if !first.IsZero() {
-			ms := int32(first.Sub(t.promptAt).Milliseconds())
-			latency = &ms
-		}
-		seq, err := r.appendTurn(ctx, db.AppendCallTurnParams{Role: "assistant", Text: spoken, StartedAt: ptrTime(t.promptAt.UTC()),
-			EndedAt: &now, LatencyMs: latency, ExecutionID: nonEmpty(ans.ExecutionID)})
-		if err != nil {
-			return err
-		}
-		r.lastAnswer = seq
-		r.history = append(r.history, llm.Message{Role: llm.RoleAssistant, Text: spoken})
+	spoken, err := r.storeAnswer(ctx, t, res, false)
+	if err != nil {
+		return err
 	}
+	failed := ans.Status != agent.StatusSuccess && ans.Code != "handed_off"
 	switch {
 	case failed:
 		r.s.Log.Info("the agent could not answer on a call", "call", r.call.ID, "code", ans.Code)
@@ -475,16 +461,70 @@ func (r *relay) interrupt(ctx context.Context, heard string) error {
 	return err
 }
 
-func (r *relay) cancelTurn(cause error) {
-	if r.turn == nil {
+// settle ends the answer being written when its call ends under it (the caller hung up, the
+// call was ended elsewhere, or reached its cap). The answer is stored as far as it was sent:
+// whole when its last words went out, since a caller may hang up the moment they hear them,
+// and cut otherwise. Nothing more is done for it: the call is ending.
+func (r *relay) settle(ctx context.Context, cause error) {
+	t := r.turn
+	if t == nil {
 		return
 	}
-	t := r.turn
 	r.turn = nil
+	t.cancel(cause)
+	var res turnResult
+	select {
+	case res = <-t.done:
+	case <-time.After(settleWait):
+		res.err = context.DeadlineExceeded // stored as far as it was sent
+	}
 	t.mu.Lock()
 	t.cut = true
+	finished := t.finished
 	t.mu.Unlock()
-	t.cancel(cause)
+	if err := t.promptStored(); err != nil {
+		r.s.Log.Error(err, "store the last prompt of a call", "call", r.call.ID)
+		return
+	}
+	if _, err := r.storeAnswer(ctx, t, res, !finished); err != nil {
+		r.s.Log.Error(err, "store the last answer of a call", "call", r.call.ID)
+	}
+}
+
+// storeAnswer stores what the agent said in turn t after the caller's prompt (already stored):
+// the tool calls of an answer that ended, and the words sent, with the latency of the first
+// one. It returns what was said.
+func (r *relay) storeAnswer(ctx context.Context, t *turn, res turnResult, interrupted bool) (string, error) {
+	ans := res.answer
+	now := r.s.now()
+	if res.err == nil {
+		for _, call := range ans.ToolCalls {
+			summary, _ := json.Marshal(map[string]any{"tool": call.Name, "arguments": call.Arguments})
+			if _, err := r.appendTurn(ctx, db.AppendCallTurnParams{Role: "tool", Text: string(summary), StartedAt: &now, EndedAt: &now,
+				ExecutionID: nonEmpty(ans.ExecutionID)}); err != nil {
+				return "", err
+			}
+		}
+	}
+	t.mu.Lock()
+	spoken, first := t.sent.String(), t.first
+	t.mu.Unlock()
+	if spoken == "" {
+		return "", nil
+	}
+	var latency *int32
+	if !first.IsZero() {
+		ms := int32(first.Sub(t.promptAt).Milliseconds())
+		latency = &ms
+	}
+	seq, err := r.appendTurn(ctx, db.AppendCallTurnParams{Role: "assistant", Text: spoken, StartedAt: ptrTime(t.promptAt.UTC()),
+		EndedAt: &now, LatencyMs: latency, Interrupted: interrupted, ExecutionID: nonEmpty(ans.ExecutionID)})
+	if err != nil {
+		return "", err
+	}
+	r.lastAnswer = seq
+	r.history = append(r.history, llm.Message{Role: llm.RoleAssistant, Text: spoken})
+	return spoken, nil
 }
 
 // say reads a line out (the apology, a closing line) as one answer.
