@@ -120,6 +120,10 @@ type Config struct {
 	LeaderElection          bool
 	LeaderElectionNamespace string
 	WorkerConcurrency       int
+	// MaxRequestsInFlight bounds the API requests the process works on at once; past it a
+	// request waits up to half a second, then is answered 503 with Retry-After (0:
+	// httpapi.DefaultMaxInFlight; negative: unbounded).
+	MaxRequestsInFlight int
 	// ReconcileSentAfter is how long a live message may stay sent without its provider's
 	// callback before the provider is asked (message.DefaultReconcileAfter when zero);
 	// ReconcileEvery how often such messages are looked for (message.ReconcileEvery when zero).
@@ -661,8 +665,9 @@ func addAPI(ctx context.Context, mgr ctrl.Manager, cfg Config, keys *apikey.Serv
 			InstallationNamespace: cfg.InstallationNamespace, Bots: transports,
 			Templates: templates.Reviewer(), Media: transports,
 			Log: log.WithName("callbacks")},
-		Metrics: ctrlmetrics.Registry,
-		Log:     log.WithName("api"),
+		MaxInFlight: cfg.MaxRequestsInFlight,
+		Metrics:     ctrlmetrics.Registry,
+		Log:         log.WithName("api"),
 	})
 	if err != nil {
 		return err

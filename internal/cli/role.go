@@ -28,6 +28,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/domainverify"
 	"github.com/switchboard-io/switchboard/internal/emailcheck"
 	"github.com/switchboard-io/switchboard/internal/emaildomain"
+	"github.com/switchboard-io/switchboard/internal/httpapi"
 	"github.com/switchboard-io/switchboard/internal/mailin"
 	"github.com/switchboard-io/switchboard/internal/message"
 	"github.com/switchboard-io/switchboard/internal/postgres"
@@ -54,6 +55,7 @@ type roleFlags struct {
 	webhookAllow      []string
 	telegramAPI       string
 	publicURL         string
+	maxInFlight       int
 	documentStore     string
 	functions         app.FunctionOptions
 	installationNS    string
@@ -165,6 +167,8 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 		fl.StringVar(&f.dashboardURL, "dashboard-url", envOr("SWITCHBOARD_DASHBOARD_URL", ""),
 			"where invitation links point, e.g. https://connect.example.com (env SWITCHBOARD_DASHBOARD_URL): the connection page clients open, served by the api role under /invitations/; empty: --public-url, else the API's own address")
 		fl.StringVar(&f.listen, "listen", ":8080", "address the REST API listens on")
+		fl.IntVar(&f.maxInFlight, "max-requests-in-flight", httpapi.DefaultMaxInFlight,
+			"API requests this process works on at once; one more waits up to half a second for one to end, then is answered 503 with Retry-After: 1, which clients retry, so an overload costs refusals rather than memory. 0: no bound")
 		fl.IntVar(&f.maxRecipients, "broadcast-max-recipients", broadcast.DefaultMaxRecipients,
 			"recipients one broadcast (v2 campaign) may have: adding more is refused with 400 and adds nothing; its estimate, storage and send grow with them")
 		fl.StringVar(&f.redisURL, "redis-url", envOr("REDIS_URL", ""), "Redis URL shared by api replicas, e.g. redis://redis:6379/0 (env REDIS_URL); empty keeps state in memory, for one replica")
@@ -257,6 +261,9 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 	}
 	if f.workerConcurrency < 0 {
 		return &UsageError{Err: errors.New("--worker-concurrency must be positive")}
+	}
+	if f.maxInFlight < 0 {
+		return &UsageError{Err: errors.New("--max-requests-in-flight must be positive, or 0 for no bound")}
 	}
 	if f.broadcastChunk < 0 || f.broadcastChunk > 5000 {
 		return &UsageError{Err: errors.New("--broadcast-chunk must be between 1 and 5000")}
@@ -363,6 +370,7 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		LeaderElection:          f.leaderElect,
 		LeaderElectionNamespace: f.leaderElectionNS,
 		WorkerConcurrency:       f.workerConcurrency,
+		MaxRequestsInFlight:     inFlightBound(f.maxInFlight),
 		KnowledgeMemory:         knowledgeMemory,
 		BroadcastChunk:          f.broadcastChunk,
 		Retention:               f.retention,
@@ -429,4 +437,12 @@ type redisLog struct{ log logr.Logger }
 
 func (r redisLog) Printf(_ context.Context, format string, v ...any) {
 	r.log.Info(fmt.Sprintf(format, v...))
+}
+
+// inFlightBound is --max-requests-in-flight as the API takes it: 0 there is no bound.
+func inFlightBound(flag int) int {
+	if flag == 0 {
+		return -1
+	}
+	return flag
 }

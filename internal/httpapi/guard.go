@@ -27,14 +27,22 @@ type caller struct {
 	project *v1alpha1.Project
 }
 
-// guard applies a route's checks in order: body size, key, request rate, permission. Every
-// authenticated request counts against its project's rate, whatever its answer.
+// guard applies a route's checks in order: a slot among the requests in flight, body size,
+// key, request rate, permission. Every authenticated request counts against its project's
+// rate, whatever its answer.
 func (s *Server) guard(rt route) http.Handler {
 	maxBody := rt.maxBody
 	if maxBody == 0 {
 		maxBody = defaultMaxBody
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.inFlight.acquire(r) {
+			if r.Context().Err() == nil {
+				s.writeError(w, r, busy(w))
+			}
+			return
+		}
+		defer s.inFlight.release()
 		if r.ContentLength > maxBody {
 			s.writeError(w, r, bodyTooLarge(maxBody))
 			return

@@ -112,6 +112,8 @@ type Server struct {
 	// console is the operator console (nil: not served).
 	console http.Handler
 	sends   *sendMetrics
+	// inFlight bounds the API requests worked on at once (nil: unbounded).
+	inFlight *inFlight
 }
 
 // Options are what the server needs.
@@ -191,6 +193,10 @@ type Options struct {
 	// Unsubscribe serves broadcast email's one-click unsubscribe page under /unsubscribe/ (no
 	// API key: the link's signed token is the credential); nil serves none.
 	Unsubscribe http.Handler
+	// MaxInFlight bounds the API requests worked on at once: past it a request waits up to half
+	// a second for one to end, then is answered 503 with Retry-After (inflight.go). 0 is
+	// DefaultMaxInFlight; negative bounds nothing.
+	MaxInFlight int
 	// Metrics, when set, gets the sends' latency and count (metrics.go).
 	Metrics prometheus.Registerer
 	Log     logr.Logger
@@ -211,12 +217,16 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if o.MaxInFlight == 0 {
+		o.MaxInFlight = DefaultMaxInFlight
+	}
 	return &Server{
 		auth: o.Auth, accounts: o.Accounts, senders: o.Senders, messages: o.Messages, projectHooks: o.ProjectWebhooks, deliveries: o.Deliveries, limiter: o.Limiter, reader: o.Reader, usage: o.Usage,
 		contacts: o.Contacts, balances: o.Balances, phones: o.Phones, domains: o.EmailDomains, templates: o.Templates, tenDLC: o.TenDLC, broadcasts: o.Broadcasts, agents: o.Agents, knowledge: o.Knowledge, calls: o.Calls, numbers: o.Numbers, regulatory: o.Regulatory, urls: o.URLs, whatsAppSync: o.WhatsAppSync, functions: o.Functions, functionHTTP: o.FunctionHTTP, functionPush: o.FunctionPushes, publicURL: o.PublicURL, voices: o.Voices, invitations: o.Invitations, emailChecks: o.EmailChecks, disposable: o.Disposable,
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks, pages: o.Pages,
 		unsubscribe: o.Unsubscribe, console: o.Console, sends: newSendMetrics(o.Metrics),
+		inFlight: newInFlight(o.MaxInFlight, inFlightWait, o.Metrics),
 	}, nil
 }
 

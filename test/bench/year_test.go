@@ -235,7 +235,11 @@ func measureYearPhase(b *testing.B, c *cluster.Cluster, rcv *receiver, proc *clu
 
 	life := "year-" + phase + "-life"
 	lkey := c.Project(life, rcv.url+"/"+life)
-	p.lifeP99, p.lifeRate = openLoop(b, proc.URL, lkey, rcv, life, yearLifeRate, yearLifeSends)
+	var refused int
+	p.lifeP99, p.lifeRate, refused = openLoop(b, proc.URL, lkey, rcv, life, yearLifeRate, yearLifeSends)
+	if refused > 0 {
+		b.Fatalf("%d of %d sends at %.0f/s refused as busy", refused, yearLifeSends, yearLifeRate)
+	}
 	waitDrained(b, c, life)
 
 	backlog := "year-" + phase + "-backlog"

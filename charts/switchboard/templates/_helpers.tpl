@@ -274,6 +274,7 @@ spec:
 {{- end -}}
 {{- $args = append $args (printf "--max-sub-accounts=%d" (int .Values.api.maxSubAccounts)) -}}
 {{- $args = append $args (printf "--broadcast-max-recipients=%d" (int .Values.api.broadcastMaxRecipients)) -}}
+{{- $args = append $args (printf "--max-requests-in-flight=%d" (int .Values.api.maxRequestsInFlight)) -}}
 {{- $args = append $args (printf "--knowledge-memory=%s" .Values.knowledgeMemory) -}}
 {{- $args = concat $args (include "switchboard.retentionArgs" . | fromYamlArray) -}}
 {{- toYaml $args -}}

@@ -1,0 +1,93 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/switchboard-io/switchboard/internal/apperror"
+	"github.com/switchboard-io/switchboard/internal/metrics"
+)
+
+// DefaultMaxInFlight is how many API requests a process works on at once unless told
+// otherwise. A process reaches Postgres through 20 connections (postgres.Open), and a send
+// group shares one, so more requests than a few times that only wait, each holding its
+// connection's buffers and goroutine (20-40 KB) and adding to the latency of all; a process
+// accepting 2,500 sends a second at 25 ms each has about 60 in hand.
+const DefaultMaxInFlight = 256
+
+// inFlightWait is how long a request that finds every slot taken waits for one before it is
+// refused: a stall shorter than that (a checkpoint) passes; in a sustained overload the
+// requests waiting are at most half a second's excess.
+const inFlightWait = 500 * time.Millisecond
+
+// inFlight bounds the API requests a process works on at once, so that being offered more than
+// it can answer costs refusals its clients retry (503 with Retry-After, which the published
+// clients honour) instead of a queue of requests in memory that grows as long as the overload
+// lasts. Health probes, providers' callbacks and the hosted pages are not counted: they are
+// light, and a refused callback may not come again.
+type inFlight struct {
+	slots chan struct{}
+	wait  time.Duration
+	held  prometheus.Gauge
+	shed  prometheus.Counter
+}
+
+// newInFlight bounds requests to max at once; max ≤ 0 bounds nothing (nil).
+func newInFlight(max int, wait time.Duration, reg prometheus.Registerer) *inFlight {
+	if max <= 0 {
+		return nil
+	}
+	return &inFlight{slots: make(chan struct{}, max), wait: wait,
+		held: metrics.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "switchboard_api_requests_in_flight",
+			Help: "API requests this process is working on now (bounded by --max-requests-in-flight).",
+		})),
+		shed: metrics.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "switchboard_api_requests_refused_busy_total",
+			Help: "API requests refused with 503 because --max-requests-in-flight were being worked on for longer than a request waits.",
+		})),
+	}
+}
+
+// acquire takes a slot for r, waiting up to the bound's wait; false when none came (r is to be
+// refused) or r's client went away. release gives the slot back.
+func (b *inFlight) acquire(r *http.Request) bool {
+	if b == nil {
+		return true
+	}
+	select {
+	case b.slots <- struct{}{}:
+		b.held.Inc()
+		return true
+	default:
+	}
+	t := time.NewTimer(b.wait)
+	defer t.Stop()
+	select {
+	case b.slots <- struct{}{}:
+		b.held.Inc()
+		return true
+	case <-t.C:
+		b.shed.Inc()
+		return false
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+func (b *inFlight) release() {
+	if b == nil {
+		return
+	}
+	b.held.Dec()
+	<-b.slots
+}
+
+// busy is the answer to a request refused for want of a slot.
+func busy(w http.ResponseWriter) error {
+	w.Header().Set("Retry-After", "1")
+	return apperror.New(apperror.Unavailable, "service_unavailable",
+		"Switchboard is answering as many requests as it can. Retry after the time in Retry-After.")
+}
