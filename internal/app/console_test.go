@@ -33,11 +33,19 @@ func (p page) open(u string) {
 
 func (p page) text(sel string) string {
 	p.t.Helper()
-	s, err := chromedp.Run(p.ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		p.t.Fatalf("text of %s: %v", sel, err)
+	for try := 0; ; try++ {
+		s, err := chromedp.Run(p.ctx, chromedp.Text(chromedp.CSS(sel)))
+		// Just after a navigation, chromedp may still hold the previous document's nodes, and
+		// the node it found is gone: ask again once its view of the page has caught up.
+		if err != nil && strings.Contains(err.Error(), "No node with given id found") && try < 50 {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			p.t.Fatalf("text of %s: %v", sel, err)
+		}
+		return s
 	}
-	return s
 }
 
 func (p page) location() string {
