@@ -27,19 +27,21 @@ const inFlightWait = 500 * time.Millisecond
 // clients honour) instead of a queue of requests in memory that grows as long as the overload
 // lasts. Health probes, providers' callbacks and the hosted pages are not counted: they are
 // light, and a refused callback may not come again.
+//
+// held counts with the slots rather than reading len(slots): tests run several servers in one
+// process, and the metric registered first is the one every server reports to.
 type inFlight struct {
 	slots chan struct{}
-	wait  time.Duration
 	held  prometheus.Gauge
 	shed  prometheus.Counter
 }
 
 // newInFlight bounds requests to max at once; max ≤ 0 bounds nothing (nil).
-func newInFlight(max int, wait time.Duration, reg prometheus.Registerer) *inFlight {
+func newInFlight(max int, reg prometheus.Registerer) *inFlight {
 	if max <= 0 {
 		return nil
 	}
-	return &inFlight{slots: make(chan struct{}, max), wait: wait,
+	return &inFlight{slots: make(chan struct{}, max),
 		held: metrics.Register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "switchboard_api_requests_in_flight",
 			Help: "API requests this process is working on now (bounded by --max-requests-in-flight).",
@@ -51,7 +53,7 @@ func newInFlight(max int, wait time.Duration, reg prometheus.Registerer) *inFlig
 	}
 }
 
-// acquire takes a slot for r, waiting up to the bound's wait; false when none came (r is to be
+// acquire takes a slot for r, waiting up to inFlightWait; false when none came (r is to be
 // refused) or r's client went away. release gives the slot back.
 func (b *inFlight) acquire(r *http.Request) bool {
 	if b == nil {
@@ -63,7 +65,7 @@ func (b *inFlight) acquire(r *http.Request) bool {
 		return true
 	default:
 	}
-	t := time.NewTimer(b.wait)
+	t := time.NewTimer(inFlightWait)
 	defer t.Stop()
 	select {
 	case b.slots <- struct{}{}:

@@ -226,7 +226,7 @@ func New(o Options) (*Server, error) {
 		listener: o.Listener, checks: o.ReadyChecks, log: o.Log, now: time.Now,
 		cursors: &cursorCodec{key: o.CursorKey}, docs: docs, callbacks: o.Callbacks, pages: o.Pages,
 		unsubscribe: o.Unsubscribe, console: o.Console, sends: newSendMetrics(o.Metrics),
-		inFlight: newInFlight(o.MaxInFlight, inFlightWait, o.Metrics),
+		inFlight: newInFlight(o.MaxInFlight, o.Metrics),
 	}, nil
 }
 

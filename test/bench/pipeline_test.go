@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -613,6 +614,9 @@ func openLoop(b *testing.B, url, key string, rcv *receiver, project string, rate
 		b.Fatalf("%d of %d sends failed", failures.Load(), n)
 	}
 	accepted := n - int(refused.Load())
+	if accepted == 0 {
+		return time.Duration(math.MaxInt64), 0, n // nothing accepted: no latency to give
+	}
 	deadline := time.Now().Add(3 * time.Minute)
 	for rcv.deliveredCount(project) < accepted {
 		if time.Now().After(deadline) {
