@@ -96,10 +96,7 @@ func (s *Service) receive(ctx context.Context, b beginner, in Inbound, files *sh
 			q := db.Planned(tx)
 			if in.ProviderMessageID != "" {
 				// A provider posts a message again when our answer did not reach it: store it once.
-				prev, err := partition.RecentFirst(s.now(), func(since, until time.Time) (db.Message, error) {
-					return q.GetMessageByProviderID(ctx, db.GetMessageByProviderIDParams{Project: in.Project, TestMode: in.TestMode, Sender: in.Sender,
-						ProviderMessageID: &in.ProviderMessageID, Since: since, Until: until})
-				})
+				prev, err := byProviderID(ctx, q, s.now(), in.Project, in.TestMode, in.Sender, in.ProviderMessageID)
 				if err == nil && prev.Direction == "inbound" {
 					again = &prev
 					return nil
@@ -206,14 +203,21 @@ func (s *Service) ReceiveUnsupported(ctx context.Context, in Inbound) error {
 	})
 }
 
+// byProviderID is the newest message of a sender with a provider's id, read in the recent
+// partitions first.
+func byProviderID(ctx context.Context, q *db.Queries, now time.Time, project string, testMode bool, sender, providerID string) (db.Message, error) {
+	return partition.RecentFirst(now, func(since, until time.Time) (db.Message, error) {
+		row, err := q.GetMessageByProviderID(ctx, db.GetMessageByProviderIDParams{Project: project, TestMode: testMode, Sender: sender,
+			ProviderMessageID: &providerID, Since: since, Until: until})
+		return db.Message(row), err
+	})
+}
+
 // replyContext fills the quoted message's id, sender, text and type when the contact replied to
 // a message Switchboard knows.
 func replyContext(ctx context.Context, q *db.Queries, in Inbound, c *transport.Content) error {
 	c.ReplyToProviderMessageID = in.ReplyToProviderMessageID
-	quoted, err := partition.RecentFirst(time.Now(), func(since, until time.Time) (db.Message, error) {
-		return q.GetMessageByProviderID(ctx, db.GetMessageByProviderIDParams{Project: in.Project, TestMode: in.TestMode, Sender: in.Sender,
-			ProviderMessageID: &in.ReplyToProviderMessageID, Since: since, Until: until})
-	})
+	quoted, err := byProviderID(ctx, q, time.Now(), in.Project, in.TestMode, in.Sender, in.ReplyToProviderMessageID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // a message from before Switchboard, or from another tool: the provider id is all there is
 	}

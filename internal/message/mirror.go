@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/switchboard-io/switchboard/internal/addr"
-	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/transport"
 )
@@ -92,10 +91,7 @@ func (s *Service) mirror(ctx context.Context, in Mirror) (bool, error) {
 	stored := false
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		q := db.Planned(tx)
-		_, err := partition.RecentFirst(s.now(), func(since, until time.Time) (db.Message, error) {
-			return q.GetMessageByProviderID(ctx, db.GetMessageByProviderIDParams{Project: in.Project, TestMode: false, Sender: in.Sender,
-				ProviderMessageID: &in.ProviderMessageID, Since: since, Until: until})
-		})
+		_, err := byProviderID(ctx, q, s.now(), in.Project, false, in.Sender, in.ProviderMessageID)
 		if err == nil {
 			return nil // posted again, or synced twice: kept once
 		}

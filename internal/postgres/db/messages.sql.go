@@ -344,9 +344,12 @@ func (q *Queries) GetMessageByID(ctx context.Context, id string) (Message, error
 }
 
 const getMessageByProviderID = `-- name: GetMessageByProviderID :one
-SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused, status_checks FROM messages
-WHERE project = $1 AND test_mode = $2 AND sender = $3 AND provider_message_id = $4
-  AND created_at >= $5::timestamptz AND created_at < $6::timestamptz
+WITH by_provider_id AS MATERIALIZED (
+    SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused, status_checks FROM messages
+    WHERE provider_message_id = $4 AND created_at >= $5::timestamptz AND created_at < $6::timestamptz
+)
+SELECT id, project, test_mode, sender, direction, channel, message_type, status, recipient, originator, body, content, subject, metadata, provider_message_id, error_code, error_message, created_at, updated_at, options, conversation_id, attempted_channels, provider_timestamp, error_provider_code, dispatch_attempts, cost_micros, cost_provider_micros, charged_micros, risk_hold, risk_reviewed, broadcast_contact_id, provider, attempted_providers, provider_refused, status_checks FROM by_provider_id
+WHERE project = $1 AND test_mode = $2 AND sender = $3
 ORDER BY created_at DESC
 LIMIT 1
 `
@@ -360,9 +363,51 @@ type GetMessageByProviderIDParams struct {
 	Until             time.Time
 }
 
+type GetMessageByProviderIDRow struct {
+	ID                 string
+	Project            string
+	TestMode           bool
+	Sender             string
+	Direction          string
+	Channel            string
+	MessageType        string
+	Status             string
+	Recipient          string
+	Originator         string
+	Body               *string
+	Content            []byte
+	Subject            *string
+	Metadata           []byte
+	ProviderMessageID  *string
+	ErrorCode          *string
+	ErrorMessage       *string
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	Options            []byte
+	ConversationID     *string
+	AttemptedChannels  []string
+	ProviderTimestamp  *time.Time
+	ErrorProviderCode  *string
+	DispatchAttempts   int32
+	CostMicros         *int64
+	CostProviderMicros *int64
+	ChargedMicros      *int64
+	RiskHold           bool
+	RiskReviewed       bool
+	BroadcastContactID *string
+	Provider           *string
+	AttemptedProviders []string
+	ProviderRefused    bool
+	StatusChecks       int16
+}
+
 // A provider's id is unique within the account that issued it: within one sender (a Telegram
-// message id counts per bot and chat).
-func (q *Queries) GetMessageByProviderID(ctx context.Context, arg GetMessageByProviderIDParams) (Message, error) {
+// message id counts per bot and chat). The rows of that provider id are found first, on its
+// index, and only then filtered and ordered: asked for the newest of the sender's rows at once,
+// the planner walks the sender's index backwards whenever a day's partition has no statistics
+// yet (every morning, until it is analyzed), reading all of the sender's messages of the day
+// when the id is new, which is every inbound message.
+func (q *Queries) GetMessageByProviderID(ctx context.Context, arg GetMessageByProviderIDParams) (GetMessageByProviderIDRow, error) {
 	row := q.db.QueryRow(ctx, getMessageByProviderID,
 		arg.Project,
 		arg.TestMode,
@@ -371,7 +416,7 @@ func (q *Queries) GetMessageByProviderID(ctx context.Context, arg GetMessageByPr
 		arg.Since,
 		arg.Until,
 	)
-	var i Message
+	var i GetMessageByProviderIDRow
 	err := row.Scan(
 		&i.ID,
 		&i.Project,

@@ -185,10 +185,17 @@ RETURNING *;
 
 -- name: GetMessageByProviderID :one
 -- A provider's id is unique within the account that issued it: within one sender (a Telegram
--- message id counts per bot and chat).
-SELECT * FROM messages
-WHERE project = @project AND test_mode = @test_mode AND sender = @sender AND provider_message_id = @provider_message_id
-  AND created_at >= @since::timestamptz AND created_at < @until::timestamptz
+-- message id counts per bot and chat). The rows of that provider id are found first, on its
+-- index, and only then filtered and ordered: asked for the newest of the sender's rows at once,
+-- the planner walks the sender's index backwards whenever a day's partition has no statistics
+-- yet (every morning, until it is analyzed), reading all of the sender's messages of the day
+-- when the id is new, which is every inbound message.
+WITH by_provider_id AS MATERIALIZED (
+    SELECT * FROM messages
+    WHERE provider_message_id = @provider_message_id AND created_at >= @since::timestamptz AND created_at < @until::timestamptz
+)
+SELECT * FROM by_provider_id
+WHERE project = @project AND test_mode = @test_mode AND sender = @sender
 ORDER BY created_at DESC
 LIMIT 1;
 
