@@ -1,9 +1,9 @@
 // Package agent runs a project's agents (docs/agents.md): an inbound message on a sender an
 // enabled agent answers enqueues an execution in the inbound's own transaction (Trigger); a
-// worker runs it (Runtime.Execute): it builds the context from the conversation, calls the
+// worker claims it (Executor) and runs it (Runtime.Execute): it builds the context from the conversation, calls the
 // agent's model (the next one on a retryable failure), runs the tools the model asks for, and
 // sends the reply through the send path with the execution's id as idempotency key, so a
-// retried job never answers twice. The model APIs are internal/llm's adapters.
+// retried run never answers twice. The model APIs are internal/llm's adapters.
 package agent
 
 import (
@@ -82,7 +82,9 @@ type Retriever interface {
 	Retrieve(ctx context.Context, a *v1alpha1.Agent, testMode bool, query string, k int) ([]knowledge.Passage, error)
 }
 
-// ExecuteArgs is the job of one execution.
+// ExecuteArgs is the River job an execution had before executions became a queue of their own
+// (Executor). Jobs enqueued by an earlier version may still be waiting after an upgrade: Worker
+// completes them, and the queue runs their executions.
 type ExecuteArgs struct {
 	ExecutionID string `json:"executionId"`
 }
@@ -90,31 +92,19 @@ type ExecuteArgs struct {
 // Kind names the job kind.
 func (ExecuteArgs) Kind() string { return "agent.execute" }
 
-// InsertOpts: an execution is a conversation waiting for its answer, so it goes before bulk
-// work; River retries it (its reply is idempotent) a few times.
-func (ExecuteArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Priority: 1, MaxAttempts: 5}
-}
-
-// Worker runs execution jobs.
+// Worker completes the River jobs of executions an earlier version enqueued (ExecuteArgs).
 type Worker struct {
 	river.WorkerDefaults[ExecuteArgs]
-	Runtime *Runtime
 }
 
 // A run holds its execution for Lease, renewed every LeaseRenewal while it runs; a run that died
-// (kill -9, a lost node) lets go within Lease, and its job, rescued by the queue, takes over.
+// (kill -9, a lost node) lets go within Lease, and the queue claims the execution again. A run
+// is bounded by JobTimeout.
 const (
 	JobTimeout   = 3 * time.Minute
 	Lease        = 30 * time.Second
 	LeaseRenewal = 10 * time.Second
 )
 
-// Timeout bounds a job. It is longer than the queue's rescue of stuck jobs (40 s): a rescued
-// job finds the execution leased and waits (Execute).
-func (w *Worker) Timeout(*river.Job[ExecuteArgs]) time.Duration { return JobTimeout }
-
-// Work runs the execution.
-func (w *Worker) Work(ctx context.Context, job *river.Job[ExecuteArgs]) error {
-	return w.Runtime.Execute(ctx, job.Args.ExecutionID)
-}
+// Work does nothing: the execution is in agent_executions, where the queue claims it.
+func (w *Worker) Work(context.Context, *river.Job[ExecuteArgs]) error { return nil }

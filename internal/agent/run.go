@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
@@ -68,27 +66,12 @@ type outcome struct {
 	cost billing.Micros
 }
 
-// Execute runs an execution to its end. An error is Switchboard's own (the database): the job
-// runs again, and the reply, keyed by the execution's id, is still sent once.
-func (r *Runtime) Execute(ctx context.Context, id string) error {
+// Execute runs a claimed execution to its end. An error is Switchboard's own (the database):
+// the execution is run again (Executor), and the reply, keyed by the execution's id, is still
+// sent once.
+func (r *Runtime) Execute(ctx context.Context, ex db.AgentExecution) error {
 	start := r.clock()
-	q := db.Planned(r.Pool)
-	ex, err := q.StartAgentExecution(ctx, db.StartAgentExecutionParams{ID: id, Now: start.UTC(), LeaseUntil: ptr(start.Add(Lease).UTC())})
-	if errors.Is(err, pgx.ErrNoRows) {
-		// Finished already, or another run holds it: wait for its lease, then look again.
-		st, err := q.AgentExecutionState(ctx, id)
-		if errors.Is(err, pgx.ErrNoRows) || (err == nil && st.Status != "running") {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("read execution %s: %w", id, err)
-		}
-		return river.JobSnooze(time.Until(*st.LeaseUntil) + time.Second)
-	}
-	if err != nil {
-		return fmt.Errorf("start execution %s: %w", id, err)
-	}
-	stop := r.holdLease(ctx, id)
+	stop := r.holdLease(ctx, ex.ID)
 	out, err := r.run(ctx, ex)
 	stop()
 	if err != nil {

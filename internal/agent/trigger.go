@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
@@ -17,11 +16,10 @@ import (
 )
 
 // Trigger enqueues, in an inbound message's own transaction, the execution of the agent that
-// answers on its sender (message.InboundHook).
+// answers on its sender (message.InboundHook); the executors are woken when it commits.
 type Trigger struct {
 	// Reader reads the project's Agents (the informer cache).
 	Reader client.Reader
-	Queue  *river.Client[pgx.Tx]
 }
 
 // Inbound enqueues the execution when an enabled agent answers m: it holds m's sender, m's
@@ -45,14 +43,12 @@ func (t *Trigger) Inbound(ctx context.Context, tx pgx.Tx, m db.Message) error {
 		return err
 	}
 	_, err = q.InsertAgentExecution(ctx, db.InsertAgentExecutionParams{ID: id, Project: m.Project, TestMode: m.TestMode,
-		Agent: a.Name, Sender: m.Sender, ConversationID: *m.ConversationID, InboundMessageID: m.ID, CreatedAt: time.Now().UTC()})
+		Agent: a.Name, Sender: m.Sender, ConversationID: *m.ConversationID, InboundMessageID: m.ID, CreatedAt: time.Now().UTC(),
+		Channel: NotifyChannel})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // already enqueued
 	}
 	if err != nil {
-		return fmt.Errorf("enqueue the execution of agent %s: %w", a.Name, err)
-	}
-	if _, err := t.Queue.InsertTx(ctx, tx, ExecuteArgs{ExecutionID: id}, nil); err != nil {
 		return fmt.Errorf("enqueue the execution of agent %s: %w", a.Name, err)
 	}
 	return nil

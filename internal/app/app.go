@@ -450,12 +450,16 @@ func Run(ctx context.Context, cfg Config) error {
 		messages.SetPrices(&billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace})
 		messages.SetRiskPolicies(&risk.Policies{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace})
 		messages.SetSupportURL(cfg.SupportURL)
-		messages.SetInboundHook(&agent.Trigger{Reader: mgr.GetClient(), Queue: queue})
+		messages.SetInboundHook(&agent.Trigger{Reader: mgr.GetClient()})
 		agentRuntime := &agent.Runtime{Pool: cfg.Pool, Reader: mgr.GetClient(), Replies: messages, Models: models.New,
 			InstallationNamespace: cfg.InstallationNamespace, AllowProjectEndpoints: cfg.AllowProjectEndpoints,
 			Tools: cfg.Delivery.Client.HTTPClient(agent.ToolTimeout), ToolAddresses: cfg.Delivery.Client, Log: log.WithName("agents"),
 			Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}}
-		agents.Runtime = agentRuntime
+		if cfg.Role.runs(RoleWorker) {
+			if err := mgr.Add(&agent.Executor{Runtime: agentRuntime, Concurrency: cfg.WorkerConcurrency, Log: log.WithName("agents")}); err != nil {
+				return fmt.Errorf("add agent executor: %w", err)
+			}
+		}
 		know := &knowledge.Service{Pool: cfg.Pool, Agents: mgr.GetClient(), Queue: queue, Routes: agentRuntime,
 			Fetch: knowledge.NewFetcher(cfg.Delivery.Client.HTTPClient(knowledge.FetchTimeout)), Log: log.WithName("knowledge")}
 		know.Index = vectorindex.New(know.LoadVectors, vectorindex.Options{MemoryBudget: cfg.KnowledgeMemory, Metrics: ctrlmetrics.Registry})

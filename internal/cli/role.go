@@ -203,7 +203,8 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 			"memory for agents' knowledge vectors held in this process (a Kubernetes quantity, e.g. 512Mi); past it the least recently used agents' indexes are dropped and loaded again from Postgres when next asked")
 	}
 	if r == app.RoleWorker || r == app.RoleAll {
-		fl.IntVar(&f.workerConcurrency, "worker-concurrency", 50, "jobs one worker process works at once")
+		fl.IntVar(&f.workerConcurrency, "worker-concurrency", 50,
+			"jobs one worker process works at once, and as many agent executions (a queue of their own)")
 		fl.IntVar(&f.broadcastChunk, "broadcast-chunk", 500,
 			"recipients of a broadcast handed to the send path in one transaction: larger chunks accept a broadcast faster, smaller ones hold its rows for less time")
 		fl.IntVar(&f.dispatchAttempts, "dispatch-attempts", 8,

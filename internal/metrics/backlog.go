@@ -15,16 +15,21 @@ import (
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
-// WebhookQueue is the webhook deliveries' queue among the queues reported (they are a table of
-// their own, not River's).
-const WebhookQueue = "webhooks"
+// The queues reported that are tables of their own, not River's: the webhook deliveries' and the
+// agent executions'.
+const (
+	WebhookQueue = "webhooks"
+	AgentQueue   = "agents"
+)
 
 // The states a queued item is reported in. River's failed jobs wait as retryable; a webhook
 // delivery to retry is pending with a later time, reported as scheduled (as are the ones a
-// worker holds while it makes their attempt).
+// worker holds while it makes their attempt); an agent execution whose run failed waits as
+// retryable, and one running is not reported (unless its process died: then it is due again).
 var (
 	riverStates   = []string{"available", "scheduled", "retryable"}
 	webhookStates = []string{"available", "scheduled"}
+	agentStates   = []string{"available", "retryable"}
 	// broadcastStatuses are those of the broadcasts the fan-out serves (read on its index):
 	// those in review wait on the review job (the queue's figures) or an operator (the console).
 	broadcastStatuses = []string{"approved", "scheduled", "sending", "paused"}
@@ -41,7 +46,7 @@ const (
 
 var (
 	queueDepthDesc = prometheus.NewDesc("switchboard_queue_depth",
-		"Items waiting in a queue, by state: available (due now), scheduled (due later), retryable (River jobs that failed and wait to be tried again). Queue webhooks is the webhook deliveries'.",
+		"Items waiting in a queue, by state: available (due now), scheduled (due later), retryable (failed, waiting to be tried again). Queue webhooks is the webhook deliveries', agents the agent executions'.",
 		[]string{"queue", "state"}, nil)
 	queueAgeDesc = prometheus.NewDesc("switchboard_queue_oldest_age_seconds",
 		"How long the queue's oldest available item has been due; 0 when none is.",
@@ -54,8 +59,8 @@ var (
 		nil, nil)
 )
 
-// Backlog reports the installation's backlog when scraped: the River queues' jobs and the
-// webhook deliveries waiting, how long the oldest due one has waited, and the broadcasts under
+// Backlog reports the installation's backlog when scraped: the River queues' jobs, the webhook
+// deliveries and the agent executions waiting, how long the oldest due one has waited, and the broadcasts under
 // way. The figures are the database's, the same from every process, so one process reports
 // them (app: the elected manager); Start registers it for as long as the process leads.
 type Backlog struct {
@@ -165,7 +170,7 @@ func (b *Backlog) clock() time.Time {
 	return time.Now()
 }
 
-// read reads the backlog in one read-only transaction: three statements, each on an index.
+// read reads the backlog in one read-only transaction: four statements, each on an index.
 func (b *Backlog) read(ctx context.Context, now time.Time) backlog {
 	r := backlog{depth: map[[2]string]int64{}, oldest: map[string]float64{}, broadcasts: map[string]int64{}}
 	for _, q := range b.Queues {
@@ -189,6 +194,13 @@ func (b *Backlog) read(ctx context.Context, now time.Time) backlog {
 		r.depth[[2]string{WebhookQueue, webhookStates[0]}] = w.Due
 		r.depth[[2]string{WebhookQueue, webhookStates[1]}] = w.Later
 		r.oldest[WebhookQueue] = max(w.OldestDueSeconds, 0)
+		a, err := q.AgentExecutionBacklog(ctx, now.UTC())
+		if err != nil {
+			return fmt.Errorf("read agent executions due: %w", err)
+		}
+		r.depth[[2]string{AgentQueue, agentStates[0]}] = a.Due
+		r.depth[[2]string{AgentQueue, agentStates[1]}] = a.Later
+		r.oldest[AgentQueue] = max(a.OldestDueSeconds, 0)
 		rows, err := q.BroadcastBacklog(ctx)
 		if err != nil {
 			return fmt.Errorf("read broadcasts under way: %w", err)

@@ -92,6 +92,34 @@ func TestBacklogReportsQueuesWebhooksAndBroadcasts(t *testing.T) {
 	delivery(t, pool, now.Add(-time.Minute), now.Add(5*time.Minute), "pending")
 	delivery(t, pool, now.Add(-time.Minute), now.Add(-time.Minute), "delivered")
 	delivery(t, pool, now.Add(-horizon-time.Hour), now.Add(-horizon), "pending")
+	// Agent executions: one new for 20 s, one whose run died 3 s ago (its lease ended), one to
+	// retry in a minute; one running, one finished and a call turn's whose process died (the
+	// call sweeper's) are not waiting.
+	for i, e := range []struct {
+		status string
+		made   time.Duration
+		lease  *time.Duration
+		call   bool
+	}{
+		{"pending", -20 * time.Second, nil, false},
+		{"running", -time.Minute, ptr(-3 * time.Second), false},
+		{"pending", -time.Minute, ptr(time.Minute), false},
+		{"running", -time.Second, ptr(30 * time.Second), false},
+		{"success", -time.Hour, nil, false},
+		{"running", -time.Minute, ptr(-time.Minute), true},
+	} {
+		var lease *time.Time
+		if e.lease != nil {
+			lease = ptr(now.Add(*e.lease))
+		}
+		var call *string
+		if e.call {
+			call = ptr("call_1")
+		}
+		exec(t, pool, `INSERT INTO agent_executions (id, project, test_mode, agent, sender, conversation_id, inbound_message_id,
+			status, created_at, lease_until, call_id) VALUES ($1, 'p', false, 'a', 's', 'c', $1, $2, $3, $4, $5)`,
+			fmt.Sprintf("aex_%d", i), e.status, now.Add(e.made), lease, call)
+	}
 	// Broadcasts: two sending with 40 and 2 recipients to hand over, one paused (its pending
 	// recipients are not counted), and one completed, one draft and one in review (not the
 	// fan-out's).
@@ -115,6 +143,8 @@ func TestBacklogReportsQueuesWebhooksAndBroadcasts(t *testing.T) {
 		"switchboard_queue_depth{queue=empty,state=retryable}":    0,
 		"switchboard_queue_depth{queue=webhooks,state=available}": 2,
 		"switchboard_queue_depth{queue=webhooks,state=scheduled}": 1,
+		"switchboard_queue_depth{queue=agents,state=available}":   2,
+		"switchboard_queue_depth{queue=agents,state=retryable}":   1,
 		"switchboard_queue_oldest_age_seconds{queue=empty}":       0,
 		"switchboard_broadcasts{status=sending}":                  2,
 		"switchboard_broadcasts{status=paused}":                   1,
@@ -137,6 +167,7 @@ func TestBacklogReportsQueuesWebhooksAndBroadcasts(t *testing.T) {
 		"switchboard_queue_oldest_age_seconds{queue=default}":  30,
 		"switchboard_queue_oldest_age_seconds{queue=bulk}":     5,
 		"switchboard_queue_oldest_age_seconds{queue=webhooks}": 90,
+		"switchboard_queue_oldest_age_seconds{queue=agents}":   20,
 	} {
 		if g := got[k]; g < v || g > v+5 {
 			t.Errorf("%s = %v, want about %v", k, g, v)
@@ -237,3 +268,5 @@ func TestBacklogIsRegisteredWhileItRuns(t *testing.T) {
 		t.Error("the backlog is still registered after Start returned")
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -34,7 +34,7 @@ type Deps struct {
 	CatchUp *sandbox.CatchUpWorker
 	// BroadcastReview reviews broadcasts sent for review.
 	BroadcastReview *broadcast.ReviewWorker
-	// Agents run agent executions.
+	// Agents complete the execution jobs an earlier version enqueued (agent.Worker).
 	Agents *agent.Worker
 	// Knowledge processes agents' knowledge documents.
 	Knowledge *knowledge.Worker
@@ -59,8 +59,8 @@ type Options struct {
 // after RescueStuckJobsAfter, checked every 30 s by River's rescuer, they are run again. Every
 // job kind's timeout (JobTimeout by default; dispatch 25 s) stays below it, so
 // a live job is never rescued, and a crash costs about a minute, not River's default hour. Agent
-// executions are the exception: a model may take minutes, so their runs lease the execution
-// and a rescued job waits for the lease (agent.Runtime.Execute).
+// executions, whose model may take minutes, are a queue of their own with leases
+// (agent.Executor).
 const (
 	JobTimeout           = 25 * time.Second
 	RescueStuckJobsAfter = 40 * time.Second

@@ -35,19 +35,27 @@ func (q *Queries) ActiveFlowSessions(ctx context.Context, arg ActiveFlowSessions
 	return column_1, err
 }
 
-const agentExecutionState = `-- name: AgentExecutionState :one
-SELECT status, lease_until FROM agent_executions WHERE id = $1
+const agentExecutionBacklog = `-- name: AgentExecutionBacklog :one
+SELECT count(*) FILTER (WHERE coalesce(e.lease_until, e.created_at) <= p.now)::bigint AS due,
+       count(*) FILTER (WHERE e.status = 'pending' AND coalesce(e.lease_until, e.created_at) > p.now)::bigint AS later,
+       coalesce(extract(epoch FROM max(p.now) - min(coalesce(e.lease_until, e.created_at))
+           FILTER (WHERE coalesce(e.lease_until, e.created_at) <= p.now)), 0)::float8 AS oldest_due_seconds
+FROM agent_executions e, (SELECT $1::timestamptz AS now) p
+WHERE e.status IN ('pending', 'running') AND e.call_id IS NULL
 `
 
-type AgentExecutionStateRow struct {
-	Status     string
-	LeaseUntil *time.Time
+type AgentExecutionBacklogRow struct {
+	Due              int64
+	Later            int64
+	OldestDueSeconds float64
 }
 
-func (q *Queries) AgentExecutionState(ctx context.Context, id string) (AgentExecutionStateRow, error) {
-	row := q.db.QueryRow(ctx, agentExecutionState, id)
-	var i AgentExecutionStateRow
-	err := row.Scan(&i.Status, &i.LeaseUntil)
+// The executions waiting for a run (on agent_executions_due): due now, due later (retries), and
+// how long the oldest due one has waited. Running ones whose lease ended count as due.
+func (q *Queries) AgentExecutionBacklog(ctx context.Context, now time.Time) (AgentExecutionBacklogRow, error) {
+	row := q.db.QueryRow(ctx, agentExecutionBacklog, now)
+	var i AgentExecutionBacklogRow
+	err := row.Scan(&i.Due, &i.Later, &i.OldestDueSeconds)
 	return i, err
 }
 
@@ -89,6 +97,82 @@ func (q *Queries) AgentStats(ctx context.Context, arg AgentStatsParams) (AgentSt
 		&i.AvgLatencyMs,
 	)
 	return i, err
+}
+
+const claimAgentExecutions = `-- name: ClaimAgentExecutions :many
+WITH due AS (
+    SELECT id FROM agent_executions
+    WHERE status IN ('pending', 'running') AND call_id IS NULL AND coalesce(lease_until, created_at) <= $1::timestamptz
+    ORDER BY coalesce(lease_until, created_at)
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE agent_executions e
+SET status = 'running', started_at = coalesce(e.started_at, $1::timestamptz), lease_until = $2::timestamptz,
+    attempts = e.attempts + 1
+FROM due
+WHERE e.id = due.id
+RETURNING e.id, e.project, e.test_mode, e.agent, e.sender, e.conversation_id, e.inbound_message_id, e.status, e.provider, e.model, e.steps, e.tool_calls, e.knowledge_chunks, e.input_tokens, e.output_tokens, e.cost_micros, e.latency_ms, e.response_text, e.response_message_id, e.error_code, e.error_message, e.created_at, e.started_at, e.lease_until, e.finished_at, e.charged_at, e.knowledge, e.call_id, e.attempts
+`
+
+type ClaimAgentExecutionsParams struct {
+	Now        time.Time
+	LeaseUntil time.Time
+	Max        int32
+}
+
+// Takes up to max due executions for a run each, leased until @lease_until, the attempt counted:
+// pending ones (new, or due again after a failed run) and running ones whose run's lease ended
+// (its process died). Call turns' executions are their call's process's, never claimed. SKIP
+// LOCKED lets every worker claim at once without waiting on another's rows.
+func (q *Queries) ClaimAgentExecutions(ctx context.Context, arg ClaimAgentExecutionsParams) ([]AgentExecution, error) {
+	rows, err := q.db.Query(ctx, claimAgentExecutions, arg.Now, arg.LeaseUntil, arg.Max)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AgentExecution
+	for rows.Next() {
+		var i AgentExecution
+		if err := rows.Scan(
+			&i.ID,
+			&i.Project,
+			&i.TestMode,
+			&i.Agent,
+			&i.Sender,
+			&i.ConversationID,
+			&i.InboundMessageID,
+			&i.Status,
+			&i.Provider,
+			&i.Model,
+			&i.Steps,
+			&i.ToolCalls,
+			&i.KnowledgeChunks,
+			&i.InputTokens,
+			&i.OutputTokens,
+			&i.CostMicros,
+			&i.LatencyMs,
+			&i.ResponseText,
+			&i.ResponseMessageID,
+			&i.ErrorCode,
+			&i.ErrorMessage,
+			&i.CreatedAt,
+			&i.StartedAt,
+			&i.LeaseUntil,
+			&i.FinishedAt,
+			&i.ChargedAt,
+			&i.Knowledge,
+			&i.CallID,
+			&i.Attempts,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const conversationContact = `-- name: ConversationContact :one
@@ -189,7 +273,7 @@ func (q *Queries) FinishAgentExecution(ctx context.Context, arg FinishAgentExecu
 }
 
 const getAgentExecution = `-- name: GetAgentExecution :one
-SELECT id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at, knowledge, call_id FROM agent_executions WHERE id = $1 AND project = $2 AND test_mode = $3 AND agent = $4
+SELECT id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at, knowledge, call_id, attempts FROM agent_executions WHERE id = $1 AND project = $2 AND test_mode = $3 AND agent = $4
 `
 
 type GetAgentExecutionParams struct {
@@ -236,6 +320,7 @@ func (q *Queries) GetAgentExecution(ctx context.Context, arg GetAgentExecutionPa
 		&i.ChargedAt,
 		&i.Knowledge,
 		&i.CallID,
+		&i.Attempts,
 	)
 	return i, err
 }
@@ -308,13 +393,17 @@ func (q *Queries) HandOff(ctx context.Context, arg HandOffParams) error {
 }
 
 const insertAgentExecution = `-- name: InsertAgentExecution :one
-INSERT INTO agent_executions (id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, created_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7, 'pending', $8)
-ON CONFLICT (inbound_message_id, agent) DO NOTHING
-RETURNING id
+WITH ins AS (
+    INSERT INTO agent_executions (id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, created_at)
+    VALUES ($2, $3, $4, $5, $6, $7, $8, 'pending', $9)
+    ON CONFLICT (inbound_message_id, agent) DO NOTHING
+    RETURNING id
+)
+SELECT ins.id FROM ins CROSS JOIN LATERAL pg_notify($1::text, '') AS woken
 `
 
 type InsertAgentExecutionParams struct {
+	Channel          string
 	ID               string
 	Project          string
 	TestMode         bool
@@ -325,10 +414,13 @@ type InsertAgentExecutionParams struct {
 	CreatedAt        time.Time
 }
 
-// Enqueues the execution of an inbound message by an agent; an inbound already enqueued for it
-// (a provider posting the message again) enqueues nothing and returns no row.
+// Enqueues the execution of an inbound message by an agent and wakes the executors (the
+// notification is delivered when the inbound's transaction commits, and only when a row was
+// written); an inbound already enqueued for it (a provider posting the message again) enqueues
+// nothing and returns no row.
 func (q *Queries) InsertAgentExecution(ctx context.Context, arg InsertAgentExecutionParams) (string, error) {
 	row := q.db.QueryRow(ctx, insertAgentExecution,
+		arg.Channel,
 		arg.ID,
 		arg.Project,
 		arg.TestMode,
@@ -393,7 +485,7 @@ func (q *Queries) IsHandedOff(ctx context.Context, conversationID string) (bool,
 }
 
 const listAgentExecutions = `-- name: ListAgentExecutions :many
-SELECT id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at, knowledge, call_id FROM agent_executions
+SELECT id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at, knowledge, call_id, attempts FROM agent_executions
 WHERE project = $1 AND test_mode = $2 AND agent = $3 AND status NOT IN ('pending', 'running')
   AND ($4::text IS NULL OR status = $4)
   AND ($5::timestamptz IS NULL OR (created_at, id) < ($5, $6::text))
@@ -458,6 +550,7 @@ func (q *Queries) ListAgentExecutions(ctx context.Context, arg ListAgentExecutio
 			&i.ChargedAt,
 			&i.Knowledge,
 			&i.CallID,
+			&i.Attempts,
 		); err != nil {
 			return nil, err
 		}
@@ -604,6 +697,35 @@ func (q *Queries) RenewAgentExecutionLease(ctx context.Context, arg RenewAgentEx
 	return result.RowsAffected(), nil
 }
 
+const retryAgentExecution = `-- name: RetryAgentExecution :execrows
+UPDATE agent_executions SET status = 'pending', lease_until = $1::timestamptz,
+    attempts = attempts - CASE WHEN $2::boolean THEN 1 ELSE 0 END
+WHERE id = $3 AND status = 'running' AND attempts = $4
+`
+
+type RetryAgentExecutionParams struct {
+	Due       time.Time
+	GivenBack bool
+	ID        string
+	Attempts  int32
+}
+
+// Puts back a run that failed on Switchboard's side (or was cut off by a shutdown: given_back
+// returns its attempt), due again at @due; a run that no longer holds the execution changes
+// nothing.
+func (q *Queries) RetryAgentExecution(ctx context.Context, arg RetryAgentExecutionParams) (int64, error) {
+	result, err := q.db.Exec(ctx, retryAgentExecution,
+		arg.Due,
+		arg.GivenBack,
+		arg.ID,
+		arg.Attempts,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const saveFlowSession = `-- name: SaveFlowSession :exec
 INSERT INTO agent_flow_sessions (conversation_id, project, test_mode, agent, flow_id, state, last_message_id, expires_at, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
@@ -660,54 +782,4 @@ func (q *Queries) SetContactField(ctx context.Context, arg SetContactFieldParams
 		arg.ConversationID,
 	)
 	return err
-}
-
-const startAgentExecution = `-- name: StartAgentExecution :one
-UPDATE agent_executions SET status = 'running', started_at = COALESCE(started_at, $1::timestamptz), lease_until = $2
-WHERE id = $3 AND (status = 'pending' OR (status = 'running' AND lease_until < $1::timestamptz))
-RETURNING id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at, knowledge, call_id
-`
-
-type StartAgentExecutionParams struct {
-	Now        time.Time
-	LeaseUntil *time.Time
-	ID         string
-}
-
-// Claims a pending execution, or a running one whose run's lease has ended (it died), for a run
-// holding it until lease_until.
-func (q *Queries) StartAgentExecution(ctx context.Context, arg StartAgentExecutionParams) (AgentExecution, error) {
-	row := q.db.QueryRow(ctx, startAgentExecution, arg.Now, arg.LeaseUntil, arg.ID)
-	var i AgentExecution
-	err := row.Scan(
-		&i.ID,
-		&i.Project,
-		&i.TestMode,
-		&i.Agent,
-		&i.Sender,
-		&i.ConversationID,
-		&i.InboundMessageID,
-		&i.Status,
-		&i.Provider,
-		&i.Model,
-		&i.Steps,
-		&i.ToolCalls,
-		&i.KnowledgeChunks,
-		&i.InputTokens,
-		&i.OutputTokens,
-		&i.CostMicros,
-		&i.LatencyMs,
-		&i.ResponseText,
-		&i.ResponseMessageID,
-		&i.ErrorCode,
-		&i.ErrorMessage,
-		&i.CreatedAt,
-		&i.StartedAt,
-		&i.LeaseUntil,
-		&i.FinishedAt,
-		&i.ChargedAt,
-		&i.Knowledge,
-		&i.CallID,
-	)
-	return i, err
 }

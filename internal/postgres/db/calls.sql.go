@@ -584,7 +584,7 @@ INSERT INTO agent_executions (id, project, test_mode, agent, sender, conversatio
     created_at, started_at, lease_until)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $6, 'running', $8, $8, $9)
 ON CONFLICT (inbound_message_id, agent) DO NOTHING
-RETURNING id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at, knowledge, call_id
+RETURNING id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, provider, model, steps, tool_calls, knowledge_chunks, input_tokens, output_tokens, cost_micros, latency_ms, response_text, response_message_id, error_code, error_message, created_at, started_at, lease_until, finished_at, charged_at, knowledge, call_id, attempts
 `
 
 type InsertCallExecutionParams struct {
@@ -642,6 +642,7 @@ func (q *Queries) InsertCallExecution(ctx context.Context, arg InsertCallExecuti
 		&i.ChargedAt,
 		&i.Knowledge,
 		&i.CallID,
+		&i.Attempts,
 	)
 	return i, err
 }

@@ -50,6 +50,7 @@ type AgentExecution struct {
 	ChargedAt         *time.Time
 	Knowledge         []byte
 	CallID            *string
+	Attempts          int32
 }
 
 type AgentFlowSession struct {

@@ -1,20 +1,52 @@
 -- name: InsertAgentExecution :one
--- Enqueues the execution of an inbound message by an agent; an inbound already enqueued for it
--- (a provider posting the message again) enqueues nothing and returns no row.
-INSERT INTO agent_executions (id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, created_at)
-VALUES (@id, @project, @test_mode, @agent, @sender, @conversation_id, @inbound_message_id, 'pending', @created_at)
-ON CONFLICT (inbound_message_id, agent) DO NOTHING
-RETURNING id;
+-- Enqueues the execution of an inbound message by an agent and wakes the executors (the
+-- notification is delivered when the inbound's transaction commits, and only when a row was
+-- written); an inbound already enqueued for it (a provider posting the message again) enqueues
+-- nothing and returns no row.
+WITH ins AS (
+    INSERT INTO agent_executions (id, project, test_mode, agent, sender, conversation_id, inbound_message_id, status, created_at)
+    VALUES (@id, @project, @test_mode, @agent, @sender, @conversation_id, @inbound_message_id, 'pending', @created_at)
+    ON CONFLICT (inbound_message_id, agent) DO NOTHING
+    RETURNING id
+)
+SELECT ins.id FROM ins CROSS JOIN LATERAL pg_notify(@channel::text, '') AS woken;
 
--- name: StartAgentExecution :one
--- Claims a pending execution, or a running one whose run's lease has ended (it died), for a run
--- holding it until lease_until.
-UPDATE agent_executions SET status = 'running', started_at = COALESCE(started_at, @now::timestamptz), lease_until = @lease_until
-WHERE id = @id AND (status = 'pending' OR (status = 'running' AND lease_until < @now::timestamptz))
-RETURNING *;
+-- name: ClaimAgentExecutions :many
+-- Takes up to max due executions for a run each, leased until @lease_until, the attempt counted:
+-- pending ones (new, or due again after a failed run) and running ones whose run's lease ended
+-- (its process died). Call turns' executions are their call's process's, never claimed. SKIP
+-- LOCKED lets every worker claim at once without waiting on another's rows.
+WITH due AS (
+    SELECT id FROM agent_executions
+    WHERE status IN ('pending', 'running') AND call_id IS NULL AND coalesce(lease_until, created_at) <= @now::timestamptz
+    ORDER BY coalesce(lease_until, created_at)
+    LIMIT @max
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE agent_executions e
+SET status = 'running', started_at = coalesce(e.started_at, @now::timestamptz), lease_until = @lease_until::timestamptz,
+    attempts = e.attempts + 1
+FROM due
+WHERE e.id = due.id
+RETURNING e.*;
 
--- name: AgentExecutionState :one
-SELECT status, lease_until FROM agent_executions WHERE id = @id;
+-- name: RetryAgentExecution :execrows
+-- Puts back a run that failed on Switchboard's side (or was cut off by a shutdown: given_back
+-- returns its attempt), due again at @due; a run that no longer holds the execution changes
+-- nothing.
+UPDATE agent_executions SET status = 'pending', lease_until = @due::timestamptz,
+    attempts = attempts - CASE WHEN @given_back::boolean THEN 1 ELSE 0 END
+WHERE id = @id AND status = 'running' AND attempts = @attempts;
+
+-- name: AgentExecutionBacklog :one
+-- The executions waiting for a run (on agent_executions_due): due now, due later (retries), and
+-- how long the oldest due one has waited. Running ones whose lease ended count as due.
+SELECT count(*) FILTER (WHERE coalesce(e.lease_until, e.created_at) <= p.now)::bigint AS due,
+       count(*) FILTER (WHERE e.status = 'pending' AND coalesce(e.lease_until, e.created_at) > p.now)::bigint AS later,
+       coalesce(extract(epoch FROM max(p.now) - min(coalesce(e.lease_until, e.created_at))
+           FILTER (WHERE coalesce(e.lease_until, e.created_at) <= p.now)), 0)::float8 AS oldest_due_seconds
+FROM agent_executions e, (SELECT @now::timestamptz AS now) p
+WHERE e.status IN ('pending', 'running') AND e.call_id IS NULL;
 
 -- name: FinishAgentExecution :execrows
 -- Records an execution's outcome; its cost is what MarkAgentExecutionCharged recorded.
