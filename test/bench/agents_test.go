@@ -33,9 +33,15 @@ const (
 type agentFigures struct {
 	rate, pacedRate float64
 	p99, pacedP99   time.Duration
-	// The p50 and p99 of the saturated run's added time in two parts: waiting for a worker
+	// The p50 and p99 of the added time in two parts, saturated and paced: waiting for a worker
 	// (inbound stored → execution started) and the run (started → reply accepted).
-	waitP50, waitP99, runP50, runP99 time.Duration
+	saturated, paced agentParts
+}
+
+type agentParts struct{ waitP50, waitP99, runP50, runP99 time.Duration }
+
+func partsOf(wait, run []time.Duration) agentParts {
+	return agentParts{quantile(wait, 0.5), quantile(wait, 0.99), quantile(run, 0.5), quantile(run, 0.99)}
 }
 
 // runAgents has agentConversations contacts talk to a sandbox-model agent at once: first each
@@ -70,11 +76,12 @@ func runAgents(b *testing.B, c *cluster.Cluster, url, project string) agentFigur
 	f := agentFigures{rate: rate}
 	var wait, run []time.Duration
 	f.p99, wait, run = agentLatencies(b, c, project, began)
-	f.waitP50, f.waitP99, f.runP50, f.runP99 = quantile(wait, 0.5), quantile(wait, 0.99), quantile(run, 0.5), quantile(run, 0.99)
+	f.saturated = partsOf(wait, run)
 
 	began = time.Now()
 	f.pacedRate = t.run(b, "+1500557", rate/2)
-	f.pacedP99, _, _ = agentLatencies(b, c, project, began)
+	f.pacedP99, wait, run = agentLatencies(b, c, project, began)
+	f.paced = partsOf(wait, run)
 	return f
 }
 
@@ -197,7 +204,10 @@ func quantile(d []time.Duration, q float64) time.Duration {
 
 // answerWatch counts the replies each contact has had, read by one poller for all of them: a
 // poll a conversation would load Postgres with thousands of reads a second that are not the
-// agent's work.
+// agent's work. Each poll reads only the replies made in the last watchMargin before the newest
+// seen (a reply's row may commit a little after the time it was stamped with), and every
+// watchFullEvery polls all of them, so that a reply committed later still than that is counted
+// within a second rather than never.
 type answerWatch struct {
 	mu     sync.Mutex
 	counts map[string]int
@@ -205,6 +215,12 @@ type answerWatch struct {
 	change *sync.Cond
 	stop   func()
 }
+
+const (
+	watchPoll      = 10 * time.Millisecond
+	watchMargin    = time.Second
+	watchFullEvery = 100
+)
 
 func watchAnswers(ctx context.Context, c *cluster.Cluster, project string) *answerWatch {
 	w := &answerWatch{counts: map[string]int{}}
@@ -214,9 +230,11 @@ func watchAnswers(ctx context.Context, c *cluster.Cluster, project string) *answ
 	w.stop = func() { cancel(); <-done }
 	go func() {
 		defer close(done)
-		tick := time.NewTicker(10 * time.Millisecond)
+		tick := time.NewTicker(watchPoll)
 		defer tick.Stop()
-		for {
+		seen := map[string]bool{} // reply ids counted
+		var newest time.Time
+		for poll := 0; ; poll++ {
 			select {
 			case <-ctx.Done():
 				w.mu.Lock()
@@ -226,13 +244,24 @@ func watchAnswers(ctx context.Context, c *cluster.Cluster, project string) *answ
 				return
 			case <-tick.C:
 			}
-			rows, err := c.Pool.Query(ctx, `SELECT recipient, count(*) FROM messages WHERE project = $1 AND direction = 'outbound' GROUP BY recipient`, project)
-			counts := map[string]int{}
+			since := newest.Add(-watchMargin)
+			if poll%watchFullEvery == 0 {
+				since = time.Time{}
+			}
+			rows, err := c.Pool.Query(ctx, `SELECT id, recipient, created_at FROM messages
+				WHERE project = $1 AND test_mode AND direction = 'outbound' AND created_at > $2`, project, since)
+			var added []string // the recipients of replies not seen before
 			for err == nil && rows.Next() {
-				var to string
-				var n int
-				if err = rows.Scan(&to, &n); err == nil {
-					counts[to] = n
+				var id, to string
+				var at time.Time
+				if err = rows.Scan(&id, &to, &at); err == nil {
+					if _, ok := seen[id]; !ok {
+						seen[id] = true
+						added = append(added, to)
+					}
+					if at.After(newest) {
+						newest = at
+					}
 				}
 			}
 			if err == nil {
@@ -245,8 +274,8 @@ func watchAnswers(ctx context.Context, c *cluster.Cluster, project string) *answ
 			if err != nil && ctx.Err() == nil {
 				w.err = err
 			}
-			if err == nil {
-				w.counts = counts
+			for _, to := range added {
+				w.counts[to]++
 			}
 			w.change.Broadcast()
 			w.mu.Unlock()

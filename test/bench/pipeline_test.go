@@ -426,8 +426,9 @@ func (r *results) table(ceiling float64) string {
 			agentConversations, agentTurns, ag.rate, ag.p99.Round(time.Millisecond), ratio(ag.rate), met(ag.rate >= 0.1*ceiling))
 		fmt.Fprintf(&s, "| agent p99 added, the turns paced at half that rate | p99 %v at %.0f/s | | p99 ≤ 50 ms | %s |\n",
 			ag.pacedP99.Round(time.Millisecond), ag.pacedRate, met(ag.pacedP99 <= 50*time.Millisecond))
-		agentSplit = fmt.Sprintf("\nAgent time added at its highest rate, in two parts: waiting for a worker p50 %v, p99 %v; the run to its reply accepted p50 %v, p99 %v\n",
-			ag.waitP50, ag.waitP99, ag.runP50, ag.runP99)
+		agentSplit = fmt.Sprintf("\nAgent time added in two parts, waiting for a worker and the run to its reply accepted: at its highest rate p50 %v + %v, p99 %v + %v; paced p50 %v + %v, p99 %v + %v\n",
+			ag.saturated.waitP50, ag.saturated.runP50, ag.saturated.waitP99, ag.saturated.runP99,
+			ag.paced.waitP50, ag.paced.runP50, ag.paced.waitP99, ag.paced.runP99)
 	}
 	if v := r.voice; v.answers != 0 {
 		ms := func(d time.Duration) string { // the transcript keeps whole milliseconds
