@@ -170,6 +170,21 @@ func (t *agentTalk) write(from string, turn int) error {
 // agentLatencies reads, for the executions of the project since a time, the p99 of inbound
 // stored → reply accepted, and each one's wait for a worker and run.
 func agentLatencies(b *testing.B, c *cluster.Cluster, project string, since time.Time) (p99 time.Duration, wait, run []time.Duration) {
+	// A contact sees its reply once the reply is accepted, and its execution is finished a
+	// moment after: the last turns' executions may still be finishing.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var unfinished int
+		if err := c.Pool.QueryRow(context.Background(), `SELECT count(*) FROM agent_executions
+			WHERE project = $1 AND created_at >= $2 AND status IN ('pending', 'running')`, project, since).Scan(&unfinished); err != nil {
+			b.Fatal(err)
+		}
+		if unfinished == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("%d executions not finished 30 s after their contacts had every answer", unfinished)
+		}
+	}
 	rows, err := c.Pool.Query(context.Background(), `SELECT extract(epoch FROM r.created_at - i.created_at),
 		extract(epoch FROM e.started_at - i.created_at), extract(epoch FROM r.created_at - e.started_at) FROM agent_executions e
 		JOIN messages i ON i.id = e.inbound_message_id JOIN messages r ON r.id = e.response_message_id
@@ -189,7 +204,11 @@ func agentLatencies(b *testing.B, c *cluster.Cluster, project string, since time
 		run = append(run, seconds(r))
 	}
 	if rows.Err() != nil || len(lat) != agentConversations*agentTurns {
-		b.Fatalf("%d answered executions of %d (%v)", len(lat), agentConversations*agentTurns, rows.Err())
+		var statuses string
+		_ = c.Pool.QueryRow(context.Background(), `SELECT string_agg(status || ' ' || coalesce(error_code, '') || ' ' || n, ', ')
+			FROM (SELECT status, error_code, count(*) AS n FROM agent_executions WHERE project = $1 AND created_at >= $2
+			GROUP BY 1, 2) s`, project, since).Scan(&statuses)
+		b.Fatalf("%d answered executions of %d (%v); executions by status: %s", len(lat), agentConversations*agentTurns, rows.Err(), statuses)
 	}
 	return quantile(lat, 0.99), wait, run
 }
