@@ -1,9 +1,10 @@
 // Package agent runs a project's agents (docs/agents.md): an inbound message on a sender an
 // enabled agent answers enqueues an execution in the inbound's own transaction (Trigger); a
-// worker claims it (Executor) and runs it (Runtime.Execute): it builds the context from the conversation, calls the
-// agent's model (the next one on a retryable failure), runs the tools the model asks for, and
-// sends the reply through the send path with the execution's id as idempotency key, so a
-// retried run never answers twice. The model APIs are internal/llm's adapters.
+// worker claims it (Executor) and runs it (Runtime.Execute): it builds the context from the
+// conversation, calls the agent's model (the next one on a retryable failure), runs the tools
+// the model asks for, and sends the reply through the send path with the execution's id as
+// idempotency key, so a retried run never answers twice. The model APIs are internal/llm's
+// adapters.
 package agent
 
 import (
