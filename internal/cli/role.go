@@ -247,6 +247,7 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 	if f.templateSync < 0 || f.whatsAppStatus < 0 || f.tenDLCSync < 0 || f.abandonAfter < 0 {
 		return &UsageError{Err: errors.New("--template-sync-interval, --ten-dlc-sync-interval, --whatsapp-status-interval and --invitation-abandon-after must be positive")}
 	}
+	setSoftMemoryLimit(log, containerMemoryLimit)
 	var knowledgeMemory int64
 	if f.knowledgeMemory != "" {
 		q, err := resource.ParseQuantity(f.knowledgeMemory)
