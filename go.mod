@@ -11,6 +11,7 @@ tool (
 
 require (
 	blitiri.com.ar/go/spf v1.6.0
+	github.com/IBM/pgxpoolprometheus v1.1.3
 	github.com/KimMachineGun/automemlimit v1.0.1
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/chromedp/cdproto v0.159.0

@@ -355,6 +355,9 @@ func Run(ctx context.Context, cfg Config) error {
 	// One view of the Providers' circuit breakers per process: the dispatcher records them, the
 	// Provider controller shows them.
 	circuits := circuit.New(cfg.Pool, log.WithName("circuit"), ctrlmetrics.Registry)
+	if err := mgr.Add(&metrics.Pool{Pool: cfg.Pool, Registry: ctrlmetrics.Registry}); err != nil {
+		return fmt.Errorf("add connection pool metrics: %w", err)
+	}
 	if serveWebhooks {
 		if err := admission.Setup(mgr); err != nil {
 			return fmt.Errorf("set up admission webhooks: %w", err)

@@ -131,6 +131,15 @@ func TestMetricsAfterASend(t *testing.T) {
 		gauge("switchboard_queue_oldest_age_seconds", map[string]string{"queue": queue})
 	}
 	gauge("switchboard_queue_depth", map[string]string{"queue": "default", "state": "retryable"})
+	gauge("switchboard_queue_depth", map[string]string{"queue": "agents", "state": "available"})
+	gauge("switchboard_queue_depth", map[string]string{"queue": "agents", "state": "retryable"})
+	gauge("switchboard_queue_oldest_age_seconds", map[string]string{"queue": "agents"})
 	gauge("switchboard_broadcasts", map[string]string{"status": "sending"})
 	gauge("switchboard_broadcast_recipients_pending", nil)
+	// The process's connection pool: the send used it.
+	gauge("pgxpool_max_conns", nil)
+	gauge("pgxpool_acquired_conns", nil)
+	if m := sample(families["pgxpool_acquire_count"], nil); m.GetCounter().GetValue() < 1 {
+		t.Errorf("pgxpool_acquire_count = %v, want the send's acquisitions", m)
+	}
 }

@@ -99,16 +99,22 @@ func (b *Backlog) NeedLeaderElection() bool { return true }
 // a process, each on its own database). A backlog already registered in this process (two apps
 // on one database) is left to report.
 func (b *Backlog) Start(ctx context.Context) error {
-	if err := b.Registry.Register(b); err != nil {
+	return registerUntilDone(ctx, b.Registry, b, "backlog")
+}
+
+// registerUntilDone registers c with reg until ctx ends, then removes it. A collector of the
+// same figures registered already (two apps in one test process) is left to report them.
+func registerUntilDone(ctx context.Context, reg prometheus.Registerer, c prometheus.Collector, what string) error {
+	if err := reg.Register(c); err != nil {
 		var dup prometheus.AlreadyRegisteredError
 		if !errors.As(err, &dup) {
-			return fmt.Errorf("register backlog metrics: %w", err)
+			return fmt.Errorf("register %s metrics: %w", what, err)
 		}
 		<-ctx.Done()
 		return nil
 	}
 	<-ctx.Done()
-	b.Registry.Unregister(b)
+	reg.Unregister(c)
 	return nil
 }
 

@@ -28,7 +28,13 @@ func gather(t *testing.T, b *Backlog) map[string]float64 {
 	if err := reg.Register(b); err != nil {
 		t.Fatal(err)
 	}
-	families, err := reg.Gather()
+	return gatherFrom(t, reg)
+}
+
+// gatherFrom collects what g holds into "name{label=value,…}" → value (a gauge's or a counter's).
+func gatherFrom(t *testing.T, g prometheus.Gatherer) map[string]float64 {
+	t.Helper()
+	families, err := g.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +46,11 @@ func gather(t *testing.T, b *Backlog) map[string]float64 {
 				labels = append(labels, l.GetName()+"="+l.GetValue())
 			}
 			sort.Strings(labels)
-			out[f.GetName()+"{"+strings.Join(labels, ",")+"}"] = m.GetGauge().GetValue()
+			v := m.GetGauge().GetValue()
+			if m.GetCounter() != nil {
+				v = m.GetCounter().GetValue()
+			}
+			out[f.GetName()+"{"+strings.Join(labels, ",")+"}"] = v
 		}
 	}
 	return out
