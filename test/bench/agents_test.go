@@ -36,6 +36,9 @@ type agentFigures struct {
 	// The p50 and p99 of the added time in two parts, saturated and paced: waiting for a worker
 	// (inbound stored → execution started) and the run (started → reply accepted).
 	saturated, paced agentParts
+	// How long each process's statements waited for a Postgres connection, in all, during the
+	// saturated and the paced turns ("worker 1.2s, api 0s").
+	saturatedPoolWait, pacedPoolWait string
 }
 
 type agentParts struct{ waitP50, waitP99, runP50, runP99 time.Duration }
@@ -47,7 +50,7 @@ func partsOf(wait, run []time.Duration) agentParts {
 // runAgents has agentConversations contacts talk to a sandbox-model agent at once: first each
 // writing again as soon as it has its answer, then with the turns paced at half the rate that
 // reached.
-func runAgents(b *testing.B, c *cluster.Cluster, url, project string) agentFigures {
+func runAgents(b *testing.B, c *cluster.Cluster, procs []*cluster.Process, url, project string) (f agentFigures) {
 	ctx := context.Background()
 	key := c.Project(project, "")
 	a := &v1alpha1.Agent{ObjectMeta: metav1.ObjectMeta{Namespace: project, Name: "bench"}, Spec: v1alpha1.AgentSpec{
@@ -71,15 +74,17 @@ func runAgents(b *testing.B, c *cluster.Cluster, url, project string) agentFigur
 	t := &agentTalk{url: url, key: key, answers: answers,
 		hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: agentConversations}}}
 
-	began := time.Now()
+	began, waited := time.Now(), poolWaits(procs)
 	rate := t.run(b, "+1500556", 0)
-	f := agentFigures{rate: rate}
+	f.saturatedPoolWait, waited = poolWaitsSince(procs, waited)
+	f.rate = rate
 	var wait, run []time.Duration
 	f.p99, wait, run = agentLatencies(b, c, project, began)
 	f.saturated = partsOf(wait, run)
 
 	began = time.Now()
 	f.pacedRate = t.run(b, "+1500557", rate/2)
+	f.pacedPoolWait, _ = poolWaitsSince(procs, waited)
 	f.pacedP99, wait, run = agentLatencies(b, c, project, began)
 	f.paced = partsOf(wait, run)
 	return f
@@ -318,4 +323,32 @@ func (w *answerWatch) await(to string, n int, within time.Duration) error {
 		w.change.Wait()
 	}
 	return nil
+}
+
+// poolWaits is each running process's wait for Postgres connections so far, by role: a
+// figure to read beside the row's, so a process that does not answer is left out.
+func poolWaits(procs []*cluster.Process) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, p := range procs {
+		if w, err := p.PoolWait(); err == nil {
+			out[p.Role] += w
+		}
+	}
+	return out
+}
+
+// poolWaitsSince says each process's wait for Postgres connections since before, and returns
+// the waits so far.
+func poolWaitsSince(procs []*cluster.Process, before map[string]time.Duration) (string, map[string]time.Duration) {
+	now := poolWaits(procs)
+	var parts []string
+	for _, role := range []string{"all", "api", "worker", "manager"} {
+		if w, ok := now[role]; ok {
+			if since, ok := before[role]; ok && since <= w { // a restarted process counts from 0
+				w -= since
+			}
+			parts = append(parts, fmt.Sprintf("%s %v", role, w.Round(time.Millisecond)))
+		}
+	}
+	return strings.Join(parts, ", "), now
 }

@@ -194,7 +194,7 @@ func runLayout(b *testing.B, c *cluster.Cluster, rcv *receiver, dnsSrv *dnstest.
 		var profiled sync.WaitGroup
 		r.profiles = profile(b, &profiled, procs, tag+"-agents", agentProfileAfter, agentProfileFor)
 		r.profiled = fmt.Sprintf("%v of the agent row", agentProfileFor)
-		r.agents = runAgents(b, c, api.URL, "agents-"+tag)
+		r.agents = runAgents(b, c, procs, api.URL, "agents-"+tag)
 		profiled.Wait()
 		notePeaks()
 		for _, p := range procs {
@@ -363,7 +363,7 @@ func runLayout(b *testing.B, c *cluster.Cluster, rcv *receiver, dnsSrv *dnstest.
 
 	// 4. Agent turns: conversations with a sandbox-model agent, each waiting for its answer;
 	// then calls held by one, through the sandbox's caller.
-	r.agents = runAgents(b, c, api.URL, "agents-"+tag)
+	r.agents = runAgents(b, c, procs, api.URL, "agents-"+tag)
 	notePeaks()
 	r.voice = runVoice(b, c, api.URL, "voice-"+tag)
 	notePeaks()
@@ -428,7 +428,8 @@ func (r *results) table(ceiling float64) string {
 			ag.pacedP99.Round(time.Millisecond), ag.pacedRate, met(ag.pacedP99 <= 50*time.Millisecond))
 		agentSplit = fmt.Sprintf("\nAgent time added in two parts, waiting for a worker and the run to its reply accepted: at its highest rate p50 %v + %v, p99 %v + %v; paced p50 %v + %v, p99 %v + %v\n",
 			ag.saturated.waitP50, ag.saturated.runP50, ag.saturated.waitP99, ag.saturated.runP99,
-			ag.paced.waitP50, ag.paced.runP50, ag.paced.waitP99, ag.paced.runP99)
+			ag.paced.waitP50, ag.paced.runP50, ag.paced.waitP99, ag.paced.runP99) +
+			fmt.Sprintf("Waits for a Postgres connection, in all: at its highest rate %s; paced %s\n", ag.saturatedPoolWait, ag.pacedPoolWait)
 	}
 	if v := r.voice; v.answers != 0 {
 		ms := func(d time.Duration) string { // the transcript keeps whole milliseconds

@@ -249,25 +249,26 @@ func (c *Cluster) Project(name, webhookURL string) string {
 type Process struct {
 	Role string
 	// URL is the REST API's address (api and all roles).
-	URL    string
-	c      *Cluster
-	args   []string
-	health string
-	pprof  string
-	listen string
-	cmd    *exec.Cmd
-	exited chan struct{}
-	log    string
-	starts int
+	URL     string
+	c       *Cluster
+	args    []string
+	health  string
+	pprof   string
+	metrics string
+	listen  string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	log     string
+	starts  int
 }
 
 // Run starts a process of role (manager, api, worker, all) with extra flags and waits until
 // it is ready.
 func (c *Cluster) Run(role string, extra ...string) *Process {
 	c.t.Helper()
-	p := &Process{Role: role, c: c, health: freeAddr(c.t), pprof: freeAddr(c.t)}
+	p := &Process{Role: role, c: c, health: freeAddr(c.t), pprof: freeAddr(c.t), metrics: freeAddr(c.t)}
 	args := []string{role, "--kubeconfig", c.Kubeconfig, "--database-url", c.DatabaseURL,
-		"--health-probe-bind-address", p.health, "--metrics-bind-address", "0", "--pprof-bind-address", p.pprof,
+		"--health-probe-bind-address", p.health, "--metrics-bind-address", p.metrics, "--pprof-bind-address", p.pprof,
 		"--installation-namespace", InstallationNamespace, "--log-level", "info",
 		// Tests point their projects' Providers at loopback peers.
 		"--allow-project-provider-endpoints"}
@@ -420,6 +421,27 @@ func (p *Process) CPUProfile(d time.Duration, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// PoolWait is how long, in all, the process's statements have waited for a connection of its
+// Postgres pool because every one was taken (pgxpool_empty_acquire_wait_time_ns on its /metrics).
+func (p *Process) PoolWait() (time.Duration, error) {
+	resp, err := http.Get("http://" + p.metrics + "/metrics")
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, "pgxpool_empty_acquire_wait_time_ns "); ok {
+			ns, err := strconv.ParseFloat(v, 64)
+			return time.Duration(ns), err
+		}
+	}
+	return 0, fmt.Errorf("%s's /metrics has no pgxpool_empty_acquire_wait_time_ns", p.Role)
 }
 
 // Tail returns the last n lines of the process's log (every start of it).
