@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,17 +19,17 @@ import (
 const NotifyChannel = "switchboard_agent_executions"
 
 // The queue's rhythm. An executor claims when woken (an execution enqueued, a run finished while
-// more were due) and, without a notification, every poll: retries falling due, leases a dead
+// more were due) and, without a notification, every defaultPoll: retries falling due, leases a dead
 // process left, notifications lost while its listening connection was away. A run that fails on
 // Switchboard's side (the database) is tried again after retryBase·2^(attempt-1), jittered, up to
 // MaxAttempts runs in all; then the execution ends as error internal_error. A shutdown gives the
-// runs under way shutdownGrace to finish; those cut off are put back, due at once.
+// runs under way defaultShutdownGrace to finish; those cut off are put back, due at once.
 const (
-	DefaultConcurrency = 50
-	MaxAttempts        = 5
-	poll               = time.Second
-	retryBase          = 2 * time.Second
-	shutdownGrace      = 25 * time.Second
+	DefaultConcurrency   = 50
+	MaxAttempts          = 5
+	defaultPoll          = time.Second
+	retryBase            = 2 * time.Second
+	defaultShutdownGrace = 25 * time.Second
 )
 
 // Executor runs agent executions: it claims due ones from agent_executions in batches (FOR UPDATE
@@ -38,6 +39,8 @@ type Executor struct {
 	// Concurrency is how many executions one process runs at once; 0 is DefaultConcurrency.
 	Concurrency int
 	Log         logr.Logger
+	// poll and shutdownGrace replace defaultPoll and defaultShutdownGrace (tests).
+	poll, shutdownGrace time.Duration
 }
 
 // NeedLeaderElection: every worker replica runs executions.
@@ -53,6 +56,7 @@ func (e *Executor) Start(ctx context.Context) error {
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
+	poll, grace := cmp.Or(e.poll, defaultPoll), cmp.Or(e.shutdownGrace, defaultShutdownGrace)
 	wake := make(chan struct{}, 1)
 	poke := func() {
 		select {
@@ -69,7 +73,7 @@ func (e *Executor) Start(ctx context.Context) error {
 		}, log)
 	}()
 
-	// Runs outlive ctx by shutdownGrace; work ends them after it.
+	// Runs outlive ctx by the shutdown's grace; work ends them after it.
 	work, cancelWork := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelWork()
 	slots := make(chan struct{}, n)
@@ -84,7 +88,7 @@ func (e *Executor) Start(ctx context.Context) error {
 			go func() { running.Wait(); close(done) }()
 			select {
 			case <-done:
-			case <-time.After(shutdownGrace):
+			case <-time.After(grace):
 				cancelWork()
 				<-done
 			}

@@ -247,7 +247,6 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 	if f.templateSync < 0 || f.whatsAppStatus < 0 || f.tenDLCSync < 0 || f.abandonAfter < 0 {
 		return &UsageError{Err: errors.New("--template-sync-interval, --ten-dlc-sync-interval, --whatsapp-status-interval and --invitation-abandon-after must be positive")}
 	}
-	setSoftMemoryLimit(log, containerMemoryLimit)
 	var knowledgeMemory int64
 	if f.knowledgeMemory != "" {
 		q, err := resource.ParseQuantity(f.knowledgeMemory)
@@ -317,6 +316,8 @@ func runRole(ctx context.Context, role app.Role, f *roleFlags, log logr.Logger) 
 		}
 		allow = append(allow, p)
 	}
+	// The flags are valid: the process is going to run.
+	setSoftMemoryLimit(log, containerMemoryLimit)
 	cfg, err := restConfig(f.kubeconfig)
 	if err != nil {
 		return err

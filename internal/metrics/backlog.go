@@ -60,9 +60,10 @@ var (
 )
 
 // Backlog reports the installation's backlog when scraped: the River queues' jobs, the webhook
-// deliveries and the agent executions waiting, how long the oldest due one has waited, and the broadcasts under
-// way. The figures are the database's, the same from every process, so one process reports
-// them (app: the elected manager); Start registers it for as long as the process leads.
+// deliveries and the agent executions waiting, how long the oldest due one has waited, and the
+// broadcasts under way. The figures are the database's, the same from every process, so one
+// process reports them (app: the elected manager); Start registers it for as long as the
+// process leads.
 type Backlog struct {
 	Pool *pgxpool.Pool
 	// Registry is where Start registers the backlog.
