@@ -21,6 +21,7 @@ import (
 	"github.com/switchboard-io/switchboard/internal/delivery"
 	"github.com/switchboard-io/switchboard/internal/knowledge"
 	"github.com/switchboard-io/switchboard/internal/llm"
+	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
@@ -67,8 +68,20 @@ type Runtime struct {
 	ToolAddresses delivery.ClientOptions
 	// Knowledge retrieves from agents' knowledge bases; nil retrieves nothing.
 	Knowledge Retriever
-	Log       logr.Logger
-	now       func() time.Time
+	// Partitions names the messages' partitions a conversation's history is read from (nil:
+	// the partitioned table, planned at every read).
+	Partitions *partition.Catalog
+	Log        logr.Logger
+	now        func() time.Time
+}
+
+// history is the last n messages of a conversation, newest first, from the partitions of the
+// lookback.
+func (r *Runtime) history(ctx context.Context, conversationID string, n int) ([]db.RecentConversationMessagesRow, error) {
+	now := time.Now()
+	since := now.Add(-partition.Lookback)
+	return db.InSpan(r.Partitions, r.Pool, "messages", since, now.Add(7*partition.Day), time.Time{}).RecentConversationMessages(ctx,
+		db.RecentConversationMessagesParams{ConversationID: &conversationID, MaxRows: int32(n), Since: since})
 }
 
 func (r *Runtime) clock() time.Time {

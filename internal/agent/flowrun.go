@@ -14,7 +14,6 @@ import (
 	"github.com/switchboard-io/switchboard/api/v1alpha1"
 	"github.com/switchboard-io/switchboard/internal/flow"
 	"github.com/switchboard-io/switchboard/internal/llm"
-	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
@@ -252,8 +251,7 @@ func (r *Runtime) generate(ctx context.Context, ex db.AgentExecution, a *v1alpha
 	req, _ := ModelRequest(a)
 	req.Tools = nil
 	req.System += "\n\n" + instruction
-	history, err := db.Planned(r.Pool).RecentConversationMessages(ctx, db.RecentConversationMessagesParams{ConversationID: &ex.ConversationID,
-		MaxRows: int32(contextWindow(a) + 1), Since: time.Now().Add(-partition.Lookback)})
+	history, err := r.history(ctx, ex.ConversationID, contextWindow(a)+1)
 	if err != nil {
 		return "", err
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/switchboard-io/switchboard/internal/billing"
 	"github.com/switchboard-io/switchboard/internal/knowledge"
 	"github.com/switchboard-io/switchboard/internal/llm"
-	"github.com/switchboard-io/switchboard/internal/partition"
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 )
 
@@ -98,8 +97,7 @@ func (r *Runtime) run(ctx context.Context, ex db.AgentExecution) (outcome, error
 	}
 	q := db.Planned(r.Pool)
 	window := contextWindow(&a)
-	history, err := q.RecentConversationMessages(ctx, db.RecentConversationMessagesParams{ConversationID: &ex.ConversationID,
-		MaxRows: int32(window + 1), Since: time.Now().Add(-partition.Lookback)})
+	history, err := r.history(ctx, ex.ConversationID, window+1)
 	if err != nil {
 		return outcome{}, fmt.Errorf("read the conversation of execution %s: %w", ex.ID, err)
 	}

@@ -457,7 +457,8 @@ func Run(ctx context.Context, cfg Config) error {
 		agentRuntime := &agent.Runtime{Pool: cfg.Pool, Reader: mgr.GetClient(), Replies: messages, Models: models.New,
 			InstallationNamespace: cfg.InstallationNamespace, AllowProjectEndpoints: cfg.AllowProjectEndpoints,
 			Tools: cfg.Delivery.Client.HTTPClient(agent.ToolTimeout), ToolAddresses: cfg.Delivery.Client, Log: log.WithName("agents"),
-			Prices: &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace}}
+			Prices:     &billing.Prices{Reader: mgr.GetClient(), InstallationNamespace: cfg.InstallationNamespace},
+			Partitions: messages.Partitions()}
 		if cfg.Role.runs(RoleWorker) {
 			if err := mgr.Add(&agent.Executor{Runtime: agentRuntime, Concurrency: cfg.WorkerConcurrency, Log: log.WithName("agents")}); err != nil {
 				return fmt.Errorf("add agent executor: %w", err)

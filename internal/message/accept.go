@@ -95,7 +95,7 @@ func (s *Service) accept(ctx context.Context, tx pgx.Tx, batch []Outbound, commi
 			return nil, err
 		}
 		if key := batch[i].IdempotencyKey; key != nil {
-			owner, err := claim(ctx, tx, m, *key, s.retention.IdempotencyKeysSince(now))
+			owner, err := s.claim(ctx, tx, m, *key, s.retention.IdempotencyKeysSince(now))
 			if err != nil {
 				return nil, err
 			}
@@ -469,8 +469,8 @@ func (s *Service) acceptTx(ctx context.Context, batch []Outbound) (msgs []db.Mes
 // claim records the idempotency key for msg and returns the id of the message that owns it. The
 // key's lock, held until tx ends, makes a concurrent claim of the same key wait for this one's
 // outcome and then see it.
-func claim(ctx context.Context, tx pgx.Tx, msg db.Message, key string, since time.Time) (string, error) {
-	q := db.Planned(tx)
+func (s *Service) claim(ctx context.Context, tx pgx.Tx, msg db.Message, key string, since time.Time) (string, error) {
+	q := db.InSpanWriting(s.partitions, tx, "message_idempotency_keys", since, msg.CreatedAt.Add(7*partition.Day), msg.CreatedAt, since)
 	if err := q.LockKey(ctx, fmt.Sprintf("idempotency/%s/%t/%s", msg.Project, msg.TestMode, key)); err != nil {
 		return "", fmt.Errorf("lock idempotency key: %w", err)
 	}

@@ -134,7 +134,7 @@ func (w *DispatchWorker) Work(ctx context.Context, job *river.Job[DispatchArgs])
 }
 
 func (s *Service) dispatch(ctx context.Context, id string) error {
-	m, err := db.Planned(s.pool).GetMessageByID(ctx, id)
+	m, err := s.messagesOf(s.pool, id).GetMessageByID(ctx, id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil
 	}

@@ -53,7 +53,7 @@ func (w *DispatchManyWorker) Work(ctx context.Context, job *river.Job[DispatchMa
 // made so far are recorded, and the queue runs it again for the rest.
 func (s *Service) dispatchMany(ctx context.Context, ids []string) error {
 	from, to := partition.Bounds(ids)
-	msgs, err := db.Planned(s.pool).GetMessagesByIDs(ctx, db.GetMessagesByIDsParams{Ids: ids, CreatedFrom: from, CreatedTo: to})
+	msgs, err := s.messagesIn(s.pool, from, to).GetMessagesByIDs(ctx, db.GetMessagesByIDsParams{Ids: ids, CreatedFrom: from, CreatedTo: to})
 	if err != nil {
 		return fmt.Errorf("read a batch of %d messages: %w", len(ids), err)
 	}
@@ -157,7 +157,7 @@ func (s *Service) AdvanceAll(ctx context.Context, ids []string, status string) e
 func (s *Service) applyAllIn(ctx context.Context, tx pgx.Tx, status string, p db.SetMessagesStatusParams, f *followed) ([]db.Message, error) {
 	p.UpdatedAt = s.now().UTC()
 	p.CreatedFrom, p.CreatedTo = partition.Bounds(p.Ids)
-	rows, err := db.Planned(tx).SetMessagesStatus(ctx, p)
+	rows, err := s.messagesIn(tx, p.CreatedFrom, p.CreatedTo).SetMessagesStatus(ctx, p)
 	if err != nil {
 		return nil, fmt.Errorf("move %d messages to %s: %w", len(p.Ids), status, err)
 	}

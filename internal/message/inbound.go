@@ -96,7 +96,7 @@ func (s *Service) receive(ctx context.Context, b beginner, in Inbound, files *sh
 			q := db.Planned(tx)
 			if in.ProviderMessageID != "" {
 				// A provider posts a message again when our answer did not reach it: store it once.
-				prev, err := byProviderID(ctx, q, s.now(), in.Project, in.TestMode, in.Sender, in.ProviderMessageID)
+				prev, err := s.byProviderID(ctx, tx, s.now(), in.Project, in.TestMode, in.Sender, in.ProviderMessageID)
 				if err == nil && prev.Direction == "inbound" {
 					again = &prev
 					return nil
@@ -114,7 +114,7 @@ func (s *Service) receive(ctx context.Context, b beginner, in Inbound, files *sh
 				return fmt.Errorf("note inbound message: %w", err)
 			}
 			if in.ReplyToProviderMessageID != "" {
-				if err := replyContext(ctx, q, in, &content); err != nil {
+				if err := s.replyContext(ctx, tx, in, &content); err != nil {
 					return err
 				}
 			}
@@ -205,9 +205,9 @@ func (s *Service) ReceiveUnsupported(ctx context.Context, in Inbound) error {
 
 // byProviderID is the newest message of a sender with a provider's id, read in the recent
 // partitions first.
-func byProviderID(ctx context.Context, q *db.Queries, now time.Time, project string, testMode bool, sender, providerID string) (db.Message, error) {
+func (s *Service) byProviderID(ctx context.Context, conn db.DBTX, now time.Time, project string, testMode bool, sender, providerID string) (db.Message, error) {
 	return partition.RecentFirst(now, func(since, until time.Time) (db.Message, error) {
-		row, err := q.GetMessageByProviderID(ctx, db.GetMessageByProviderIDParams{Project: project, TestMode: testMode, Sender: sender,
+		row, err := s.messagesIn(conn, since, until).GetMessageByProviderID(ctx, db.GetMessageByProviderIDParams{Project: project, TestMode: testMode, Sender: sender,
 			ProviderMessageID: &providerID, Since: since, Until: until})
 		return db.Message(row), err
 	})
@@ -215,9 +215,9 @@ func byProviderID(ctx context.Context, q *db.Queries, now time.Time, project str
 
 // replyContext fills the quoted message's id, sender, text and type when the contact replied to
 // a message Switchboard knows.
-func replyContext(ctx context.Context, q *db.Queries, in Inbound, c *transport.Content) error {
+func (s *Service) replyContext(ctx context.Context, conn db.DBTX, in Inbound, c *transport.Content) error {
 	c.ReplyToProviderMessageID = in.ReplyToProviderMessageID
-	quoted, err := byProviderID(ctx, q, time.Now(), in.Project, in.TestMode, in.Sender, in.ReplyToProviderMessageID)
+	quoted, err := s.byProviderID(ctx, conn, time.Now(), in.Project, in.TestMode, in.Sender, in.ReplyToProviderMessageID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // a message from before Switchboard, or from another tool: the provider id is all there is
 	}

@@ -160,6 +160,8 @@ type Service struct {
 	// retention is how long messages and idempotency keys are kept: older ones are not shown
 	// (their partitions are dropped by the retention job).
 	retention retention.Policy
+	// partitions names the messages' partitions for statements that address them (messagesIn).
+	partitions *partition.Catalog
 }
 
 // SetRetention sets how long messages and idempotency keys are kept (retention.Default unless
@@ -171,7 +173,7 @@ func (s *Service) SetRetention(p retention.Policy) { s.retention = p }
 func NewService(pool *pgxpool.Pool, reader client.Reader, deliveries *delivery.Service, queue *river.Client[pgx.Tx],
 	transports Transports, carries Carries) *Service {
 	s := &Service{pool: pool, reader: reader, deliveries: deliveries, queue: queue, transports: transports, now: time.Now,
-		dispatchAttempts: DefaultDispatchAttempts, retention: retention.Default}
+		dispatchAttempts: DefaultDispatchAttempts, retention: retention.Default, partitions: partition.NewCatalog(pool)}
 	s.defaultPolicies(carries)
 	return s
 }
@@ -281,7 +283,7 @@ func (s *Service) Get(ctx context.Context, key apikey.Key, id string) (db.Messag
 	if at, ok := randid.TimeOf(id); ok && at.Before(since) {
 		return db.Message{}, expired
 	}
-	m, err := db.Planned(s.pool).GetMessage(ctx, db.GetMessageParams{ID: id, Project: key.Project, TestMode: key.TestMode()})
+	m, err := s.messagesOf(s.pool, id).GetMessage(ctx, db.GetMessageParams{ID: id, Project: key.Project, TestMode: key.TestMode()})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return db.Message{}, apperror.NotFoundf("No message %s.", id)
 	}

@@ -90,8 +90,7 @@ func (s *Service) mirror(ctx context.Context, in Mirror) (bool, error) {
 	}
 	stored := false
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		q := db.Planned(tx)
-		_, err := byProviderID(ctx, q, s.now(), in.Project, false, in.Sender, in.ProviderMessageID)
+		_, err := s.byProviderID(ctx, tx, s.now(), in.Project, false, in.Sender, in.ProviderMessageID)
 		if err == nil {
 			return nil // posted again, or synced twice: kept once
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/switchboard-io/switchboard/internal/postgres/db"
 	"github.com/switchboard-io/switchboard/internal/postgres/pgtest"
+	"github.com/switchboard-io/switchboard/internal/retention"
 )
 
 // Every inbound message is looked up by its provider id first (a provider posting it again is
@@ -48,7 +49,8 @@ func TestAMessageIsFoundByProviderIDOnItsIndex(t *testing.T) {
 	capture := &pgtest.Capture{}
 	conn := capture.Conn(t, pool)
 	q := db.Planned(conn)
-	found, err := byProviderID(ctx, q, now, "acme", true, "main", "SM"+md5hex(77))
+	s := &Service{now: time.Now, retention: retention.Default} // no catalog: the parent's statement
+	found, err := s.byProviderID(ctx, conn, now, "acme", true, "main", "SM"+md5hex(77))
 	if err != nil || found.ID != "msg_77" {
 		t.Fatalf("byProviderID = %s, %v; want msg_77", found.ID, err)
 	}
@@ -56,7 +58,7 @@ func TestAMessageIsFoundByProviderIDOnItsIndex(t *testing.T) {
 		t.Errorf("finding a message by provider id went through %v blocks of messages, want a handful", blocks)
 	}
 	// A new id (every inbound message's case) reads as little.
-	if _, err := byProviderID(ctx, q, now, "acme", true, "main", "SMnew"); !errors.Is(err, pgx.ErrNoRows) {
+	if _, err := s.byProviderID(ctx, conn, now, "acme", true, "main", "SMnew"); !errors.Is(err, pgx.ErrNoRows) {
 		t.Fatalf("byProviderID of a new id = %v, want no rows", err)
 	}
 	newID := "SMnew"
@@ -68,7 +70,7 @@ func TestAMessageIsFoundByProviderIDOnItsIndex(t *testing.T) {
 		t.Errorf("looking for a new provider id went through %v blocks of messages, want a handful", blocks)
 	}
 	// Another sender's or project's message of that id is not this one.
-	if _, err := byProviderID(ctx, q, now, "acme", true, "other", "SM"+md5hex(77)); !errors.Is(err, pgx.ErrNoRows) {
+	if _, err := s.byProviderID(ctx, conn, now, "acme", true, "other", "SM"+md5hex(77)); !errors.Is(err, pgx.ErrNoRows) {
 		t.Errorf("another sender's lookup = %v, want no rows", err)
 	}
 }

@@ -119,7 +119,7 @@ func (s *Service) applyIn(ctx context.Context, tx pgx.Tx, ch StatusChange, f *fo
 			p.ErrorProviderCode = &f.ProviderCode
 		}
 	}
-	row, err := q.SetMessageStatus(ctx, p)
+	row, err := s.messagesOf(tx, id).SetMessageStatus(ctx, p)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil // not from a status this one follows: stale or repeated
 	}
@@ -169,7 +169,7 @@ func (s *Service) ApplyProviderStatus(ctx context.Context, ch StatusChange) (boo
 		return false, errors.New("apply provider status: no Provider it came through")
 	}
 	if ch.MessageID != "" {
-		m, err := db.Planned(s.pool).GetMessageByID(ctx, ch.MessageID)
+		m, err := s.messagesOf(s.pool, ch.MessageID).GetMessageByID(ctx, ch.MessageID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, nil
 		}
