@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,7 +14,8 @@ import (
 
 // TestAnOverloadIsRefused: with every one of --max-requests-in-flight taken (two sends whose
 // bodies are still coming), one more API request waits, then is answered 503
-// service_unavailable with Retry-After: 1 and changes nothing; the probes still answer; once a
+// service_unavailable with Retry-After: 1 and changes nothing; with as many waiting as there
+// are slots, one more is refused at once; the probes still answer; once a
 // slot is given back the API answers again; the refusal is counted on /metrics.
 func TestAnOverloadIsRefused(t *testing.T) {
 	withMetrics, addr := servingMetrics(t)
@@ -29,12 +31,9 @@ func TestAnOverloadIsRefused(t *testing.T) {
 		status int
 		err    error
 	}
-	var bodies []*io.PipeWriter
-	answers := make(chan answer, 2)
-	for range 2 {
-		pr, pw := io.Pipe()
-		bodies = append(bodies, pw)
-		req, _ := http.NewRequest(http.MethodPost, in.url+"/v1/messages", pr)
+	// send posts body to /v1/messages in the background and gives its answer to answers.
+	send := func(body io.Reader, answers chan<- answer) {
+		req, _ := http.NewRequest(http.MethodPost, in.url+"/v1/messages", body)
 		req.Header.Set("Authorization", key)
 		req.Header.Set("Content-Type", "application/json")
 		go func() {
@@ -46,6 +45,13 @@ func TestAnOverloadIsRefused(t *testing.T) {
 			resp.Body.Close()
 			answers <- answer{status: resp.StatusCode}
 		}()
+	}
+	var bodies []*io.PipeWriter
+	answers := make(chan answer, 2)
+	for range 2 {
+		pr, pw := io.Pipe()
+		bodies = append(bodies, pw)
+		send(pr, answers)
 		if _, err := pw.Write([]byte(`{"to":"+15005550100",`)); err != nil {
 			t.Fatal(err)
 		}
@@ -75,9 +81,36 @@ func TestAnOverloadIsRefused(t *testing.T) {
 	} else {
 		resp.Body.Close()
 	}
+	// As many requests wait as there are slots; one more is refused at once, and the two waiting
+	// are refused when their half second is over.
+	waitingGauge := func() float64 {
+		if f := scrape(t, addr)["switchboard_api_requests_waiting"]; f != nil {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+		return 0
+	}
+	waited := make(chan answer, 2)
+	for range 2 {
+		send(strings.NewReader(`{"to":"+15005550100","text":"Waiting"}`), waited)
+	}
+	waitFor(t, func() bool { return waitingGauge() == 2 })
+	began = time.Now()
+	if r := in.post("/v1/messages", key, `{"to":"+15005550100","text":"One more"}`); r.status != http.StatusServiceUnavailable ||
+		r.body["code"] != "service_unavailable" || r.header.Get("Retry-After") != "1" {
+		t.Fatalf("a request with the waiting full = %d %v (Retry-After %q)", r.status, r.body, r.header.Get("Retry-After"))
+	}
+	if took := time.Since(began); took > 300*time.Millisecond {
+		t.Errorf("refused after %v: with as many requests waiting as there are slots, one more is refused at once", took)
+	}
+	for range 2 {
+		if a := <-waited; a.err != nil || a.status != http.StatusServiceUnavailable {
+			t.Errorf("a waiting request = %+v, want 503 after its wait", a)
+		}
+	}
+	waitFor(t, func() bool { return waitingGauge() == 0 })
 	f := scrape(t, addr)["switchboard_api_requests_refused_busy_total"]
-	if f == nil || f.GetMetric()[0].GetCounter().GetValue() != refusedBefore+1 {
-		t.Errorf("refused counter = %v, want %v", f, refusedBefore+1)
+	if f == nil || f.GetMetric()[0].GetCounter().GetValue() != refusedBefore+4 {
+		t.Errorf("refused counter = %v, want %v", f, refusedBefore+4)
 	}
 
 	// One send ends: its slot serves the next request.

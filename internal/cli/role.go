@@ -168,7 +168,7 @@ func newRoleCommand(g *globalFlags, stderr io.Writer, role, short, long string) 
 			"where invitation links point, e.g. https://connect.example.com (env SWITCHBOARD_DASHBOARD_URL): the connection page clients open, served by the api role under /invitations/; empty: --public-url, else the API's own address")
 		fl.StringVar(&f.listen, "listen", ":8080", "address the REST API listens on")
 		fl.IntVar(&f.maxInFlight, "max-requests-in-flight", httpapi.DefaultMaxInFlight,
-			"API requests this process works on at once; one more waits up to half a second for one to end, then is answered 503 with Retry-After: 1, which clients retry, so an overload costs refusals rather than memory. 0: no bound")
+			"API requests this process works on at once; one more waits up to half a second for one to end (as many wait at most; past that one is refused at once), then is answered 503 with Retry-After: 1, which clients retry, so an overload costs refusals rather than memory. 0: no bound")
 		fl.IntVar(&f.maxRecipients, "broadcast-max-recipients", broadcast.DefaultMaxRecipients,
 			"recipients one broadcast (v2 campaign) may have: adding more is refused with 400 and adds nothing; its estimate, storage and send grow with them")
 		fl.StringVar(&f.redisURL, "redis-url", envOr("REDIS_URL", ""), "Redis URL shared by api replicas, e.g. redis://redis:6379/0 (env REDIS_URL); empty keeps state in memory, for one replica")
