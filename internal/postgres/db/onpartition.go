@@ -25,7 +25,8 @@ import (
 // on a cached plan, where one on the parent is planned at every run (Planned): 0.2-0.6 ms of
 // Postgres's time for a lookup whose execution takes 0.02 ms, the largest part of an agent
 // turn's (docs/performance.md). A union of partitions is a plan of plain tables too: no lock
-// on the partitions it does not name, unlike a cached plan of the parent.
+// on the partitions it does not name, unlike a cached plan of the parent. A statement with a
+// long array (a broadcast chunk's ids) is planned for its parameters instead (modeFor).
 //
 // A statement that writes table while parts are several (a span across midnight) runs on the
 // parent, as does one that does not name table. Outside a transaction, a statement that names a partition dropped since parts were listed
@@ -88,7 +89,7 @@ func (c partitionConn) Exec(ctx context.Context, sql string, args ...any) (pgcon
 	if !ok {
 		return plannedConn{c.conn}.Exec(ctx, sql, args...)
 	}
-	tag, err := c.conn.Exec(ctx, stmt, args...)
+	tag, err := c.conn.Exec(ctx, stmt, modeFor(args)...)
 	if c.dropped(err) {
 		return plannedConn{c.conn}.Exec(ctx, sql, args...)
 	}
@@ -100,7 +101,7 @@ func (c partitionConn) Query(ctx context.Context, sql string, args ...any) (pgx.
 	if !ok {
 		return plannedConn{c.conn}.Query(ctx, sql, args...)
 	}
-	rows, err := c.conn.Query(ctx, stmt, args...)
+	rows, err := c.conn.Query(ctx, stmt, modeFor(args)...)
 	if c.dropped(err) {
 		return plannedConn{c.conn}.Query(ctx, sql, args...)
 	}
@@ -113,9 +114,26 @@ func (c partitionConn) QueryRow(ctx context.Context, sql string, args ...any) pg
 		return plannedConn{c.conn}.QueryRow(ctx, sql, args...)
 	}
 	// The row's error comes with Scan: a statement on a dropped partition is run again there.
-	return retryRow{row: c.conn.QueryRow(ctx, stmt, args...), again: func() pgx.Row {
+	return retryRow{row: c.conn.QueryRow(ctx, stmt, modeFor(args)...), again: func() pgx.Row {
 		return plannedConn{c.conn}.QueryRow(ctx, sql, args...)
 	}, c: c}
+}
+
+// genericMaxArray is the longest array argument a statement may run with on a cached plan.
+const genericMaxArray = 64
+
+// modeFor is args as the statement runs with them: prepared, on the plan Postgres caches after
+// five runs, which spares the planning that was most of an agent turn's cost; but planned for its
+// parameters (pgx's unnamed-statement mode) when an array argument is long, since a generic plan
+// does not know an array's length: with it a broadcast chunk's status step (1,000 ids) made the
+// 100,000-recipient broadcast a third slower (docs/performance.md).
+func modeFor(args []any) []any {
+	for _, a := range args {
+		if v, ok := a.([]string); ok && len(v) > genericMaxArray {
+			return append([]any{pgx.QueryExecModeCacheDescribe}, args...)
+		}
+	}
+	return args
 }
 
 // dropped reports whether err is a statement naming a partition that no longer exists, and

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 )
 
 func TestRewriteOnPartitions(t *testing.T) {
@@ -56,5 +58,16 @@ func TestRewriteOnPartitions(t *testing.T) {
 	}
 	if _, err := RewriteOnPartitions(setMessagesStatus, "messages", two); err == nil {
 		t.Error("an UPDATE through two partitions was rewritten")
+	}
+}
+
+func TestALongArrayIsPlannedForItsLength(t *testing.T) {
+	short := []any{[]string{"a", "b"}, "x"}
+	if got := modeFor(short); len(got) != 2 {
+		t.Errorf("a short array's statement runs with %v, want its arguments as they are (a cached plan)", got)
+	}
+	long := []any{make([]string, genericMaxArray+1), "x"}
+	if got := modeFor(long); len(got) != 3 || got[0] != pgx.QueryExecModeCacheDescribe {
+		t.Errorf("a long array's statement runs with %v, want the unnamed-statement mode first", got[:1])
 	}
 }
