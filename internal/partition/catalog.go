@@ -20,8 +20,6 @@ import (
 // (keptSince) but for the last dropMargin of them.
 type Catalog struct {
 	pool *pgxpool.Pool
-	// now is the clock (time.Now when nil).
-	now func() time.Time
 
 	mu         sync.Mutex
 	lists      map[string]catalogList
@@ -46,13 +44,6 @@ func NewCatalog(pool *pgxpool.Pool) *Catalog {
 	return &Catalog{pool: pool, lists: map[string]catalogList{}, refreshing: map[string]bool{}}
 }
 
-func (c *Catalog) clock() time.Time {
-	if c.now != nil {
-		return c.now()
-	}
-	return time.Now()
-}
-
 // Span returns the names of table's partitions that may hold rows created in [from, to), newest
 // first, for a statement to read them (or write the only one); ok is false when the statement is
 // to go to the parent. keptSince is the retention's horizon: rows before it are not shown.
@@ -60,7 +51,7 @@ func (c *Catalog) Span(table string, from, to, keptSince time.Time) ([]string, b
 	if c == nil {
 		return nil, false
 	}
-	now := c.clock()
+	now := time.Now()
 	c.mu.Lock()
 	l, known := c.lists[table]
 	if (!known || now.Sub(l.read) > catalogRefresh) && !c.refreshing[table] {
@@ -133,7 +124,7 @@ func (c *Catalog) refresh(table string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	read := c.clock()
+	read := time.Now()
 	parts, err := List(ctx, c.pool, t)
 	if err != nil {
 		return

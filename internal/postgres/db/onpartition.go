@@ -29,9 +29,10 @@ import (
 // long array (a broadcast chunk's ids) is planned for its parameters instead (modeFor).
 //
 // A statement that writes table while parts are several (a span across midnight) runs on the
-// parent, as does one that does not name table. Outside a transaction, a statement that names a partition dropped since parts were listed
-// (Postgres's undefined_table) is run again on the parent; in one, the error is returned (the
-// transaction is lost) and fresh is called so the caller's list is read again.
+// parent, as does one that does not name table. Outside a transaction, a statement that names a
+// partition dropped since parts were listed (Postgres's undefined_table) is run again on the
+// parent; in one, the error is returned (the transaction is lost) and fresh is called so the
+// caller's list is read again.
 func OnPartitions(conn DBTX, table string, parts []string, fresh func()) *Queries {
 	if len(parts) == 0 {
 		return Planned(conn)
@@ -39,38 +40,30 @@ func OnPartitions(conn DBTX, table string, parts []string, fresh func()) *Querie
 	return New(partitionConn{DBTX: conn, conn: conn, table: table, parts: parts, stale: fresh})
 }
 
-// OnPartitionsWriting is OnPartitions for statements that read table from parts and write it
-// into write (a claim that reads the keys of the days before and inserts today's).
-func OnPartitionsWriting(conn DBTX, table string, parts []string, write string, fresh func()) *Queries {
-	if len(parts) == 0 || write == "" {
-		return Planned(conn)
-	}
-	return New(partitionConn{DBTX: conn, conn: conn, table: table, parts: parts, write: write, stale: fresh})
-}
-
 // InSpan is OnPartitions for the partitions of table that c names for rows created in [from,
 // to) (partition.Catalog.Span, keptSince the retention's horizon, zero when the caller reads
 // outside a transaction, which a partition dropped meanwhile does not end); on the parent
 // (Planned) when c names none.
 func InSpan(c *partition.Catalog, conn DBTX, table string, from, to, keptSince time.Time) *Queries {
-	parts, ok := c.Span(table, from, to, keptSince)
-	if !ok {
-		return Planned(conn)
-	}
-	return OnPartitions(conn, table, parts, func() { c.Stale(table) })
+	return InSpanWriting(c, conn, table, from, to, time.Time{}, keptSince)
 }
 
-// InSpanWriting is InSpan for statements that also write a row created at at, into its partition.
+// InSpanWriting is InSpan for statements that also write a row created at at (zero: none), into
+// its partition (a claim that reads the keys of the days before and inserts now's).
 func InSpanWriting(c *partition.Catalog, conn DBTX, table string, from, to, at, keptSince time.Time) *Queries {
 	parts, ok := c.Span(table, from, to, keptSince)
 	if !ok {
 		return Planned(conn)
 	}
-	write, ok := c.Span(table, at, at.Add(time.Microsecond), keptSince)
-	if !ok || len(write) != 1 {
-		return Planned(conn)
+	pc := partitionConn{DBTX: conn, conn: conn, table: table, parts: parts, stale: func() { c.Stale(table) }}
+	if !at.IsZero() {
+		write, ok := c.Span(table, at, at.Add(time.Microsecond), keptSince)
+		if !ok || len(write) != 1 {
+			return Planned(conn)
+		}
+		pc.write = write[0]
 	}
-	return OnPartitionsWriting(conn, table, parts, write[0], func() { c.Stale(table) })
+	return New(pc)
 }
 
 // partitionConn rewrites Exec, Query and QueryRow; copies and batches go to the parent as given.
@@ -247,29 +240,29 @@ func rewriteOn(sql, table string, parts []string, write string) (string, error) 
 		if alias != "" && notAlias[strings.ToUpper(alias)] && g[3] == "" {
 			rest, alias = g[2], "" // the next clause, not an alias
 		}
-		name := alias
-		if name == "" {
-			name = table
+		ref := alias // what the rest of the statement calls the relation
+		if ref == "" {
+			ref = table
 		}
 		writes := !strings.EqualFold(keyword, "FROM") && !strings.EqualFold(keyword, "JOIN")
 		if writes && write != "" {
-			return keyword + " " + write + " AS " + name + rest
+			return keyword + " " + write + " AS " + ref + rest
 		}
 		if writes {
 			if len(parts) != 1 {
 				failed = fmt.Errorf("rewrite on partitions: a statement writing %s names %d partitions, not one", table, len(parts))
 				return m
 			}
-			return keyword + " " + parts[0] + " AS " + name + rest
+			return keyword + " " + parts[0] + " AS " + ref + rest
 		}
 		if len(parts) == 1 {
-			return keyword + " " + parts[0] + " AS " + name + rest
+			return keyword + " " + parts[0] + " AS " + ref + rest
 		}
 		union := make([]string, len(parts))
 		for i, p := range parts {
 			union[i] = "SELECT * FROM " + p
 		}
-		return keyword + " (" + strings.Join(union, " UNION ALL ") + ") AS " + name + rest
+		return keyword + " (" + strings.Join(union, " UNION ALL ") + ") AS " + ref + rest
 	})
 	if failed != nil {
 		return "", failed
